@@ -1,0 +1,113 @@
+"""The scripted harness: replays assistant turns from a script file, so tests and demos can drive
+tool use deterministically.
+
+A script is JSON: ``{"rules": [{"match": REGEX, "turns": [TURN, ...]}, ...]}``. The first rule whose
+regular expression is found in the run's input wins. A TURN holds any of ``text``, ``reasoning``,
+``tool_calls`` (``[{"name", "arguments"}]``; ``arguments`` may be a string, which the model "sent" as
+raw JSON, valid or not) and ``usage`` (``{"input_tokens", "cached_input_tokens", "output_tokens"}``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from machine._errors import HarnessError
+from machine._harness import HarnessRequest, HarnessResult
+from machine._loop import Turn, run_loop
+from machine._runs import Message, ToolCall, Usage
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScriptedCall(_Strict):
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+
+
+class ScriptedTurn(_Strict):
+    text: str = ""
+    reasoning: str | None = None
+    tool_calls: list[ScriptedCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+
+
+class Rule(_Strict):
+    match: str
+    turns: list[ScriptedTurn] = Field(min_length=1)
+
+    @field_validator("match")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as error:
+            raise ValueError(f"{value!r} is not a regular expression: {error}") from None
+        return value
+
+
+class Script(_Strict):
+    rules: list[Rule] = Field(min_length=1)
+
+
+def load_script(path: str | Path) -> Script:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HarnessError(f"script {path} does not exist; pass --script PATH to a script file") from None
+    except json.JSONDecodeError as error:
+        raise HarnessError(f"script {path} is not valid JSON: {error}") from None
+    try:
+        return Script.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise HarnessError(f"script {path} is malformed at {where}: {first['msg']}") from None
+
+
+def _message(turn: ScriptedTurn, step: int) -> Message:
+    calls = []
+    for index, call in enumerate(turn.tool_calls):
+        call_id = f"call_{step}_{index}"
+        if isinstance(call.arguments, str):
+            try:
+                parsed = json.loads(call.arguments)
+            except json.JSONDecodeError:
+                parsed = None
+            arguments = parsed if isinstance(parsed, dict) else None
+            calls.append(ToolCall(id=call_id, name=call.name, arguments=arguments, raw_arguments=call.arguments))
+        else:
+            calls.append(ToolCall(id=call_id, name=call.name, arguments=call.arguments))
+    return Message(role="assistant", content=turn.text, reasoning=turn.reasoning, tool_calls=calls)
+
+
+class ScriptedHarness:
+    name = "scripted"
+
+    def __init__(self, script: Script | str | Path) -> None:
+        self.script = script if isinstance(script, Script) else load_script(script)
+        self.source = None if isinstance(script, Script) else str(script)
+
+    def rule_for(self, text: str) -> Rule:
+        for rule in self.script.rules:
+            if re.search(rule.match, text):
+                return rule
+        where = f" in {self.source}" if self.source else ""
+        raise HarnessError(f"no rule{where} matches the input {text[:80]!r}; add a rule whose match fits it")
+
+    async def run(self, request: HarnessRequest) -> HarnessResult:
+        turns = self.rule_for(request.input).turns
+
+        async def reply(messages: list[Message], step: int) -> Turn:
+            if step >= len(turns):  # the script ran out while the model still had tool results to answer
+                return Turn(Message(role="assistant", content=""))
+            return Turn(_message(turns[step], step), turns[step].usage)
+
+        return await run_loop(request, reply)

@@ -1,0 +1,70 @@
+"""machine: small agent loops defined in code, with a rubric, an evaluator and stored, graded runs."""
+
+from ._budget import Budget
+from ._cases import Case
+from ._errors import (
+    BadInputError,
+    BudgetExceeded,
+    DefinitionError,
+    HarnessError,
+    MachineError,
+    NotFoundError,
+    UnknownPriceError,
+)
+from ._evaluator import Evaluator, define_evaluator
+from ._graders import GradeContext, Grader, check, judge
+from ._harness import Event, Harness, HarnessRequest, HarnessResult
+from ._rubric import Criterion, Rubric, define_rubric
+from ._runs import CriterionScore, Message, Run, Scorecard, Tag, ToolCall, Usage
+from ._spec import Machine, define_child, define_machine, instructions_from, model_from
+from ._store import ChatSession, SQLiteStore, Store
+from ._suite import SuiteReport, run_suite
+from ._tools import Tool, ToolContext, ToolFailure, tool
+from ._workspace import Workspace
+
+__all__ = [
+    "BadInputError",
+    "Budget",
+    "BudgetExceeded",
+    "Case",
+    "ChatSession",
+    "Criterion",
+    "CriterionScore",
+    "DefinitionError",
+    "Evaluator",
+    "Event",
+    "GradeContext",
+    "Grader",
+    "Harness",
+    "HarnessError",
+    "HarnessRequest",
+    "HarnessResult",
+    "Machine",
+    "MachineError",
+    "Message",
+    "NotFoundError",
+    "Rubric",
+    "Run",
+    "SQLiteStore",
+    "Scorecard",
+    "Store",
+    "SuiteReport",
+    "Tag",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolFailure",
+    "UnknownPriceError",
+    "Usage",
+    "Workspace",
+    "check",
+    "define_child",
+    "define_evaluator",
+    "define_machine",
+    "define_rubric",
+    "instructions_from",
+    "judge",
+    "model_from",
+    "run_suite",
+    "tool",
+]

@@ -1,0 +1,86 @@
+"""Budgets: a spending limit in USD, charged for every model and judge call.
+
+New work asks ``check()`` before it starts and is refused once the limit is reached; work already
+in flight still charges what it used, so a command overshoots by at most its concurrent runs.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+
+from ._errors import BadInputError, BudgetExceeded, UnknownPriceError
+from ._pricing import price_of
+from ._runs import Usage
+
+
+def parse_budget(value: str | float | None) -> float | None:
+    """``"none"`` lifts the cap; anything else must be a non-negative number of USD."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+        return None
+    try:
+        usd = float(value)
+    except (TypeError, ValueError):
+        raise BadInputError(f"budget {value!r} is not a number of USD; pass e.g. --budget 2.5 or --budget none") from None
+    if not math.isfinite(usd) or usd < 0:
+        raise BadInputError(f"budget {value!r} must be a non-negative number of USD (or 'none' for no cap)")
+    return usd
+
+
+@dataclass
+class Budget:
+    usd: float | None = None
+    """The limit; None means no cap (spending is still counted)."""
+    price_as: dict[str, str] = field(default_factory=dict)
+    """Model id -> the model whose price it is charged at (a fine-tuned checkpoint at its base)."""
+    spent_by_kind: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.usd = parse_budget(self.usd)
+
+    @property
+    def spent(self) -> float:
+        return sum(self.spent_by_kind.values())
+
+    @property
+    def remaining(self) -> float | None:
+        return None if self.usd is None else max(self.usd - self.spent, 0.0)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.usd is not None and self.spent >= self.usd
+
+    def check(self) -> None:
+        """Call before starting new work."""
+        if self.exhausted:
+            raise BudgetExceeded(
+                f"the budget of ${self.usd:.4f} is spent (${self.spent:.4f}); pass a larger --budget to go on"
+            )
+
+    def cost(self, model: str, usage: Usage) -> float:
+        if usage.is_zero:
+            return 0.0
+        priced_as = self.price_as.get(model, model)
+        price = price_of(priced_as)
+        if price is None:
+            if self.usd is None:
+                return 0.0
+            raise UnknownPriceError(
+                f"model {model!r} has no known price, so it cannot run under a budget: "
+                "pass --price-as BASE_MODEL to price a checkpoint as its base, or --budget none"
+            )
+        return price.cost(usage)
+
+    def charge(self, model: str, usage: Usage, kind: str = "runs") -> float:
+        """Record what a finished call used; returns its cost in USD."""
+        cost = self.cost(model, usage)
+        with self._lock:
+            self.spent_by_kind[kind] = self.spent_by_kind.get(kind, 0.0) + cost
+        return cost
+
+    def describe(self) -> str:
+        parts = ", ".join(f"{kind} ${usd:.4f}" for kind, usd in sorted(self.spent_by_kind.items()) if usd)
+        cap = "no cap" if self.usd is None else f"budget ${self.usd:.2f}"
+        return f"spent ${self.spent:.4f}" + (f" ({parts})" if parts else "") + f" of {cap}"

@@ -1,0 +1,66 @@
+"""Evaluators: exactly one grader for every criterion of a rubric."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import anyio
+
+from ._errors import DefinitionError
+from ._graders import GradeContext, Grader
+from ._rubric import Rubric
+from ._runs import CriterionScore, Run, Scorecard
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    rubric: Rubric
+    graders: Mapping[str, Grader]
+    origins: Mapping[str, str] = field(default_factory=dict)
+    """Criterion name -> the machine that declared it (set for inherited criteria)."""
+
+    async def grade(self, run: Run, ctx: GradeContext | None = None, *, pass_score: float = 1.0) -> Scorecard:
+        ctx = ctx or GradeContext()
+        results: dict[str, CriterionScore] = {}
+
+        async def one(name: str) -> None:
+            results[name] = await self.graders[name].grade(run, name, self.rubric[name], ctx)
+
+        async with anyio.create_task_group() as group:
+            for name in self.rubric:
+                group.start_soon(one, name)
+        return Scorecard(
+            rubric_fingerprint=self.rubric.fingerprint,
+            criteria={name: results[name] for name in self.rubric},
+            pass_score=pass_score,
+        )
+
+    def merged(self, other: Evaluator, *, origin: str) -> Evaluator:
+        """This evaluator plus ``other``'s criteria, which ``origin`` declared."""
+        rubric = self.rubric.merged(other.rubric)
+        origins = {**self.origins, **{name: origin for name in other.rubric}}
+        return Evaluator(rubric, {**self.graders, **other.graders}, origins)
+
+
+def define_evaluator(rubric: Rubric, graders: Mapping[str, Grader]) -> Evaluator:
+    """Pair every criterion with its grader; a missing or extra one is an error naming it."""
+    if not isinstance(rubric, Rubric):
+        raise DefinitionError("define_evaluator takes a Rubric from define_rubric as its first argument")
+    missing = [name for name in rubric if name not in graders]
+    extra = [name for name in graders if name not in rubric]
+    if missing:
+        raise DefinitionError(
+            f"criterion {missing[0]!r} has no grader: give define_evaluator a grader for every criterion"
+            + (f" (also missing: {', '.join(missing[1:])})" if missing[1:] else "")
+        )
+    if extra:
+        raise DefinitionError(
+            f"grader for {extra[0]!r} matches no criterion of the rubric (criteria: {', '.join(rubric)})"
+        )
+    for name, grader in graders.items():
+        if not isinstance(grader, Grader):
+            raise DefinitionError(
+                f"grader for {name!r} is {type(grader).__name__}, not a grader: use check(), judge() or jev()"
+            )
+    return Evaluator(rubric, {name: graders[name] for name in rubric})

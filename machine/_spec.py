@@ -1,0 +1,189 @@
+"""Machines: a small agent defined in code, and children that specialize one."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._errors import DefinitionError
+from ._evaluator import Evaluator, define_evaluator
+from ._rubric import Rubric, define_rubric
+from ._tools import Tool
+
+NAME_SEGMENT = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def check_name(name: str, what: str = "machine name") -> str:
+    """Readable names: segments of lower-case letters, digits, '.', '_' and '-', joined by '/'."""
+    if not isinstance(name, str) or not name or not all(NAME_SEGMENT.match(s) for s in name.split("/")):
+        raise DefinitionError(
+            f"{what} {name!r} is not valid: each '/'-separated part must match ^[a-z0-9][a-z0-9._-]*$"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Machine:
+    name: str
+    intent: str
+    instructions: str
+    model: str
+    rubric: Rubric
+    evaluator: Evaluator
+    tools: tuple[Tool, ...] = ()
+    max_steps: int = 8
+    transform_reasoning: Callable[[str], str] | None = None
+    parent: Machine | None = None
+    own_instructions: str = ""
+    own_tools: tuple[str, ...] = ()
+    counterpart: Any = None
+    source: Path | None = field(default=None, compare=False)
+
+    @property
+    def own_criteria(self) -> list[str]:
+        return [name for name in self.rubric if self.evaluator.origins.get(name, self.name) == self.name]
+
+    def origin(self, criterion: str) -> str:
+        """The machine that declared ``criterion`` (this one, or an ancestor)."""
+        return self.evaluator.origins.get(criterion, self.name)
+
+    def tool(self, name: str) -> Tool | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+
+def _tools(tools: Sequence[Tool], owner: str) -> tuple[Tool, ...]:
+    seen: set[str] = set()
+    for t in tools:
+        if not isinstance(t, Tool):
+            raise DefinitionError(f"machine {owner!r}: {t!r} is not a Tool; wrap the function with @tool")
+        if t.name in seen:
+            raise DefinitionError(f"machine {owner!r} has two tools named {t.name!r}")
+        seen.add(t.name)
+    return tuple(tools)
+
+
+def _text(value: Any, what: str, owner: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise DefinitionError(f"machine {owner!r} needs a non-empty {what}")
+    return value.strip()
+
+
+def define_machine(
+    *,
+    name: str,
+    intent: str,
+    instructions: str,
+    model: str,
+    rubric: Rubric,
+    evaluator: Evaluator,
+    tools: Sequence[Tool] = (),
+    max_steps: int = 8,
+    counterpart: Any = None,
+    transform_reasoning: Callable[[str], str] | None = None,
+) -> Machine:
+    check_name(name)
+    if evaluator.rubric is not rubric and evaluator.rubric.fingerprint != rubric.fingerprint:
+        raise DefinitionError(f"machine {name!r}: its evaluator was defined for another rubric")
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise DefinitionError(f"machine {name!r}: max_steps must be a positive integer, got {max_steps!r}")
+    tools = _tools(tools, name)
+    return Machine(
+        name=name,
+        intent=_text(intent, "intent", name),
+        instructions=_text(instructions, "instructions", name),
+        model=_text(model, "model", name),
+        rubric=rubric,
+        evaluator=evaluator,
+        tools=tools,
+        max_steps=max_steps,
+        transform_reasoning=transform_reasoning,
+        own_instructions=instructions.strip(),
+        own_tools=tuple(t.name for t in tools),
+        counterpart=counterpart,
+    )
+
+
+def define_child(
+    parent: Machine,
+    *,
+    name: str,
+    intent: str,
+    instructions: str = "",
+    rubric: Rubric | None = None,
+    evaluator: Evaluator | None = None,
+    tools: Sequence[Tool] = (),
+    model: str | None = None,
+    max_steps: int | None = None,
+    transform_reasoning: Callable[[str], str] | None = None,
+) -> Machine:
+    """A machine that specializes ``parent``: it keeps every parent criterion with its grader, the
+    parent's instructions (its own follow them), tools (it may add more) and model (unless it names one)."""
+    if not isinstance(parent, Machine):
+        raise DefinitionError(f"define_child({name!r}): the parent must be a Machine, got {type(parent).__name__}")
+    check_name(name)
+    if not name.startswith(parent.name + "/"):
+        raise DefinitionError(f"child {name!r} of {parent.name!r} must be named {parent.name}/<something>")
+    rubric = rubric if rubric is not None else define_rubric({})
+    evaluator = evaluator if evaluator is not None else define_evaluator(rubric, {})
+    if evaluator.rubric.fingerprint != rubric.fingerprint:
+        raise DefinitionError(f"child {name!r}: its evaluator was defined for another rubric")
+    redefined = [c for c in rubric if c in parent.rubric]
+    if redefined:
+        raise DefinitionError(
+            f"child {name!r} redefines criterion {redefined[0]!r} of {parent.origin(redefined[0])!r}: "
+            "a child inherits its parent's criteria as they are; give the new criterion another name"
+        )
+    clashing = [t.name for t in tools if parent.tool(t.name) is not None]
+    if clashing:
+        raise DefinitionError(f"child {name!r} redefines the tool {clashing[0]!r} it inherits from {parent.name!r}")
+    own = instructions.strip()
+    return Machine(
+        name=name,
+        intent=_text(intent, "intent", name),
+        instructions=parent.instructions + ("\n\n" + own if own else ""),
+        model=_text(model, "model", name) if model is not None else parent.model,
+        rubric=parent.rubric.merged(rubric),
+        evaluator=parent.evaluator.merged(evaluator, origin=name),
+        tools=parent.tools + _tools(tools, name),
+        max_steps=max_steps or parent.max_steps,
+        transform_reasoning=transform_reasoning or parent.transform_reasoning,
+        parent=parent,
+        own_instructions=own,
+        own_tools=tuple(t.name for t in tools),
+        counterpart=parent.counterpart,
+    )
+
+
+def _beside(file: str | Path, name: str) -> Path:
+    return Path(file).resolve().parent / name
+
+
+def instructions_from(file: str | Path, name: str = "instructions.md") -> str:
+    """The instructions kept in ``instructions.md`` beside the machine file (pass ``__file__``)."""
+    path = _beside(file, name)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DefinitionError(f"{path} does not exist: write the machine's instructions there") from None
+    if not text.strip():
+        raise DefinitionError(f"{path} is empty: write the machine's instructions there")
+    return text.strip()
+
+
+def model_from(file: str | Path, default: str) -> str:
+    """The committed model in ``model.json`` beside the machine file, else ``default``."""
+    path = _beside(file, "model.json")
+    if not path.exists():
+        return default
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DefinitionError(f"{path} is not valid JSON ({error}); fix it or delete it") from None
+    model = data.get("model") if isinstance(data, dict) else None
+    if not isinstance(model, str) or not model:
+        raise DefinitionError(f'{path} must hold {{"model": "<model id>"}}')
+    return model

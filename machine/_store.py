@@ -1,0 +1,183 @@
+"""The store: runs and named chat sessions in one SQLite file (standard library, WAL).
+
+Every write is an upsert. Listing the newest runs of a machine walks an index, so it costs the
+same at a hundred runs and at a million. The directory is private (0700) and the file too (0600):
+runs hold prompts and outputs.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from ._errors import NotFoundError
+from ._runs import Message, Run, now
+from ._spec import check_name
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    machine TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    case_id TEXT,
+    trial INTEGER,
+    conversation_id TEXT,
+    score REAL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_newest ON runs (machine, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS runs_conversation ON runs (conversation_id) WHERE conversation_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS sessions (
+    name TEXT PRIMARY KEY,
+    machine TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_newest ON sessions (machine, updated_at DESC);
+"""
+
+
+class ChatSession(BaseModel):
+    """A named conversation with a machine: what ``--continue`` resumes."""
+
+    name: str
+    machine: str
+    conversation_id: str
+    history: list[Message] = Field(default_factory=list)
+    updated_at: datetime = Field(default_factory=now)
+
+
+class Store(Protocol):
+    def put(self, run: Run) -> None: ...
+    def get(self, run_id: str) -> Run: ...
+    def runs(self, machine: str, limit: int = 20) -> list[Run]: ...
+    def iter_runs(self, machine: str | None = None) -> Iterator[Run]: ...
+    def put_session(self, session: ChatSession) -> None: ...
+    def get_session(self, name: str) -> ChatSession: ...
+    def latest_session(self, machine: str) -> ChatSession | None: ...
+
+
+class SQLiteStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.path.parent, 0o700)
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        os.chmod(self.path, 0o600)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=30000")
+        with self._lock:
+            self._db.executescript(_SCHEMA)
+
+    @classmethod
+    def in_workspace(cls, root: str | Path) -> SQLiteStore:
+        return cls(Path(root) / ".machine" / "store.db")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def put(self, run: Run) -> None:
+        check_name(run.machine)
+        check_name(run.id, "run id")
+        row = (
+            run.id,
+            run.machine,
+            _utc(run.created_at),
+            run.status,
+            run.case_id,
+            run.trial,
+            run.conversation_id,
+            run.score,
+            run.model_dump_json(),
+        )
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO runs (id, machine, created_at, status, case_id, trial, conversation_id, score, data)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+                " machine=excluded.machine, created_at=excluded.created_at, status=excluded.status,"
+                " case_id=excluded.case_id, trial=excluded.trial, conversation_id=excluded.conversation_id,"
+                " score=excluded.score, data=excluded.data",
+                row,
+            )
+
+    def get(self, run_id: str) -> Run:
+        with self._lock:
+            found = self._db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if found is None:
+            raise NotFoundError(f"there is no run {run_id!r} in {self.path}; `machine runs NAME` lists them")
+        return Run.model_validate_json(found[0])
+
+    def runs(self, machine: str, limit: int = 20) -> list[Run]:
+        """The newest ``limit`` runs of ``machine``, newest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT data FROM runs WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+                (machine, limit),
+            ).fetchall()
+        return [Run.model_validate_json(data) for (data,) in rows]
+
+    def iter_runs(self, machine: str | None = None) -> Iterator[Run]:
+        """Every run (of ``machine``), oldest first, read in pages so memory stays flat."""
+        after = ("", "")
+        while True:
+            where = "(created_at, id) > (?, ?)" + (" AND machine = ?" if machine else "")
+            args: tuple[str, ...] = (*after, machine) if machine else after
+            with self._lock:
+                rows = self._db.execute(
+                    f"SELECT created_at, id, data FROM runs WHERE {where} ORDER BY created_at, id LIMIT 500", args
+                ).fetchall()
+            if not rows:
+                return
+            for created_at, run_id, data in rows:
+                yield Run.model_validate_json(data)
+                after = (created_at, run_id)
+
+    def count(self, machine: str | None = None) -> int:
+        with self._lock:
+            if machine is None:
+                return int(self._db.execute("SELECT count(*) FROM runs").fetchone()[0])
+            return int(self._db.execute("SELECT count(*) FROM runs WHERE machine = ?", (machine,)).fetchone()[0])
+
+    def put_session(self, session: ChatSession) -> None:
+        check_name(session.name, "session name")
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO sessions (name, machine, updated_at, data) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET machine=excluded.machine, updated_at=excluded.updated_at,"
+                " data=excluded.data",
+                (session.name, session.machine, _utc(session.updated_at), session.model_dump_json()),
+            )
+
+    def get_session(self, name: str) -> ChatSession:
+        with self._lock:
+            found = self._db.execute("SELECT data FROM sessions WHERE name = ?", (name,)).fetchone()
+        if found is None:
+            raise NotFoundError(f"there is no chat session {name!r}")
+        return ChatSession.model_validate_json(found[0])
+
+    def latest_session(self, machine: str) -> ChatSession | None:
+        with self._lock:
+            found = self._db.execute(
+                "SELECT data FROM sessions WHERE machine = ? ORDER BY updated_at DESC LIMIT 1", (machine,)
+            ).fetchone()
+        return None if found is None else ChatSession.model_validate_json(found[0])
+
+
+def _utc(moment: datetime) -> str:
+    """Fixed-width UTC text, so string order is time order."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

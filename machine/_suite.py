@@ -1,0 +1,145 @@
+"""Suites: every case, several trials each, graded; per-case means and pass^N.
+
+Runs stream to the store as they finish; the suite keeps only each run's score, so memory stays
+flat however many runs there are. A failed run is counted and left out of the scores; a spent
+budget stops scheduling new runs while those in flight finish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from ._cases import Case
+from ._errors import BudgetExceeded
+from ._harness import Harness
+from ._runs import Run
+from ._spec import Machine
+from ._workspace import Workspace
+
+
+@dataclass
+class CaseResult:
+    id: str
+    trials: int = 0
+    scores: list[float] = field(default_factory=list)
+    passes: int = 0
+    unscored: int = 0
+    errors: int = 0
+
+    @property
+    def mean(self) -> float | None:
+        return sum(self.scores) / len(self.scores) if self.scores else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "trials": self.trials, "mean": self.mean, "passes": self.passes, "scores": self.scores}
+
+
+@dataclass
+class SuiteReport:
+    machine: str
+    cases: list[CaseResult]
+    cost_usd: float = 0.0
+    stopped: str | None = None
+    """Why scheduling stopped early (the budget), or None."""
+
+    @property
+    def runs(self) -> int:
+        return sum(c.trials for c in self.cases)
+
+    @property
+    def scored(self) -> list[float]:
+        return [s for c in self.cases for s in c.scores]
+
+    @property
+    def mean(self) -> float | None:
+        scores = self.scored
+        return sum(scores) / len(scores) if scores else None
+
+    @property
+    def pass_rate(self) -> float | None:
+        scored = len(self.scored)
+        return sum(c.passes for c in self.cases) / scored if scored else None
+
+    @property
+    def unscored(self) -> int:
+        return sum(c.unscored for c in self.cases)
+
+    @property
+    def errors(self) -> int:
+        return sum(c.errors for c in self.cases)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "machine": self.machine,
+            "cases": [c.to_json() for c in self.cases],
+            "summary": {
+                "runs": self.runs,
+                "mean": self.mean,
+                "pass_rate": self.pass_rate,
+                "unscored": self.unscored,
+                "errors": self.errors,
+                "cost_usd": self.cost_usd,
+            },
+            "stopped": self.stopped,
+        }
+
+
+async def run_suite(
+    workspace: Workspace,
+    machine: Machine,
+    cases: Sequence[Case],
+    *,
+    trials: int = 1,
+    concurrency: int = 4,
+    pass_score: float = 1.0,
+    harness: Harness | None = None,
+    model: str | None = None,
+    on_run: Callable[[Run], None] | None = None,
+) -> SuiteReport:
+    if trials < 1:
+        raise ValueError("trials must be at least 1")
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    results = {case.id: CaseResult(case.id) for case in cases}
+    report = SuiteReport(machine=machine.name, cases=list(results.values()))
+    spent_before = workspace.budget.spent
+    pending: Iterator[tuple[Case, int]] = ((case, trial) for trial in range(trials) for case in cases)
+
+    async def worker() -> None:
+        for case, trial in pending:
+            if report.stopped:
+                return
+            try:
+                run = await workspace.run(
+                    machine, case.input, case=case, trial=trial, harness=harness, model=model,
+                    grade=True, pass_score=pass_score,
+                )
+            except BudgetExceeded as error:
+                report.stopped = str(error)
+                return
+            tally(results[case.id], run)
+            if on_run is not None:
+                on_run(run)
+
+    async with anyio.create_task_group() as group:
+        for _ in range(min(concurrency, len(cases) * trials)):
+            group.start_soon(worker)
+    report.cost_usd = workspace.budget.spent - spent_before
+    return report
+
+
+def tally(result: CaseResult, run: Run) -> None:
+    result.trials += 1
+    if run.status == "error":
+        result.errors += 1
+        return
+    score = run.score
+    if score is None:
+        result.unscored += 1
+        return
+    result.scores.append(score)
+    result.passes += bool(run.passed)

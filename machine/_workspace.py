@@ -1,0 +1,234 @@
+"""The workspace: machines bound to a store, sandboxes, a harness and a budget.
+
+Every face of the product (the SDK, the ``machine`` command, later the MCP server) goes through
+here, so a run is made, priced, graded and stored the same way wherever it starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ._budget import Budget
+from ._cases import Case, load_cases
+from ._errors import BudgetExceeded, MachineError
+from ._graders import GradeContext
+from ._harness import Event, Harness, HarnessRequest
+from ._loader import MachineLoader
+from ._provenance import git_revision, library_version
+from ._runs import Message, Run, Timings, Usage, now
+from ._spec import Machine
+from ._store import SQLiteStore, Store
+from ._tools import ToolContext
+
+
+def workspace_root(root: str | Path | None = None) -> Path:
+    """``root``, else ``MACHINE_WORKSPACE``, else the current directory."""
+    return Path(root or os.environ.get("MACHINE_WORKSPACE") or Path.cwd()).resolve()
+
+
+class Workspace:
+    def __init__(
+        self,
+        root: str | Path | None = None,
+        *,
+        store: Store | None = None,
+        harness: Harness | None = None,
+        budget: Budget | None = None,
+        judge_model: str | None = None,
+        keep_sandboxes: bool = False,
+    ) -> None:
+        self.root = workspace_root(root)
+        self.machines_dir = self.root / "machines"
+        self.data_dir = self.root / ".machine"
+        self._store = store
+        self._harness = harness
+        self.budget = budget if budget is not None else Budget(None)
+        self.judge_model = judge_model or os.environ.get("MACHINE_JUDGE_MODEL")
+        self.keep_sandboxes = keep_sandboxes
+        self.loader = MachineLoader(self.machines_dir)
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = SQLiteStore.in_workspace(self.root)
+        return self._store
+
+    @property
+    def harness(self) -> Harness:
+        if self._harness is None:
+            from machine.clients import make_harness
+
+            self._harness = make_harness()
+        return self._harness
+
+    @cached_property
+    def revision(self) -> str | None:
+        return git_revision(self.root)
+
+    def names(self) -> list[str]:
+        return self.loader.names()
+
+    def load(self, name: str) -> Machine:
+        return self.loader.load(name)
+
+    def cases(self, machine: Machine | str, file: str | Path | None = None) -> list[Case]:
+        """The machine's cases: ``file`` (relative to the machine's folder or the current directory),
+        else ``cases.json`` beside the machine."""
+        name = machine if isinstance(machine, str) else machine.name
+        folder = self.machines_dir / name
+        if file is None:
+            return load_cases(folder / "cases.json")
+        path = Path(file)
+        if not path.is_absolute() and not path.exists() and (folder / path).exists():
+            path = folder / path
+        return load_cases(path)
+
+    async def run(
+        self,
+        machine: Machine | str,
+        input: str,
+        *,
+        case: Case | None = None,
+        trial: int | None = None,
+        history: list[Message] | None = None,
+        conversation_id: str | None = None,
+        model: str | None = None,
+        harness: Harness | None = None,
+        grade: bool = False,
+        pass_score: float = 1.0,
+        interactive: bool = False,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> Run:
+        """Run ``machine`` once on ``input``, store the run (graded if ``grade``) and return it.
+
+        A harness failure becomes a stored run with status ``error``; only BudgetExceeded is raised,
+        before anything starts, so a refused run leaves nothing behind.
+        """
+        spec = self.load(machine) if isinstance(machine, str) else machine
+        harness = harness or self.harness
+        model = model or spec.model
+        self.budget.check()
+        if harness.name not in ("echo", "scripted"):
+            self.budget.cost(model, Usage(input_tokens=1))  # an unknown price is refused before the call
+        run = Run(
+            machine=spec.name,
+            model=model,
+            harness=harness.name,
+            instructions=spec.instructions,
+            input=input,
+            history=list(history or []),
+            case_id=case.id if case else None,
+            case=case.data() if case else None,
+            trial=trial,
+            conversation_id=conversation_id,
+            revision=self.revision,
+            library_version=library_version(),
+            timings=Timings(),
+        )
+        sandbox = None
+        if spec.tools or (case and case.files):
+            from machine.sandboxes import LocalSandbox
+
+            sandbox = LocalSandbox.create(self.data_dir / "sandboxes", run.id, case.files if case else None)
+        request = HarnessRequest(
+            run_id=run.id,
+            machine=spec.name,
+            instructions=spec.instructions,
+            input=input,
+            model=model,
+            tools=spec.tools,
+            tool_context=ToolContext(
+                run_id=run.id, sandbox=sandbox.path if sandbox else None, budget=self.budget, interactive=interactive
+            ),
+            budget=self.budget,
+            history=run.history,
+            max_steps=spec.max_steps,
+            on_event=on_event,
+        )
+        try:
+            result = await harness.run(request)
+        except BudgetExceeded:
+            raise
+        except MachineError as error:
+            run = run.model_copy(update={"status": "error", "error": str(error)})
+        except Exception as error:
+            run = run.model_copy(update={"status": "error", "error": f"{type(error).__name__}: {error}"})
+        else:
+            run = run.model_copy(
+                update={
+                    "trajectory": result.trajectory,
+                    "output": result.output,
+                    "usage": result.usage,
+                    "cost_usd": result.cost_usd,
+                    "stop_reason": result.stop_reason,
+                    "retries": result.retries,
+                    "status": "error" if result.error else "ok",
+                    "error": result.error,
+                }
+            )
+        finally:
+            if sandbox is not None and not self.keep_sandboxes:
+                sandbox.remove()
+        run.timings.finished_at = now()
+        if grade and run.status == "ok":
+            run = await self.grade(run, spec, pass_score=pass_score, store=False)
+        self.store.put(run)
+        return run
+
+    async def grade(
+        self, run: Run, machine: Machine | None = None, *, pass_score: float = 1.0, store: bool = True
+    ) -> Run:
+        """Grade ``run`` with its machine's current evaluator and (by default) store the scorecard."""
+        spec = machine or self.load(run.machine)
+        ctx = GradeContext(budget=self.budget, judge_model=self.judge_model)
+        scorecard = await spec.evaluator.grade(run, ctx, pass_score=pass_score)
+        graded = run.model_copy(update={"scorecard": scorecard})
+        if store:
+            self.store.put(graded)
+        return graded
+
+    def tag(self, run: Run, kind: str, note: str | None = None) -> Run:
+        from ._runs import Tag
+
+        tagged = run.model_copy(update={"tags": [*run.tags, Tag(kind=kind, note=note)]})  # type: ignore[arg-type]
+        self.store.put(tagged)
+        return tagged
+
+    def describe(self, name: str) -> Mapping[str, Any]:
+        """What ``machine show`` and ``list --json`` print about one machine."""
+        spec = self.load(name)
+        return {
+            "name": spec.name,
+            "intent": spec.intent,
+            "model": spec.model,
+            "parent": spec.parent.name if spec.parent else None,
+            "max_steps": spec.max_steps,
+            "criteria": [
+                {
+                    "name": c,
+                    "description": spec.rubric[c].description,
+                    "weight": spec.rubric[c].weight,
+                    "grader": f"{spec.evaluator.graders[c].kind}:{spec.evaluator.graders[c].name}",
+                    "from": spec.origin(c),
+                }
+                for c in spec.rubric
+            ],
+            "tools": [
+                {"name": t.name, "description": t.description, "from": spec.name if t.name in spec.own_tools else
+                 _tool_origin(spec, t.name)}
+                for t in spec.tools
+            ],
+        }
+
+
+def _tool_origin(spec: Machine, tool: str) -> str:
+    node: Machine | None = spec
+    while node is not None:
+        if tool in node.own_tools:
+            return node.name
+        node = node.parent
+    return spec.name

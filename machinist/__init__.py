@@ -1,0 +1,1 @@
+"""The machinist: the built-in machine that makes and improves machines."""
