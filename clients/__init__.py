@@ -41,7 +41,9 @@ def make_harness(name: str | None = None, *, script: str | Path | None = None) -
             "or pass --harness echo for a free dry run (or --harness scripted --script FILE)"
         )
     if name == "openai" and not os.environ.get("OPENAI_BASE_URL"):
-        raise HarnessError("the openai harness needs an endpoint: set OPENAI_BASE_URL, or pass --harness echo")
+        raise HarnessError(
+            "the openai harness needs an endpoint: set OPENAI_BASE_URL, or pass --harness echo"
+        )
     raise HarnessError(
         f"the {name} harness talks to a model service, and this build of machine has no model client yet; "
         "use --harness echo or --harness scripted --script FILE"

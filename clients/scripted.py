@@ -82,7 +82,9 @@ def _message(turn: ScriptedTurn, step: int) -> Message:
             except json.JSONDecodeError:
                 parsed = None
             arguments = parsed if isinstance(parsed, dict) else None
-            calls.append(ToolCall(id=call_id, name=call.name, arguments=arguments, raw_arguments=call.arguments))
+            calls.append(
+                ToolCall(id=call_id, name=call.name, arguments=arguments, raw_arguments=call.arguments)
+            )
         else:
             calls.append(ToolCall(id=call_id, name=call.name, arguments=call.arguments))
     return Message(role="assistant", content=turn.text, reasoning=turn.reasoning, tool_calls=calls)

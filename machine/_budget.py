@@ -22,7 +22,9 @@ def parse_budget(value: str | float | None) -> float | None:
     try:
         usd = float(value)
     except (TypeError, ValueError):
-        raise BadInputError(f"budget {value!r} is not a number of USD; pass e.g. --budget 2.5 or --budget none") from None
+        raise BadInputError(
+            f"budget {value!r} is not a number of USD; pass e.g. --budget 2.5 or --budget none"
+        ) from None
     if not math.isfinite(usd) or usd < 0:
         raise BadInputError(f"budget {value!r} must be a non-negative number of USD (or 'none' for no cap)")
     return usd

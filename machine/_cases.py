@@ -46,7 +46,9 @@ def load_cases(path: Path) -> list[Case]:
         except ValidationError as error:
             first = error.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "case"
-            raise BadInputError(f"cases file {path}: case {index} is malformed ({field}: {first['msg']})") from None
+            raise BadInputError(
+                f"cases file {path}: case {index} is malformed ({field}: {first['msg']})"
+            ) from None
         if case.id in seen:
             raise BadInputError(f"cases file {path}: case {index} repeats the id {case.id!r}")
         seen.add(case.id)

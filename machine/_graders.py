@@ -34,15 +34,21 @@ class GradeContext:
 
 @runtime_checkable
 class Grader(Protocol):
-    kind: str
-    name: str
+    @property
+    def kind(self) -> str: ...
+    @property
+    def name(self) -> str: ...
 
     async def grade(self, run: Run, criterion: str, spec: Criterion, ctx: GradeContext) -> CriterionScore: ...
 
 
 def unscored(criterion: str, spec: Criterion, grader: Grader, reason: str) -> CriterionScore:
     return CriterionScore(
-        criterion=criterion, weight=spec.weight, grader=f"{grader.kind}:{grader.name}", score=None, reason=reason
+        criterion=criterion,
+        weight=spec.weight,
+        grader=f"{grader.kind}:{grader.name}",
+        score=None,
+        reason=reason,
     )
 
 
@@ -61,7 +67,9 @@ class CheckGrader:
             if inspect.isawaitable(result):
                 result = await result
         except Exception as error:  # a crashing check is UNSCORED, never 0
-            return unscored(criterion, spec, self, f"check {self.name!r} raised {type(error).__name__}: {error}")
+            return unscored(
+                criterion, spec, self, f"check {self.name!r} raised {type(error).__name__}: {error}"
+            )
         reason = ""
         if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
             result, reason = result
@@ -102,7 +110,9 @@ def check(name: str, fn: CheckFn) -> CheckGrader:
     except (TypeError, ValueError):
         positional = []
     if len(positional) > 2:
-        raise DefinitionError(f"check {name!r}: fn takes (run) or (run, case), not {len(positional)} arguments")
+        raise DefinitionError(
+            f"check {name!r}: fn takes (run) or (run, case), not {len(positional)} arguments"
+        )
     return CheckGrader(name=name, fn=fn, wants_case=len(positional) == 2)
 
 

@@ -27,9 +27,9 @@ def discover(machines_dir: Path) -> list[str]:
     names = []
     for file in machines_dir.rglob("machine.py"):
         parts = file.parent.relative_to(machines_dir).parts
-        if parts and not any(p in _SKIP or p.startswith(".") for p in parts):
-            if all(NAME_SEGMENT.match(p) for p in parts):
-                names.append("/".join(parts))
+        hidden = any(p in _SKIP or p.startswith(".") for p in parts)
+        if parts and not hidden and all(NAME_SEGMENT.match(p) for p in parts):
+            names.append("/".join(parts))
     return sorted(names)
 
 
@@ -64,7 +64,11 @@ class MachineLoader:
             return self._cache[name]
         known = self.names()
         if name not in known:
-            listing = ", ".join(known) if known else f"none (no machines/<name>/machine.py under {self.machines_dir})"
+            listing = (
+                ", ".join(known)
+                if known
+                else f"none (no machines/<name>/machine.py under {self.machines_dir})"
+            )
             raise NotFoundError(f"there is no machine {name!r}; the known machines are: {listing}")
         file = self.machines_dir / name / "machine.py"
         try:
@@ -81,15 +85,17 @@ class MachineLoader:
                 f"{file} must define a module attribute `machine` made with define_machine or define_child"
             )
         if found.name != name:
-            raise DefinitionError(f"{file} defines a machine named {found.name!r}; its folder makes it {name!r}")
+            raise DefinitionError(
+                f"{file} defines a machine named {found.name!r}; its folder makes it {name!r}"
+            )
         found = _with_source(found, file)
         self._cache[name] = found
         return found
 
 
 def _identifier(part: str) -> str:
-    """A folder name as a module name: '.' and '-' become '_', a leading digit gets a '_'."""
-    ident = part.replace(".", "_").replace("-", "_")
+    """A folder name as a distinct module name: '_', '.' and '-' are escaped, a leading digit gets a '_'."""
+    ident = part.replace("_", "_5f").replace(".", "_2e").replace("-", "_2d")
     return "_" + ident if ident[0].isdigit() else ident
 
 

@@ -57,4 +57,6 @@ async def run_loop(request: HarnessRequest, next_turn: NextTurn) -> HarnessResul
             trajectory.append(result)
             request.emit("tool_result", result)
     output = next((m.content for m in reversed(trajectory) if m.role == "assistant"), "")
-    return HarnessResult(trajectory=trajectory, output=output, usage=usage, cost_usd=cost, stop_reason=stop_reason)
+    return HarnessResult(
+        trajectory=trajectory, output=output, usage=usage, cost_usd=cost, stop_reason=stop_reason
+    )

@@ -21,7 +21,9 @@ class Price:
     def cost(self, usage: Usage) -> float:
         uncached = max(usage.input_tokens - usage.cached_input_tokens, 0)
         return (
-            uncached * self.input + usage.cached_input_tokens * self.cached_input + usage.output_tokens * self.output
+            uncached * self.input
+            + usage.cached_input_tokens * self.cached_input
+            + usage.output_tokens * self.output
         ) / 1_000_000
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,7 @@ def define_machine(
         instructions=_text(instructions, "instructions", name),
         model=_text(model, "model", name),
         rubric=rubric,
-        evaluator=evaluator,
+        evaluator=replace(evaluator, origins={c: name for c in rubric}),
         tools=tools,
         max_steps=max_steps,
         transform_reasoning=transform_reasoning,
@@ -123,7 +123,9 @@ def define_child(
     """A machine that specializes ``parent``: it keeps every parent criterion with its grader, the
     parent's instructions (its own follow them), tools (it may add more) and model (unless it names one)."""
     if not isinstance(parent, Machine):
-        raise DefinitionError(f"define_child({name!r}): the parent must be a Machine, got {type(parent).__name__}")
+        raise DefinitionError(
+            f"define_child({name!r}): the parent must be a Machine, got {type(parent).__name__}"
+        )
     check_name(name)
     if not name.startswith(parent.name + "/"):
         raise DefinitionError(f"child {name!r} of {parent.name!r} must be named {parent.name}/<something>")
@@ -137,9 +139,14 @@ def define_child(
             f"child {name!r} redefines criterion {redefined[0]!r} of {parent.origin(redefined[0])!r}: "
             "a child inherits its parent's criteria as they are; give the new criterion another name"
         )
-    clashing = [t.name for t in tools if parent.tool(t.name) is not None]
+    if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
+        raise DefinitionError(f"machine {name!r}: max_steps must be a positive integer, got {max_steps!r}")
+    own_tools = _tools(tools, name)
+    clashing = [t.name for t in own_tools if parent.tool(t.name) is not None]
     if clashing:
-        raise DefinitionError(f"child {name!r} redefines the tool {clashing[0]!r} it inherits from {parent.name!r}")
+        raise DefinitionError(
+            f"child {name!r} redefines the tool {clashing[0]!r} it inherits from {parent.name!r}"
+        )
     own = instructions.strip()
     return Machine(
         name=name,
@@ -148,12 +155,12 @@ def define_child(
         model=_text(model, "model", name) if model is not None else parent.model,
         rubric=parent.rubric.merged(rubric),
         evaluator=parent.evaluator.merged(evaluator, origin=name),
-        tools=parent.tools + _tools(tools, name),
-        max_steps=max_steps or parent.max_steps,
+        tools=parent.tools + own_tools,
+        max_steps=max_steps if max_steps is not None else parent.max_steps,
         transform_reasoning=transform_reasoning or parent.transform_reasoning,
         parent=parent,
         own_instructions=own,
-        own_tools=tuple(t.name for t in tools),
+        own_tools=tuple(t.name for t in own_tools),
         counterpart=parent.counterpart,
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS runs (
     data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_newest ON runs (machine, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at, id);
 CREATE INDEX IF NOT EXISTS runs_conversation ON runs (conversation_id) WHERE conversation_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS sessions (
     name TEXT PRIMARY KEY,
@@ -43,6 +44,26 @@ CREATE TABLE IF NOT EXISTS sessions (
 );
 CREATE INDEX IF NOT EXISTS sessions_newest ON sessions (machine, updated_at DESC);
 """
+
+# The statements the store runs, kept here so tests can ask SQLite how it plans them
+# (EXPLAIN QUERY PLAN) and prove that no listing scans the table.
+UPSERT_RUN_SQL = (
+    "INSERT INTO runs (id, machine, created_at, status, case_id, trial, conversation_id, score, data)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+    " machine=excluded.machine, created_at=excluded.created_at, status=excluded.status,"
+    " case_id=excluded.case_id, trial=excluded.trial, conversation_id=excluded.conversation_id,"
+    " score=excluded.score, data=excluded.data"
+)
+NEWEST_RUNS_SQL = "SELECT data FROM runs WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT ?"
+PAGE_SIZE = 500
+PAGE_RUNS_SQL = (
+    "SELECT created_at, id, data FROM runs WHERE (created_at, id) > (?, ?)"
+    f" ORDER BY created_at, id LIMIT {PAGE_SIZE}"
+)
+PAGE_MACHINE_RUNS_SQL = (
+    "SELECT created_at, id, data FROM runs WHERE machine = ? AND (created_at, id) > (?, ?)"
+    f" ORDER BY created_at, id LIMIT {PAGE_SIZE}"
+)
 
 
 class ChatSession(BaseModel):
@@ -68,11 +89,18 @@ class Store(Protocol):
 class SQLiteStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(self.path.parent, 0o700)
+        folder = self.path.parent
+        created = not folder.exists()
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Tighten the folder the store owns (a workspace's .machine, or one made here), never a
+        # folder the caller merely pointed into (``SQLiteStore("store.db")`` must not lock the cwd).
+        if created or folder.name == ".machine":
+            os.chmod(folder, 0o700)
         if not self.path.exists():
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        os.chmod(self.path, 0o600)
+        for file in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            if file.exists():
+                os.chmod(file, 0o600)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -90,28 +118,22 @@ class SQLiteStore:
             self._db.close()
 
     def put(self, run: Run) -> None:
-        check_name(run.machine)
-        check_name(run.id, "run id")
-        row = (
-            run.id,
-            run.machine,
-            _utc(run.created_at),
-            run.status,
-            run.case_id,
-            run.trial,
-            run.conversation_id,
-            run.score,
-            run.model_dump_json(),
-        )
+        """Insert ``run``, or replace the stored run with the same id."""
+        row = _row(run)
         with self._lock:
-            self._db.execute(
-                "INSERT INTO runs (id, machine, created_at, status, case_id, trial, conversation_id, score, data)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
-                " machine=excluded.machine, created_at=excluded.created_at, status=excluded.status,"
-                " case_id=excluded.case_id, trial=excluded.trial, conversation_id=excluded.conversation_id,"
-                " score=excluded.score, data=excluded.data",
-                row,
-            )
+            self._db.execute(UPSERT_RUN_SQL, row)
+
+    def put_many(self, runs: Iterable[Run]) -> None:
+        """``put`` for many runs in one transaction: all are written, or (on any bad name) none."""
+        rows = [_row(run) for run in runs]
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(UPSERT_RUN_SQL, rows)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def get(self, run_id: str) -> Run:
         with self._lock:
@@ -123,36 +145,35 @@ class SQLiteStore:
     def runs(self, machine: str, limit: int = 20) -> list[Run]:
         """The newest ``limit`` runs of ``machine``, newest first."""
         with self._lock:
-            rows = self._db.execute(
-                "SELECT data FROM runs WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT ?",
-                (machine, limit),
-            ).fetchall()
+            rows = self._db.execute(NEWEST_RUNS_SQL, (machine, limit)).fetchall()
         return [Run.model_validate_json(data) for (data,) in rows]
 
     def iter_runs(self, machine: str | None = None) -> Iterator[Run]:
         """Every run (of ``machine``), oldest first, read in pages so memory stays flat."""
-        after = ("", "")
+        after: tuple[str, str] = ("", "")
         while True:
-            where = "(created_at, id) > (?, ?)" + (" AND machine = ?" if machine else "")
-            args: tuple[str, ...] = (*after, machine) if machine else after
             with self._lock:
-                rows = self._db.execute(
-                    f"SELECT created_at, id, data FROM runs WHERE {where} ORDER BY created_at, id LIMIT 500", args
-                ).fetchall()
-            if not rows:
-                return
+                if machine is None:
+                    rows = self._db.execute(PAGE_RUNS_SQL, after).fetchall()
+                else:
+                    rows = self._db.execute(PAGE_MACHINE_RUNS_SQL, (machine, *after)).fetchall()
             for created_at, run_id, data in rows:
                 yield Run.model_validate_json(data)
                 after = (created_at, run_id)
+            if len(rows) < PAGE_SIZE:
+                return
 
     def count(self, machine: str | None = None) -> int:
         with self._lock:
             if machine is None:
                 return int(self._db.execute("SELECT count(*) FROM runs").fetchone()[0])
-            return int(self._db.execute("SELECT count(*) FROM runs WHERE machine = ?", (machine,)).fetchone()[0])
+            return int(
+                self._db.execute("SELECT count(*) FROM runs WHERE machine = ?", (machine,)).fetchone()[0]
+            )
 
     def put_session(self, session: ChatSession) -> None:
         check_name(session.name, "session name")
+        check_name(session.machine)
         with self._lock:
             self._db.execute(
                 "INSERT INTO sessions (name, machine, updated_at, data) VALUES (?, ?, ?, ?)"
@@ -174,6 +195,23 @@ class SQLiteStore:
                 "SELECT data FROM sessions WHERE machine = ? ORDER BY updated_at DESC LIMIT 1", (machine,)
             ).fetchone()
         return None if found is None else ChatSession.model_validate_json(found[0])
+
+
+def _row(run: Run) -> tuple[str, str, str, str, str | None, int | None, str | None, float | None, str]:
+    """The columns of one run; refuses a bad machine name or run id before anything is written."""
+    check_name(run.machine)
+    check_name(run.id, "run id")
+    return (
+        run.id,
+        run.machine,
+        _utc(run.created_at),
+        run.status,
+        run.case_id,
+        run.trial,
+        run.conversation_id,
+        run.score,
+        run.model_dump_json(),
+    )
 
 
 def _utc(moment: datetime) -> str:

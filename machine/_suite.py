@@ -28,6 +28,9 @@ class CaseResult:
     scores: list[float] = field(default_factory=list)
     passes: int = 0
     unscored: int = 0
+    """Runs with no scored criterion at all: left out of the mean."""
+    unscored_grades: int = 0
+    """Criterion grades that came back UNSCORED (each left out of its run's score)."""
     errors: int = 0
 
     @property
@@ -35,7 +38,13 @@ class CaseResult:
         return sum(self.scores) / len(self.scores) if self.scores else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "trials": self.trials, "mean": self.mean, "passes": self.passes, "scores": self.scores}
+        return {
+            "id": self.id,
+            "trials": self.trials,
+            "mean": self.mean,
+            "passes": self.passes,
+            "scores": self.scores,
+        }
 
 
 @dataclass
@@ -66,6 +75,10 @@ class SuiteReport:
 
     @property
     def unscored(self) -> int:
+        return sum(c.unscored_grades for c in self.cases)
+
+    @property
+    def unscored_runs(self) -> int:
         return sum(c.unscored for c in self.cases)
 
     @property
@@ -81,6 +94,7 @@ class SuiteReport:
                 "mean": self.mean,
                 "pass_rate": self.pass_rate,
                 "unscored": self.unscored,
+                "unscored_runs": self.unscored_runs,
                 "errors": self.errors,
                 "cost_usd": self.cost_usd,
             },
@@ -115,8 +129,14 @@ async def run_suite(
                 return
             try:
                 run = await workspace.run(
-                    machine, case.input, case=case, trial=trial, harness=harness, model=model,
-                    grade=True, pass_score=pass_score,
+                    machine,
+                    case.input,
+                    case=case,
+                    trial=trial,
+                    harness=harness,
+                    model=model,
+                    grade=True,
+                    pass_score=pass_score,
                 )
             except BudgetExceeded as error:
                 report.stopped = str(error)
@@ -137,6 +157,7 @@ def tally(result: CaseResult, run: Run) -> None:
     if run.status == "error":
         result.errors += 1
         return
+    result.unscored_grades += len(run.scorecard.unscored) if run.scorecard else 0
     score = run.score
     if score is None:
         result.unscored += 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, get_type_hints
 
@@ -84,9 +84,7 @@ def tool(
             if p.name not in hints:
                 raise DefinitionError(f"tool {tool_name!r}: parameter {p.name!r} needs a type hint")
             fields[p.name] = (hints[p.name], ... if p.default is p.empty else p.default)
-        model = create_model(  # type: ignore[call-overload]
-            f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-        )
+        model = create_model(f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
         schema = model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():

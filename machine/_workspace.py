@@ -142,7 +142,10 @@ class Workspace:
             model=model,
             tools=spec.tools,
             tool_context=ToolContext(
-                run_id=run.id, sandbox=sandbox.path if sandbox else None, budget=self.budget, interactive=interactive
+                run_id=run.id,
+                sandbox=sandbox.path if sandbox else None,
+                budget=self.budget,
+                interactive=interactive,
             ),
             budget=self.budget,
             history=run.history,
@@ -218,8 +221,11 @@ class Workspace:
                 for c in spec.rubric
             ],
             "tools": [
-                {"name": t.name, "description": t.description, "from": spec.name if t.name in spec.own_tools else
-                 _tool_origin(spec, t.name)}
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "from": spec.name if t.name in spec.own_tools else _tool_origin(spec, t.name),
+                }
                 for t in spec.tools
             ],
         }

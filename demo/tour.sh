@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# A short guided tour of machine, with harnesses that need no model and no key.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+machine=".venv/bin/machine"
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "The example machines in machines/"
+$machine list
+
+say "One machine up close: its criteria, their graders, its tool"
+$machine show red
+
+say "One run, graded: the scripted harness replays a model that calls red_mentioned"
+$machine run red "Roses are red, violets are blue." --harness scripted --script machines/red/script.json --eval
+
+say "The red suite, replayed by the scripted harness: every case should pass"
+$machine suite red --harness scripted --script machines/red/script.json --trials 2
+
+say "The same suite on the echo harness, which never calls a tool: the cases that mention red fail"
+$machine suite red --harness echo -v
+
+say "The newest stored runs (in .machine/store.db)"
+$machine runs red --limit 5
+
+say "Next: 'machine run chatbot' to talk to a machine, 'make test' to run the test suite"

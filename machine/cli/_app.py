@@ -1,0 +1,24 @@
+"""The ``machine`` command group. Commands are thin: parse, call the library, render."""
+
+from __future__ import annotations
+
+import click
+
+from ._machines import list_machines, show, tree
+from ._options import workspace_option
+from ._runs import eval_run, run, runs
+from ._suite import suite
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@workspace_option
+def cli() -> None:
+    """Small agent loops with a rubric: run machines, grade their runs, measure them."""
+
+
+for command in (list_machines, show, tree, run, runs, eval_run, suite):
+    cli.add_command(command)
+
+
+def main() -> None:
+    cli(prog_name="machine")

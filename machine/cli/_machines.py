@@ -1,0 +1,99 @@
+"""``machine list``, ``show`` and ``tree``: what the workspace's machines are."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from .._errors import MachineError
+from ._options import handle_errors, with_workspace, workspace_from
+from ._render import dump_json
+
+
+@click.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {name, intent, model, criteria}.")
+@with_workspace
+@click.pass_context
+@handle_errors
+def list_machines(ctx: click.Context, /, as_json: bool) -> None:
+    """List the workspace's machines."""
+    ws = workspace_from(ctx)
+    rows: list[dict[str, Any]] = []
+    broken = 0
+    for name in ws.names():
+        try:
+            spec = ws.load(name)
+        except MachineError as error:
+            broken += 1
+            click.echo(f"error: {error}", err=True)
+            continue
+        rows.append({"name": name, "intent": spec.intent, "model": spec.model, "criteria": list(spec.rubric)})
+    if as_json:
+        dump_json(rows)
+    elif not rows and not broken:
+        click.echo(
+            f"no machines in {ws.machines_dir} (a machine is a folder machines/<name>/ with a machine.py)"
+        )
+    else:
+        width = max((len(r["name"]) for r in rows), default=0)
+        for r in rows:
+            click.echo(f"{r['name']:<{width}}  {r['model']:<28} {len(r['criteria'])} criteria  {r['intent']}")
+    if broken:
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the machine as JSON.")
+@with_workspace
+@click.pass_context
+@handle_errors
+def show(ctx: click.Context, /, name: str, as_json: bool) -> None:
+    """Show a machine: intent, model, tools, and each criterion with its weight and grader."""
+    ws = workspace_from(ctx)
+    info = ws.describe(name)
+    if as_json:
+        dump_json(info)
+        return
+    click.secho(info["name"], bold=True)
+    click.echo(f"  intent: {info['intent']}")
+    click.echo(f"  model:  {info['model']}   max steps: {info['max_steps']}")
+    if info["parent"]:
+        click.echo(f"  parent: {info['parent']}")
+    click.echo("  criteria:")
+    for c in info["criteria"]:
+        inherited = f"  (from {c['from']})" if c["from"] != name else ""
+        click.echo(f"    {c['name']}  ×{c['weight']:g}  {c['grader']}{inherited}")
+        click.secho(f"      {c['description']}", dim=True)
+    click.echo("  tools:" + ("" if info["tools"] else " none"))
+    for t in info["tools"]:
+        inherited = f"  (from {t['from']})" if t["from"] != name else ""
+        click.echo(f"    {t['name']}{inherited}: {t['description'].splitlines()[0]}")
+
+
+@click.command()
+@click.argument("name")
+@with_workspace
+@click.pass_context
+@handle_errors
+def tree(ctx: click.Context, /, name: str) -> None:
+    """Show a machine family: each machine, what it inherits and what it adds."""
+    ws = workspace_from(ctx)
+    root = ws.load(name)
+    family = [n for n in ws.names() if n == name or n.startswith(name + "/")]
+    for member in family:
+        spec = ws.load(member) if member != name else root
+        depth = member.count("/") - name.count("/")
+        pad = "  " * depth
+        click.secho(f"{pad}{member}", bold=True)
+        own = spec.own_criteria
+        inherited = [c for c in spec.rubric if c not in own]
+        if inherited:
+            click.echo(f"{pad}  inherits: {', '.join(inherited)}")
+        click.echo(f"{pad}  adds:     {', '.join(own) or 'no criteria'}")
+        if spec.own_tools:
+            click.echo(f"{pad}  tools:    {', '.join(spec.own_tools)}")
+        if spec.parent is not None and spec.model != spec.parent.model:
+            click.echo(f"{pad}  model:    {spec.model}")

@@ -1,0 +1,118 @@
+"""Options shared by the commands, and the one place that builds a Workspace from them."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .._errors import BadInputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _remember_workspace(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """``--workspace`` may stand before the command or after its arguments; the later one wins."""
+    if value is not None:
+        ctx.ensure_object(dict)
+        root = ctx.find_root()
+        root.ensure_object(dict)
+        root.obj["workspace"] = value
+    return value
+
+
+workspace_option = click.option(
+    "--workspace",
+    metavar="DIR",
+    default=None,
+    expose_value=False,
+    callback=_remember_workspace,
+    is_eager=True,
+    help="The workspace folder (default: $MACHINE_WORKSPACE, else the current directory).",
+)
+
+
+def with_workspace(fn: F) -> F:
+    return workspace_option(fn)
+
+
+def spending_options(fn: F) -> F:
+    """Options of every command that runs a machine: which harness, model and budget."""
+    options = [
+        click.option(
+            "--harness",
+            default=None,
+            help="echo | scripted | tinker | openrouter | openai (default: $MACHINE_HARNESS, else tinker).",
+        ),
+        click.option(
+            "--script",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="The script file the scripted harness replays.",
+        ),
+        click.option("--model", default=None, help="Run with this model instead of the machine's."),
+        click.option(
+            "--budget",
+            default="1",
+            show_default=True,
+            metavar="USD|none",
+            help="Stop starting new work once this much is spent; 'none' lifts the cap.",
+        ),
+        click.option(
+            "--price-as",
+            "price_as",
+            default=None,
+            metavar="MODEL",
+            help="Charge the model (a fine-tuned checkpoint) at this model's price.",
+        ),
+        click.option("--keep-sandbox", is_flag=True, help="Keep each run's sandbox folder for debugging."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def workspace_from(ctx: click.Context, **spending: Any) -> Any:
+    """The Workspace for this invocation, with its harness and budget when the command spends."""
+    from .._budget import Budget, parse_budget
+    from .._workspace import Workspace
+
+    root = (ctx.find_root().obj or {}).get("workspace")
+    if root is not None and not Path(root).is_dir():
+        raise BadInputError(f"workspace {root} is not a folder; pass --workspace DIR with an existing folder")
+    if not spending:
+        return Workspace(root)
+    from machine.clients import make_harness
+
+    budget = Budget(parse_budget(spending["budget"]))
+    model = spending.get("model")
+    if spending.get("price_as"):
+        if not model:
+            raise BadInputError("--price-as prices the model given with --model; pass --model too")
+        budget.price_as[model] = spending["price_as"]
+    harness = make_harness(spending.get("harness"), script=spending.get("script"))
+    return Workspace(root, harness=harness, budget=budget, keep_sandboxes=bool(spending.get("keep_sandbox")))
+
+
+def print_spend(budget: Any) -> None:
+    """Every command that can spend says what it spent, on stderr so --json output stays clean."""
+    click.echo(budget.describe(), err=True)
+
+
+def handle_errors(fn: F) -> F:
+    """Turn the library's errors into one clear line and exit status 2; nothing else is printed."""
+    from .._errors import MachineError
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except MachineError as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,104 @@
+"""``machine run``, ``runs`` and ``eval``: one run, the stored runs, grading a stored run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import click
+
+from .._errors import BadInputError
+from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._render import dump_json, fmt_score, print_run
+
+
+@click.command()
+@click.argument("name")
+@click.argument("input", required=False)
+@click.option("--eval", "grade", is_flag=True, help="Grade the run (every exchange, when interactive).")
+@click.option("--continue", "resume", is_flag=True, help="Resume the last conversation with this machine.")
+@click.option("--pass-score", type=float, default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as one JSON object.")
+@spending_options
+@with_workspace
+@click.pass_context
+@handle_errors
+def run(
+    ctx: click.Context,
+    /,
+    name: str,
+    input: str | None,
+    grade: bool,
+    resume: bool,
+    pass_score: float,
+    as_json: bool,
+    **spending: Any,
+) -> None:
+    """Run a machine on INPUT; with no INPUT, talk to it in the terminal."""
+    ws = workspace_from(ctx, **spending)
+    spec = ws.load(name)
+    if input is None:
+        from ._chat import chat
+
+        chat(ws, spec, grade=grade, resume=resume, pass_score=pass_score)
+        return
+    if resume:
+        raise BadInputError("--continue resumes an interactive conversation: leave out INPUT")
+    result = anyio.run(lambda: ws.run(spec, input, grade=grade, pass_score=pass_score))
+    if as_json:
+        dump_json(result.model_dump(mode="json"))
+    else:
+        print_run(result)
+    print_spend(ws.budget)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of run summaries.")
+@with_workspace
+@click.pass_context
+@handle_errors
+def runs(ctx: click.Context, /, name: str, limit: int, as_json: bool) -> None:
+    """List a machine's newest runs."""
+    ws = workspace_from(ctx)
+    if name not in ws.names():
+        ws.load(name)  # raises, listing the known machines
+    found = ws.store.runs(name, limit)
+    if as_json:
+        dump_json([r.summary() for r in found])
+        return
+    if not found:
+        click.echo(f"no runs of {name} yet; `machine run {name} INPUT` makes one")
+    for r in found:
+        s = r.summary()
+        verdict = {True: "pass", False: "fail", None: "-"}[s["passed"]]
+        status = "ERROR" if s["status"] == "error" else fmt_score(s["score"]) if r.scorecard else "ungraded"
+        case = f" case {s['case']}" if s["case"] else ""
+        click.echo(
+            f"{s['id']}  {s['created_at'][:19]}  {status:<8} {verdict:<4} ${s['cost_usd']:.4f}"
+            f"  {s['model']}{case}  {r.input[:50]!r}"
+        )
+
+
+@click.command("eval")
+@click.argument("name")
+@click.argument("run_id")
+@click.option("--pass-score", type=float, default=1.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the graded run as JSON.")
+@with_workspace
+@click.pass_context
+@handle_errors
+def eval_run(ctx: click.Context, /, name: str, run_id: str, pass_score: float, as_json: bool) -> None:
+    """Grade a stored run with the machine's current rubric and evaluator."""
+    ws = workspace_from(ctx)
+    spec = ws.load(name)
+    stored = ws.store.get(run_id)
+    if stored.machine != spec.name:
+        raise BadInputError(f"run {run_id} belongs to {stored.machine!r}, not {name!r}")
+    graded = anyio.run(lambda: ws.grade(stored, spec, pass_score=pass_score))
+    if as_json:
+        dump_json(graded.model_dump(mode="json"))
+    else:
+        print_run(graded, verbose=False)
+    print_spend(ws.budget)

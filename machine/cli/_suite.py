@@ -1,0 +1,104 @@
+"""``machine suite``: every case, several trials, graded, with per-case means and pass^N."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import anyio
+import click
+
+from .._runs import Run
+from .._suite import SuiteReport, run_suite
+from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._render import dump_json, fmt_score
+
+
+@click.command()
+@click.argument("name")
+@click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases file (default: cases.json).")
+@click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--pass-score", type=float, default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Print each run as it finishes.")
+@spending_options
+@with_workspace
+@click.pass_context
+@handle_errors
+def suite(
+    ctx: click.Context,
+    /,
+    name: str,
+    cases_file: str | None,
+    trials: int,
+    concurrency: int,
+    pass_score: float,
+    as_json: bool,
+    verbose: bool,
+    **spending: Any,
+) -> None:
+    """Run and grade every case of a machine, --trials times each."""
+    ws = workspace_from(ctx, **spending)
+    spec = ws.load(name)
+    cases = ws.cases(spec, cases_file)
+    total = len(cases) * trials
+    show_progress = not as_json and not verbose and sys.stderr.isatty()
+    done = 0
+
+    def on_run(run: Run) -> None:
+        nonlocal done
+        done += 1
+        if verbose:
+            _print_verbose(run, done, total)
+        elif show_progress:
+            width = 30
+            filled = width * done // total
+            click.echo(
+                f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", err=True, nl=done == total
+            )
+
+    report = anyio.run(
+        lambda: run_suite(
+            ws, spec, cases, trials=trials, concurrency=concurrency, pass_score=pass_score, on_run=on_run
+        )
+    )
+    if as_json:
+        dump_json(report.to_json())
+    else:
+        _print_report(report)
+    print_spend(ws.budget)
+
+
+def _print_verbose(run: Run, done: int, total: int) -> None:
+    head = f"[{done}/{total}] case {run.case_id} trial {run.trial}:"
+    if run.status == "error":
+        click.secho(f"{head} ERROR {run.error}", fg="red")
+        return
+    card = run.scorecard
+    score = None if card is None else card.score
+    verdict = {True: "pass", False: "FAIL", None: "UNSCORED"}[None if card is None else card.passed]
+    click.echo(f"{head} {fmt_score(score)} {verdict}")
+    for c in card.criteria.values() if card else ():
+        if c.score is None or c.score < 1.0:
+            click.echo(f"    {c.criterion}: {fmt_score(c.score)}{' — ' + c.reason if c.reason else ''}")
+
+
+def _print_report(report: SuiteReport) -> None:
+    width = max([4, *(len(c.id) for c in report.cases)])
+    click.secho(f"{'case':<{width}}  mean   pass^N  notes", bold=True)
+    for c in report.cases:
+        notes = []
+        if c.unscored_grades:
+            notes.append(f"{c.unscored_grades} unscored grades")
+        if c.errors:
+            notes.append(f"{c.errors} failed")
+        click.echo(f"{c.id:<{width}}  {fmt_score(c.mean):<6} {c.passes}/{c.trials:<5} {', '.join(notes)}")
+    rate = "-" if report.pass_rate is None else f"{report.pass_rate:.0%}"
+    click.secho(
+        f"{report.machine}: {report.runs} runs, mean {fmt_score(report.mean)}, pass rate {rate}, "
+        f"{report.unscored} unscored grades, {report.errors} failed runs, cost ${report.cost_usd:.4f}",
+        bold=True,
+    )
+    if report.stopped:
+        click.secho(f"stopped early: {report.stopped}", fg="yellow")

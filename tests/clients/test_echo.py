@@ -1,0 +1,44 @@
+import pytest
+from machine.clients.echo import EchoHarness
+
+from machine import Budget, Event, Harness, HarnessRequest, ToolContext, tool
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def request(budget: Budget, events: list[Event]) -> HarnessRequest:
+    return HarnessRequest(
+        run_id="r1",
+        machine="calc",
+        instructions="Add.",
+        input="add 2 and 3",
+        model="echo",
+        tools=[add],
+        tool_context=ToolContext(run_id="r1"),
+        budget=budget,
+        on_event=events.append,
+    )
+
+
+def test_echo_is_a_harness() -> None:
+    assert isinstance(EchoHarness(), Harness)
+    assert EchoHarness.name == "echo"
+
+
+@pytest.mark.anyio
+async def test_echo_replies_with_input_in_one_free_turn() -> None:
+    budget, events = Budget(0.01), []
+    result = await EchoHarness().run(request(budget, events))
+    assert result.output == "add 2 and 3"
+    assert [(m.role, m.content) for m in result.trajectory] == [
+        ("user", "add 2 and 3"),
+        ("assistant", "add 2 and 3"),
+    ]
+    assert result.stop_reason == "end_turn"
+    assert result.cost_usd == 0.0
+    assert budget.spent == 0.0
+    assert [e.type for e in events] == ["assistant"]
