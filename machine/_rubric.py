@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -86,6 +86,10 @@ def _criterion(name: str, value: Criterion | Mapping[str, Any] | str) -> Criteri
     if not isinstance(value.description, str) or not value.description.strip():
         raise DefinitionError(f"criterion {name!r} needs a non-empty description")
     weight = value.weight
-    if isinstance(weight, bool) or not isinstance(weight, int | float) or not (weight > 0 and math.isfinite(weight)):
+    if (
+        isinstance(weight, bool)
+        or not isinstance(weight, int | float)
+        or not (weight > 0 and math.isfinite(weight))
+    ):
         raise DefinitionError(f"criterion {name!r} has weight {weight!r}: a weight must be a positive number")
     return Criterion(value.description.strip(), float(weight))
