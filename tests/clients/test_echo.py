@@ -1,7 +1,7 @@
 import pytest
-from machine.clients.echo import EchoHarness
 
 from machine import Budget, Event, Harness, HarnessRequest, ToolContext, tool
+from machine.clients.echo import EchoHarness
 
 
 @tool

@@ -2,11 +2,11 @@ import json
 from pathlib import Path
 
 import pytest
+
+from machine import BadInputError, HarnessError
 from machine.clients import HARNESSES, default_harness_name, make_harness
 from machine.clients.echo import EchoHarness
 from machine.clients.scripted import ScriptedHarness
-
-from machine import BadInputError, HarnessError
 
 
 def test_unknown_harness_lists_the_choices() -> None:

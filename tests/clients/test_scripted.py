@@ -3,9 +3,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from machine.clients.scripted import ScriptedHarness, load_script
 
 from machine import Budget, HarnessError, HarnessRequest, ToolContext, tool
+from machine.clients.scripted import ScriptedHarness, load_script
 
 QWEN = "Qwen/Qwen3.6-35B-A3B"  # $0.54 input, $0.108 cached input, $1.335 output per million tokens
 

@@ -1,10 +1,10 @@
 from typing import Any
 
 import pytest
-from machine.clients.scripted import Script, ScriptedHarness
 
 from machine import Budget, Event, HarnessRequest, HarnessResult, Message, ToolContext, tool
 from machine._loop import Turn, run_loop
+from machine.clients.scripted import Script, ScriptedHarness
 
 
 @tool
