@@ -102,6 +102,11 @@ class SuiteReport:
         }
 
 
+WRITE_BATCH = 64
+"""Finished runs are written this many at a time: one transaction instead of one per run. A crash
+loses at most one batch of finished runs, never half a run."""
+
+
 async def run_suite(
     workspace: Workspace,
     machine: Machine,
@@ -122,6 +127,12 @@ async def run_suite(
     report = SuiteReport(machine=machine.name, cases=list(results.values()))
     spent_before = workspace.budget.spent
     pending: Iterator[tuple[Case, int]] = ((case, trial) for trial in range(trials) for case in cases)
+    finished: list[Run] = []
+
+    def flush() -> None:
+        if finished:
+            workspace.store.put_many(finished)
+            finished.clear()
 
     async def worker() -> None:
         for case, trial in pending:
@@ -137,17 +148,24 @@ async def run_suite(
                     model=model,
                     grade=True,
                     pass_score=pass_score,
+                    store=False,
                 )
             except BudgetExceeded as error:
                 report.stopped = str(error)
                 return
             tally(results[case.id], run)
+            finished.append(run)
+            if len(finished) >= WRITE_BATCH:
+                flush()
             if on_run is not None:
                 on_run(run)
 
-    async with anyio.create_task_group() as group:
-        for _ in range(min(concurrency, len(cases) * trials)):
-            group.start_soon(worker)
+    try:
+        async with anyio.create_task_group() as group:
+            for _ in range(min(concurrency, len(cases) * trials)):
+                group.start_soon(worker)
+    finally:
+        flush()
     report.cost_usd = workspace.budget.spent - spent_before
     return report
 

@@ -102,8 +102,11 @@ class Workspace:
         pass_score: float = 1.0,
         interactive: bool = False,
         on_event: Callable[[Event], None] | None = None,
+        store: bool = True,
     ) -> Run:
         """Run ``machine`` once on ``input``, store the run (graded if ``grade``) and return it.
+
+        With ``store=False`` the caller stores the finished run itself (the suite writes in batches).
 
         A harness failure becomes a stored run with status ``error``; only BudgetExceeded is raised,
         before anything starts, so a refused run leaves nothing behind.
@@ -179,7 +182,8 @@ class Workspace:
         run.timings.finished_at = now()
         if grade and run.status == "ok":
             run = await self.grade(run, spec, pass_score=pass_score, store=False)
-        self.store.put(run)
+        if store:
+            self.store.put(run)
         return run
 
     async def grade(
