@@ -100,9 +100,10 @@ def _identifier(part: str) -> str:
 
 
 def _with_source(found: Machine, file: Path) -> Machine:
-    from dataclasses import replace
-
-    return replace(found, source=file)
+    """Record where the machine was loaded from on the object itself, so a child's ``parent``
+    is the very machine that loading the parent returns."""
+    object.__setattr__(found, "source", file)
+    return found
 
 
 def _where(error: BaseException, machines_dir: Path, fallback: Path) -> str:

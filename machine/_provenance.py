@@ -25,7 +25,16 @@ def git_revision(root: Path) -> str | None:
         if head.returncode != 0:
             return None
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "machines"],
+            # Bytecode that loading the machines writes is not a change to them.
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=all",
+                "--",
+                "machines",
+                ":(exclude,glob)**/__pycache__/**",
+            ],
             cwd=root,
             capture_output=True,
             text=True,

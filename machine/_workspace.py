@@ -40,10 +40,12 @@ class Workspace:
         budget: Budget | None = None,
         judge_model: str | None = None,
         keep_sandboxes: bool = False,
+        data_dir: str | Path | None = None,
     ) -> None:
         self.root = workspace_root(root)
         self.machines_dir = self.root / "machines"
-        self.data_dir = self.root / ".machine"
+        self.data_dir = Path(data_dir) if data_dir else self.root / ".machine"
+        """Where the store and the runs' sandboxes live (``.machine/`` in the workspace by default)."""
         self._store = store
         self._harness = harness
         self.budget = budget if budget is not None else Budget(None)
@@ -54,7 +56,7 @@ class Workspace:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = SQLiteStore.in_workspace(self.root)
+            self._store = SQLiteStore(self.data_dir / "store.db")
         return self._store
 
     @property
