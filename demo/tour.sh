@@ -20,6 +20,9 @@ $machine suite red --harness scripted --script machines/red/script.json --trials
 say "The same suite on the echo harness, which never calls a tool: the cases that mention red fail"
 $machine suite red --harness echo -v
 
+say "chatbot on echo: its judged criteria stay UNSCORED (no model judge here), and never count as 0"
+$machine suite chatbot --harness echo
+
 say "The newest stored runs (in .machine/store.db)"
 $machine runs red --limit 5
 

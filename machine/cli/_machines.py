@@ -39,9 +39,15 @@ def list_machines(ctx: click.Context, /, as_json: bool) -> None:
     else:
         width = max((len(r["name"]) for r in rows), default=0)
         for r in rows:
-            click.echo(f"{r['name']:<{width}}  {r['model']:<28} {len(r['criteria'])} criteria  {r['intent']}")
+            click.echo(
+                f"{r['name']:<{width}}  {r['model']:<28} {_criteria(len(r['criteria']))}  {r['intent']}"
+            )
     if broken:
         sys.exit(1)
+
+
+def _criteria(count: int) -> str:
+    return f"{count} criterion " if count == 1 else f"{count} criteria"
 
 
 @click.command()

@@ -1,0 +1,108 @@
+# Set-up, tests and the demo for machine.
+#
+#   make test    create .venv if missing, install the project with its dev tools, make sure bubblewrap
+#                is installed, then run ruff, mypy and pytest (all three run; any failure fails the target)
+#   make demo    create .venv if missing, install the project, run demo/tour.sh
+#   make lint    ruff and mypy only
+#   make bench   run every benchmarks/*.py script
+#   make clean   remove build outputs and tool caches (keeps .venv and .machine/, which holds your runs)
+#
+# Installs are remembered by stamp files in .venv named after a hash of pyproject.toml, so a second
+# `make test` skips pip entirely until pyproject.toml changes.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+
+PYPROJECT_HASH := $(shell $(PYTHON) -c "import hashlib; print(hashlib.sha256(open('pyproject.toml', 'rb').read()).hexdigest()[:12])")
+STAMP := $(VENV)/.installed-$(PYPROJECT_HASH)
+STAMP_DEV := $(VENV)/.installed-dev-$(PYPROJECT_HASH)
+
+.PHONY: help test demo lint ruff mypy bench clean venv install install-dev bwrap
+
+help:
+	@echo "make test   set up .venv, install bubblewrap if missing, run ruff, mypy and pytest"
+	@echo "make demo   set up .venv and run demo/tour.sh"
+	@echo "make lint   ruff and mypy"
+	@echo "make bench  run every benchmarks/*.py"
+	@echo "make clean  remove build outputs and caches (keeps .venv and .machine/)"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+venv: $(PY)
+
+# Stamps of other pyproject.toml versions are removed so that an edit, then an undo, reinstalls.
+$(STAMP): | $(PY)
+	$(PY) -m pip install -q -e .
+	@find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(PYPROJECT_HASH)' -delete
+	@touch $@
+
+$(STAMP_DEV): | $(PY)
+	$(PY) -m pip install -q -e '.[dev]'
+	@find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(PYPROJECT_HASH)' -delete
+	@touch $@ $(STAMP)
+
+install: $(STAMP)
+install-dev: $(STAMP_DEV)
+
+# bubblewrap isolates the commands a run's tools start; the sandbox tests need it. Under CI=true a
+# failed install fails the target; elsewhere it is a warning and the isolation tests skip.
+bwrap:
+	@if command -v bwrap >/dev/null 2>&1; then exit 0; fi; \
+	sudo=""; \
+	if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then \
+	  if [ "$${CI:-}" = true ]; then sudo="sudo"; else sudo="sudo -n"; fi; \
+	fi; \
+	echo "bubblewrap (bwrap) is missing; trying to install it with apt-get"; \
+	if command -v apt-get >/dev/null 2>&1 \
+	   && { [ "$$(id -u)" = 0 ] || [ -n "$$sudo" ]; } \
+	   && $$sudo apt-get update -qq \
+	   && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap \
+	   && command -v bwrap >/dev/null 2>&1; then \
+	  echo "installed $$(command -v bwrap)"; \
+	elif [ "$${CI:-}" = true ]; then \
+	  echo "error: could not install bubblewrap with apt-get, and CI=true requires it" >&2; exit 1; \
+	else \
+	  echo "warning: could not install bubblewrap; the sandbox isolation tests will be skipped." >&2; \
+	  echo "         Install it with your package manager (Debian/Ubuntu: apt-get install bubblewrap)." >&2; \
+	fi
+
+test: $(STAMP_DEV) bwrap
+	@failed=""; \
+	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
+	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \
+	echo "== pytest -q"; $(BIN)/pytest -q || failed="$$failed pytest"; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi; \
+	echo "make test: ruff, mypy and pytest passed"
+
+lint: $(STAMP_DEV)
+	@failed=""; \
+	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
+	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \
+	if [ -n "$$failed" ]; then echo "make lint: FAILED:$$failed" >&2; exit 1; fi
+
+ruff: $(STAMP_DEV)
+	$(BIN)/ruff check .
+
+# mypy's settings (strict, which folders) are in pyproject.toml.
+mypy: $(STAMP_DEV)
+	$(BIN)/mypy
+
+demo: $(STAMP)
+	bash demo/tour.sh
+
+bench: $(STAMP)
+	@shopt -s nullglob; scripts=(benchmarks/*.py); \
+	if [ $${#scripts[@]} -eq 0 ]; then echo "no benchmarks/*.py scripts"; exit 0; fi; \
+	for script in "$${scripts[@]}"; do \
+	  echo "== $$script"; $(PY) "$$script" || exit 1; \
+	done
+
+clean:
+	rm -rf build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
