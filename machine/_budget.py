@@ -84,5 +84,10 @@ class Budget:
 
     def describe(self) -> str:
         parts = ", ".join(f"{kind} ${usd:.4f}" for kind, usd in sorted(self.spent_by_kind.items()) if usd)
-        cap = "no cap" if self.usd is None else f"budget ${self.usd:.2f}"
+        cap = "no cap" if self.usd is None else f"budget ${_usd(self.usd)}"
         return f"spent ${self.spent:.4f}" + (f" ({parts})" if parts else "") + f" of {cap}"
+
+
+def _usd(amount: float) -> str:
+    """Cents as cents ($1.00), and a smaller cap without rounding it to $0.00 ($0.0001)."""
+    return f"{amount:.2f}" if amount == round(amount, 2) else f"{amount:.4g}"

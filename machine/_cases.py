@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ._errors import BadInputError, NotFoundError
 
@@ -19,6 +19,15 @@ class Case(BaseModel):
     id: str = Field(min_length=1)
     input: str
     files: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("files")
+    @classmethod
+    def _inside_sandbox(cls, files: dict[str, str]) -> dict[str, str]:
+        for name in files:
+            path = PurePosixPath(name)
+            if not name or path.is_absolute() or ".." in path.parts:
+                raise ValueError(f"file {name!r} must be a relative path inside the sandbox")
+        return files
 
     def data(self) -> dict[str, Any]:
         return self.model_dump()

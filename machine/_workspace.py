@@ -14,7 +14,7 @@ from typing import Any
 
 from ._budget import Budget
 from ._cases import Case, load_cases
-from ._errors import BudgetExceeded, MachineError
+from ._errors import BadInputError, BudgetExceeded, MachineError
 from ._graders import GradeContext
 from ._harness import Event, Harness, HarnessRequest
 from ._loader import MachineLoader
@@ -192,6 +192,8 @@ class Workspace:
         self, run: Run, machine: Machine | None = None, *, pass_score: float = 1.0, store: bool = True
     ) -> Run:
         """Grade ``run`` with its machine's current evaluator and (by default) store the scorecard."""
+        if run.status == "error":
+            raise BadInputError(f"run {run.id} failed ({run.error}), so it has no output to grade")
         spec = machine or self.load(run.machine)
         ctx = GradeContext(budget=self.budget, judge_model=self.judge_model)
         scorecard = await spec.evaluator.grade(run, ctx, pass_score=pass_score)

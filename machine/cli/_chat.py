@@ -17,7 +17,9 @@ from ._render import print_run, scorecard_lines
 HELP = "/score grade the last exchange · /good /bad mark it · /correct NOTE · /machine · /quit"
 
 
-def chat(ws: Workspace, spec: Machine, *, grade: bool, resume: bool, pass_score: float) -> None:
+def chat(
+    ws: Workspace, spec: Machine, *, grade: bool, resume: bool, pass_score: float, model: str | None = None
+) -> None:
     session = ws.store.latest_session(spec.name) if resume else None
     if resume and session is None:
         click.echo(f"no earlier conversation with {spec.name}; starting a new one")
@@ -51,6 +53,7 @@ def chat(ws: Workspace, spec: Machine, *, grade: bool, resume: bool, pass_score:
             grade=grade,
             pass_score=pass_score,
             interactive=True,
+            model=model,
         )
         last = anyio.run(exchange)
         print_run(last)
@@ -78,6 +81,9 @@ def _command(
         return last
     if last is None:
         click.echo(f"{command} applies to the last exchange, and there is none yet")
+        return last
+    if command == "/score" and last.status == "error":
+        click.echo(f"run {last.id} failed, so there is nothing to grade")
         return last
     if command == "/score":
         graded = anyio.run(lambda: ws.grade(last, spec, pass_score=pass_score))

@@ -40,11 +40,13 @@ def run(
     if input is None:
         from ._chat import chat
 
-        chat(ws, spec, grade=grade, resume=resume, pass_score=pass_score)
+        chat(ws, spec, grade=grade, resume=resume, pass_score=pass_score, model=spending["model"])
         return
     if resume:
         raise BadInputError("--continue resumes an interactive conversation: leave out INPUT")
-    result = anyio.run(lambda: ws.run(spec, input, grade=grade, pass_score=pass_score))
+    result = anyio.run(
+        lambda: ws.run(spec, input, model=spending["model"], grade=grade, pass_score=pass_score)
+    )
     if as_json:
         dump_json(result.model_dump(mode="json"))
     else:

@@ -60,7 +60,14 @@ def suite(
 
     report = anyio.run(
         lambda: run_suite(
-            ws, spec, cases, trials=trials, concurrency=concurrency, pass_score=pass_score, on_run=on_run
+            ws,
+            spec,
+            cases,
+            trials=trials,
+            concurrency=concurrency,
+            pass_score=pass_score,
+            model=spending["model"],
+            on_run=on_run,
         )
     )
     if as_json:
@@ -93,7 +100,10 @@ def _print_report(report: SuiteReport) -> None:
             notes.append(f"{c.unscored_grades} unscored grades")
         if c.errors:
             notes.append(f"{c.errors} failed")
-        click.echo(f"{c.id:<{width}}  {fmt_score(c.mean):<6} {c.passes}/{c.trials:<5} {', '.join(notes)}")
+        if not c.trials:
+            notes.append("not run")
+        mean = fmt_score(c.mean) if c.trials else "-"
+        click.echo(f"{c.id:<{width}}  {mean:<6} {c.passes}/{c.trials:<5} {', '.join(notes)}")
     rate = "-" if report.pass_rate is None else f"{report.pass_rate:.0%}"
     click.secho(
         f"{report.machine}: {report.runs} runs, mean {fmt_score(report.mean)}, pass rate {rate}, "
