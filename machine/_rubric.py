@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ._errors import DefinitionError
@@ -39,7 +40,7 @@ class Rubric(Mapping[str, Criterion]):
     def __repr__(self) -> str:
         return f"Rubric({list(self._criteria)})"
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         """Stable across processes and key order: changes only when a criterion changes."""
         canonical = json.dumps(
