@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ._budget import Budget
+from ._effort import Effort
 from ._runs import Message, Usage
 from ._tools import Tool, ToolContext
 
-EventType = Literal["assistant", "tool_call", "tool_result"]
+EventType = Literal["text", "assistant", "tool_call", "tool_result"]
+"""``text`` carries a piece of a reply as it streams; the others, whole messages."""
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,7 @@ class HarnessRequest:
     budget: Budget
     history: list[Message] = field(default_factory=list)
     max_steps: int = 8
-    effort: str | None = None
+    effort: Effort | None = None
     on_event: Callable[[Event], None] | None = None
 
     def emit(self, type: EventType, message: Message) -> None:

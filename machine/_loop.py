@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from ._errors import HarnessError
 from ._harness import HarnessRequest, HarnessResult
 from ._runs import Message, ToolCall, Usage
 from ._tools import ToolFailure
@@ -16,6 +18,8 @@ class Turn:
 
     message: Message
     usage: Usage = field(default_factory=Usage)
+    retries: list[dict[str, Any]] = field(default_factory=list)
+    """Failed attempts before this reply (status, error, wait), for the run's record."""
 
 
 NextTurn = Callable[[list[Message], int], Awaitable[Turn]]
@@ -41,9 +45,16 @@ async def run_loop(request: HarnessRequest, next_turn: NextTurn) -> HarnessResul
     """Ask for turns until the model stops calling tools or ``max_steps`` model calls are spent."""
     trajectory = [Message(role="user", content=request.input)]
     usage, cost = Usage(), 0.0
-    stop_reason = "max_steps"
+    retries: list[dict[str, Any]] = []
+    stop_reason, error = "max_steps", None
     for step in range(request.max_steps):
-        turn = await next_turn([*request.history, *trajectory], step)
+        try:
+            turn = await next_turn([*request.history, *trajectory], step)
+        except HarnessError as failure:  # the run fails with what it did so far, and says why
+            retries.extend(getattr(failure, "retries", []))
+            stop_reason, error = "error", str(failure)
+            break
+        retries.extend(turn.retries)
         usage = usage + turn.usage
         cost += request.budget.charge(request.model, turn.usage)
         trajectory.append(turn.message)
@@ -58,5 +69,11 @@ async def run_loop(request: HarnessRequest, next_turn: NextTurn) -> HarnessResul
             request.emit("tool_result", result)
     output = next((m.content for m in reversed(trajectory) if m.role == "assistant"), "")
     return HarnessResult(
-        trajectory=trajectory, output=output, usage=usage, cost_usd=cost, stop_reason=stop_reason
+        trajectory=trajectory,
+        output=output,
+        usage=usage,
+        cost_usd=cost,
+        stop_reason=stop_reason,
+        error=error,
+        retries=retries,
     )
