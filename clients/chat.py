@@ -52,7 +52,7 @@ class Endpoint:
     headers: dict[str, str] = field(default_factory=dict)
 
     def model_id(self, model: str) -> str:
-        """The id the endpoint knows: a ``tinker/`` or ``openrouter/`` prefix names the harness, not the model."""
+        """The id the endpoint knows (a ``tinker/`` or ``openrouter/`` prefix names the harness)."""
         prefix = self.harness + "/"
         return model[len(prefix) :] if model.startswith(prefix) else model
 

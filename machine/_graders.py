@@ -18,18 +18,37 @@ from ._runs import CriterionScore, Run
 
 if TYPE_CHECKING:
     from ._budget import Budget
+    from ._effort import Effort
+    from ._loop import Turn
 
 CheckResult = bool | float | int | tuple[bool | float | int, str]
 CheckFn = Callable[..., CheckResult | Awaitable[CheckResult]]
 
 
+class ModelAccess(Protocol):
+    """One model call for a grader (the workspace routes it to the endpoint serving ``model``)."""
+
+    async def complete(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        effort: Effort | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> Turn: ...
+
+
 @dataclass(frozen=True)
 class GradeContext:
-    """What a grader may use besides the run: the budget to charge and the judge settings."""
+    """What a grader may use besides the run: the budget to charge, model access and judge settings."""
 
     budget: Budget | None = None
     judge_model: str | None = None
-    judge_effort: str | None = None
+    judge_effort: Effort | None = None
+    models: ModelAccess | None = None
+    jev_client: Any = None
+    """A TypeSafe client for Jev graders; None builds one from TYPESAFE_API_KEY when first needed."""
 
 
 @runtime_checkable
