@@ -394,7 +394,13 @@ class ModelRouter:
             if self.default is not None and self.default.harness == harness:
                 self._clients[harness] = ChatClient(self.default)
             else:
-                self._clients[harness] = ChatClient(endpoint_for(harness))
+                try:
+                    self._clients[harness] = ChatClient(endpoint_for(harness))
+                except HarnessError as error:
+                    raise HarnessError(
+                        f"judge model {model!r} is served by {harness}: {error}. "
+                        "Or pick another judge with --judge-model (or MACHINE_JUDGE_MODEL)"
+                    ) from None
         return self._clients[harness]
 
     async def complete(

@@ -12,8 +12,9 @@ from ._errors import (
     UnknownPriceError,
 )
 from ._evaluator import Evaluator, define_evaluator
-from ._graders import GradeContext, Grader, check, judge
+from ._graders import GradeContext, Grader, check
 from ._harness import Event, Harness, HarnessRequest, HarnessResult
+from ._judge import judge, judge_panel
 from ._rubric import Criterion, Rubric, define_rubric
 from ._runs import CriterionScore, Message, Run, Scorecard, Tag, ToolCall, Usage
 from ._spec import Machine, define_child, define_machine, instructions_from, model_from
@@ -64,6 +65,7 @@ __all__ = [
     "define_rubric",
     "instructions_from",
     "judge",
+    "judge_panel",
     "model_from",
     "run_suite",
     "tool",

@@ -35,7 +35,8 @@ class Budget:
     usd: float | None = None
     """The limit; None means no cap (spending is still counted)."""
     price_as: dict[str, str] = field(default_factory=dict)
-    """Model id -> the model whose price it is charged at (a fine-tuned checkpoint at its base)."""
+    """Model id -> the model whose price it is charged at (a fine-tuned checkpoint at its base);
+    the key ``"*"`` prices every model that has no price of its own."""
     spent_by_kind: dict[str, float] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -64,8 +65,9 @@ class Budget:
     def cost(self, model: str, usage: Usage) -> float:
         if usage.is_zero:
             return 0.0
-        priced_as = self.price_as.get(model, model)
-        price = price_of(priced_as)
+        price = price_of(self.price_as.get(model, model))
+        if price is None and "*" in self.price_as:  # --price-as without --model: every unlisted model
+            price = price_of(self.price_as["*"])
         if price is None:
             if self.usd is None:
                 return 0.0

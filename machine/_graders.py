@@ -133,26 +133,3 @@ def check(name: str, fn: CheckFn) -> CheckGrader:
             f"check {name!r}: fn takes (run) or (run, case), not {len(positional)} arguments"
         )
     return CheckGrader(name=name, fn=fn, wants_case=len(positional) == 2)
-
-
-@dataclass(frozen=True)
-class JudgeGrader:
-    """A model judge. This build has no model client to ask, so it grades nothing and says so."""
-
-    name: str = "judge"
-    model: str | None = None
-    effort: str | None = None
-    kind: str = "judge"
-
-    async def grade(self, run: Run, criterion: str, spec: Criterion, ctx: GradeContext) -> CriterionScore:
-        return unscored(
-            criterion,
-            spec,
-            self,
-            "no model judge is available in this build of machine, so this judged criterion is UNSCORED",
-        )
-
-
-def judge(*, model: str | None = None, effort: str | None = None) -> JudgeGrader:
-    """A model grader for a criterion that takes open-ended reasoning to decide."""
-    return JudgeGrader(model=model, effort=effort)

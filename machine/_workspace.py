@@ -14,8 +14,9 @@ from typing import Any
 
 from ._budget import Budget
 from ._cases import Case, load_cases
+from ._effort import Effort, parse_effort
 from ._errors import BadInputError, BudgetExceeded, MachineError
-from ._graders import GradeContext
+from ._graders import GradeContext, ModelAccess
 from ._harness import Event, Harness, HarnessRequest
 from ._loader import MachineLoader
 from ._provenance import git_revision, library_version
@@ -39,6 +40,9 @@ class Workspace:
         harness: Harness | None = None,
         budget: Budget | None = None,
         judge_model: str | None = None,
+        judge_effort: str | Effort | None = None,
+        effort: str | Effort | None = None,
+        models: ModelAccess | None = None,
         keep_sandboxes: bool = False,
         data_dir: str | Path | None = None,
     ) -> None:
@@ -50,6 +54,10 @@ class Workspace:
         self._harness = harness
         self.budget = budget if budget is not None else Budget(None)
         self.judge_model = judge_model or os.environ.get("MACHINE_JUDGE_MODEL")
+        self.judge_effort = judge_effort if isinstance(judge_effort, Effort) else parse_effort(judge_effort)
+        self.effort = effort if isinstance(effort, Effort) else parse_effort(effort)
+        """The reasoning effort runs ask for; None leaves the endpoint's default."""
+        self._models = models
         self.keep_sandboxes = keep_sandboxes
         self.loader = MachineLoader(self.machines_dir)
 
@@ -66,6 +74,15 @@ class Workspace:
 
             self._harness = make_harness()
         return self._harness
+
+    @property
+    def models(self) -> ModelAccess:
+        """Model calls for the judges: the run harness's endpoint when it has one, else by model id."""
+        if self._models is None:
+            from machine.clients.chat import ModelRouter
+
+            self._models = ModelRouter(default=getattr(self._harness, "endpoint", None))
+        return self._models
 
     @cached_property
     def revision(self) -> str | None:
@@ -100,6 +117,7 @@ class Workspace:
         conversation_id: str | None = None,
         model: str | None = None,
         harness: Harness | None = None,
+        effort: Effort | None = None,
         grade: bool = False,
         pass_score: float = 1.0,
         interactive: bool = False,
@@ -155,6 +173,7 @@ class Workspace:
             budget=self.budget,
             history=run.history,
             max_steps=spec.max_steps,
+            effort=effort or self.effort,
             on_event=on_event,
         )
         try:
@@ -195,7 +214,12 @@ class Workspace:
         if run.status == "error":
             raise BadInputError(f"run {run.id} failed ({run.error}), so it has no output to grade")
         spec = machine or self.load(run.machine)
-        ctx = GradeContext(budget=self.budget, judge_model=self.judge_model)
+        ctx = GradeContext(
+            budget=self.budget,
+            judge_model=self.judge_model,
+            judge_effort=self.judge_effort,
+            models=self.models,
+        )
         scorecard = await spec.evaluator.grade(run, ctx, pass_score=pass_score)
         graded = run.model_copy(update={"scorecard": scorecard})
         if store:

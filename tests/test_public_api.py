@@ -50,6 +50,7 @@ PUBLIC = [
     "define_rubric",
     "instructions_from",
     "judge",
+    "judge_panel",
     "model_from",
     "run_suite",
     "tool",

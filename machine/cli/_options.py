@@ -40,62 +40,110 @@ def with_workspace(fn: F) -> F:
     return workspace_option(fn)
 
 
-def spending_options(fn: F) -> F:
-    """Options of every command that runs a machine: which harness, model and budget."""
-    options = [
-        click.option(
-            "--harness",
-            default=None,
-            help="echo | scripted | tinker | openrouter | openai (default: $MACHINE_HARNESS, else tinker).",
-        ),
-        click.option(
-            "--script",
-            type=click.Path(dir_okay=False),
-            default=None,
-            help="The script file the scripted harness replays.",
-        ),
-        click.option("--model", default=None, help="Run with this model instead of the machine's."),
-        click.option(
-            "--budget",
-            default="1",
-            show_default=True,
-            metavar="USD|none",
-            help="Stop starting new work once this much is spent; 'none' lifts the cap.",
-        ),
-        click.option(
-            "--price-as",
-            "price_as",
-            default=None,
-            metavar="MODEL",
-            help="Charge the model (a fine-tuned checkpoint) at this model's price.",
-        ),
-        click.option("--keep-sandbox", is_flag=True, help="Keep each run's sandbox folder for debugging."),
-    ]
+def _apply(fn: F, options: list[Callable[[F], F]]) -> F:
     for option in reversed(options):
         fn = option(fn)
     return fn
 
 
-def workspace_from(ctx: click.Context, **spending: Any) -> Any:
-    """The Workspace for this invocation, with its harness and budget when the command spends."""
+def grading_options(fn: F) -> F:
+    """Options of every command that may spend: the budget, pricing and the judges."""
+    return _apply(
+        fn,
+        [
+            click.option(
+                "--budget",
+                default="1",
+                show_default=True,
+                metavar="USD|none",
+                help="Stop starting new work once this much is spent; 'none' lifts the cap.",
+            ),
+            click.option(
+                "--price-as",
+                "price_as",
+                default=None,
+                metavar="MODEL",
+                help="Charge a model with no listed price (a fine-tuned checkpoint) at this model's price.",
+            ),
+            click.option(
+                "--judge-model",
+                default=None,
+                metavar="MODEL",
+                help="The judges' model (default: $MACHINE_JUDGE_MODEL, else Inkling-Small).",
+            ),
+            click.option(
+                "--judge-effort",
+                default=None,
+                metavar="EFFORT",
+                help="The judges' reasoning effort (default medium).",
+            ),
+        ],
+    )
+
+
+def spending_options(fn: F) -> F:
+    """Options of every command that runs a machine: harness, model, effort, plus the grading options."""
+    return _apply(
+        fn,
+        [
+            click.option(
+                "--harness",
+                default=None,
+                help="echo, scripted, tinker, openrouter or openai (default: $MACHINE_HARNESS, else tinker).",
+            ),
+            click.option(
+                "--script",
+                type=click.Path(dir_okay=False),
+                default=None,
+                help="The script file the scripted harness replays.",
+            ),
+            click.option(
+                "--base-url", default=None, metavar="URL", help="The endpoint of the openai harness."
+            ),
+            click.option("--model", default=None, help="Run with this model instead of the machine's."),
+            click.option(
+                "--effort",
+                default=None,
+                metavar="EFFORT",
+                help="Reasoning effort: none, minimal, low, medium, high, xhigh, or a number in [0, 0.99].",
+            ),
+            click.option(
+                "--keep-sandbox", is_flag=True, help="Keep each run's sandbox folder for debugging."
+            ),
+            grading_options,
+        ],
+    )
+
+
+def workspace_from(ctx: click.Context, **options: Any) -> Any:
+    """The Workspace for this invocation, with its harness, budget and judges as the options say."""
     from .._budget import Budget, parse_budget
     from .._workspace import Workspace
 
     root = (ctx.find_root().obj or {}).get("workspace")
     if root is not None and not Path(root).is_dir():
         raise BadInputError(f"workspace {root} is not a folder; pass --workspace DIR with an existing folder")
-    if not spending:
+    if "budget" not in options:
         return Workspace(root)
-    from machine.clients import make_harness
+    budget = Budget(parse_budget(options["budget"]))
+    if options.get("price_as"):
+        budget.price_as[options.get("model") or "*"] = options["price_as"]
+    harness = None
+    if "harness" in options:
+        from machine.clients import make_harness
 
-    budget = Budget(parse_budget(spending["budget"]))
-    model = spending.get("model")
-    if spending.get("price_as"):
-        if not model:
-            raise BadInputError("--price-as prices the model given with --model; pass --model too")
-        budget.price_as[model] = spending["price_as"]
-    harness = make_harness(spending.get("harness"), script=spending.get("script"))
-    return Workspace(root, harness=harness, budget=budget, keep_sandboxes=bool(spending.get("keep_sandbox")))
+        harness = make_harness(
+            options["harness"], script=options.get("script"), base_url=options.get("base_url")
+        )
+    return Workspace(
+        root,
+        harness=harness,
+        budget=budget,
+        effort=options.get("effort"),
+        judge_model=options.get("judge_model"),
+        judge_effort=options.get("judge_effort"),
+        keep_sandboxes=bool(options.get("keep_sandbox")),
+    )
 
 
 def print_spend(budget: Any) -> None:

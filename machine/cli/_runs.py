@@ -8,7 +8,14 @@ import anyio
 import click
 
 from .._errors import BadInputError
-from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._options import (
+    grading_options,
+    handle_errors,
+    print_spend,
+    spending_options,
+    with_workspace,
+    workspace_from,
+)
 from ._render import dump_json, fmt_score, print_run
 
 
@@ -88,12 +95,15 @@ def runs(ctx: click.Context, /, name: str, limit: int, as_json: bool) -> None:
 @click.argument("run_id")
 @click.option("--pass-score", type=float, default=1.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the graded run as JSON.")
+@grading_options
 @with_workspace
 @click.pass_context
 @handle_errors
-def eval_run(ctx: click.Context, /, name: str, run_id: str, pass_score: float, as_json: bool) -> None:
+def eval_run(
+    ctx: click.Context, /, name: str, run_id: str, pass_score: float, as_json: bool, **grading: Any
+) -> None:
     """Grade a stored run with the machine's current rubric and evaluator."""
-    ws = workspace_from(ctx)
+    ws = workspace_from(ctx, **grading)
     spec = ws.load(name)
     stored = ws.store.get(run_id)
     if stored.machine != spec.name:

@@ -223,14 +223,6 @@ def test_a_bad_budget_is_named(ws: WorkspaceFolder, invoke: Invoke, budget: str,
     assert ws.count() == before
 
 
-def test_price_as_without_model_is_an_error(ws: WorkspaceFolder, invoke: Invoke) -> None:
-    before = seeded(ws, invoke)
-    for args in (["run", "greet", "hi"], ["suite", "greet"]):
-        result = invoke(*args, "--harness", "echo", "--price-as", "Qwen/Qwen3.8-27B", "--workspace", ws.root)
-        refused(result, "--price-as", "--model")
-    assert ws.count() == before
-
-
 def test_continue_with_an_input_is_an_error(ws: WorkspaceFolder, invoke: Invoke) -> None:
     result = invoke("run", "greet", "hi", "--continue", "--harness", "echo", "--workspace", ws.root)
     refused(result, "--continue", "leave out INPUT")

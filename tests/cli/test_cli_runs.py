@@ -58,7 +58,7 @@ def test_run_eval_prints_the_scorecard(ws: WorkspaceFolder, invoke: Invoke) -> N
     out = ok(invoke("run", "greet", "greet bob", "--eval", *scripted(ws))).stdout
     assert "✓ greets (×2, check:says_hello): 1.00" in out
     assert "✗ brief (×1, check:at_most_20): 0.50" in out
-    assert "? warm (×1, judge:judge): UNSCORED" in out
+    assert "? warm (×1, judge:thinkingmachines/Inkling-Small): UNSCORED" in out
     assert "score 0.83 → FAIL (pass score 1)" in out
 
 

@@ -75,6 +75,12 @@ def test_price_as_charges_checkpoint_at_base() -> None:
     assert budget.charge(CHECKPOINT, usage(output=1_000_000)) == pytest.approx(1.335)
 
 
+def test_price_as_for_every_unlisted_model_leaves_listed_prices_alone() -> None:
+    budget = Budget(5, price_as={"*": QWEN})
+    assert budget.charge(CHECKPOINT, usage(output=1_000_000)) == pytest.approx(1.335)
+    assert budget.charge("Qwen/Qwen3.8-27B", usage(output=1_000_000)) == pytest.approx(5.595)
+
+
 def test_checkpoint_without_price_as_is_refused_under_budget() -> None:
     with pytest.raises(UnknownPriceError):
         Budget(5).charge(CHECKPOINT, usage(output=1))

@@ -84,8 +84,8 @@ async def test_out_of_range_or_wrong_type_is_unscored(value: object) -> None:
 async def test_judge_without_model_client_is_unscored_with_reason() -> None:
     result = await grade(judge(model="x"))
     assert result.score is None
-    assert result.grader == "judge:judge"
-    assert "UNSCORED" in result.reason
+    assert result.grader == "judge:x"
+    assert "no model access" in result.reason
 
 
 def test_check_rejects_three_required_parameters() -> None:
