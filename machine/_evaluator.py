@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from ._errors import DefinitionError
-from ._graders import GradeContext, Grader
+from ._graders import GradeContext, Grader, unscored
 from ._rubric import Rubric
 from ._runs import CriterionScore, Run, Scorecard
 
@@ -25,7 +25,14 @@ class Evaluator:
         results: dict[str, CriterionScore] = {}
 
         async def one(name: str) -> None:
-            results[name] = await self.graders[name].grade(run, name, self.rubric[name], ctx)
+            grader = self.graders[name]
+            try:
+                results[name] = await grader.grade(run, name, self.rubric[name], ctx)
+            except (
+                Exception
+            ) as error:  # a grader's own bug makes its criterion UNSCORED, not the grading fail
+                reason = f"grader {grader.kind}:{grader.name} raised {type(error).__name__}: {error}"
+                results[name] = unscored(name, self.rubric[name], grader, reason)
 
         if all(g.kind == "check" for g in self.graders.values()):
             for name in self.rubric:  # checks are quick: a task group would only add overhead

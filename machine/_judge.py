@@ -44,6 +44,8 @@ def transcript(run: Run) -> str:
         parts.extend(_line(m) for m in run.history)
     parts.append("## Input\n" + run.input)
     steps = run.trajectory[1:] if run.trajectory and run.trajectory[0].role == "user" else run.trajectory
+    if steps and steps[-1].role == "assistant" and not steps[-1].tool_calls:
+        steps = steps[:-1]  # the final reply is shown once, as the output
     if any(m.tool_calls or m.role == "tool" for m in steps):
         parts.append("## Steps")
         parts.extend(_line(m) for m in steps)
