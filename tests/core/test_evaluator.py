@@ -93,3 +93,20 @@ def test_merged_rejects_clashing_criterion() -> None:
     other = define_evaluator(define_rubric({"short": "Other."}), {"short": judge()})
     with pytest.raises(DefinitionError, match="'short' is defined twice"):
         make_evaluator().merged(other, origin="x")
+
+
+class BrokenGrader:
+    kind = "custom"
+    name = "broken"
+
+    async def grade(self, run: object, criterion: str, spec: object, ctx: object) -> object:
+        raise RuntimeError("grader bug")
+
+
+@pytest.mark.anyio
+async def test_a_grader_that_raises_leaves_its_criterion_unscored() -> None:
+    evaluator = define_evaluator(RUBRIC, {"greets": BrokenGrader(), "short": check("short", lambda run: True)})
+    card = await evaluator.grade(make_run())
+    assert card.unscored == ["greets"]
+    assert "custom:broken raised RuntimeError: grader bug" in card.criteria["greets"].reason
+    assert card.score == 1.0
