@@ -105,7 +105,9 @@ class BrokenGrader:
 
 @pytest.mark.anyio
 async def test_a_grader_that_raises_leaves_its_criterion_unscored() -> None:
-    evaluator = define_evaluator(RUBRIC, {"greets": BrokenGrader(), "short": check("short", lambda run: True)})
+    evaluator = define_evaluator(
+        RUBRIC, {"greets": BrokenGrader(), "short": check("short", lambda run: True)}
+    )
     card = await evaluator.grade(make_run())
     assert card.unscored == ["greets"]
     assert "custom:broken raised RuntimeError: grader bug" in card.criteria["greets"].reason
