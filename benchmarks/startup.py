@@ -25,16 +25,16 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 300.0
 MACHINES = 5
 
-RUBRIC_PY = '''\
+RUBRIC_PY = """\
 from machine import define_rubric
 
 rubric = define_rubric({{
     "includes": {{"description": "The reply includes the case's target.", "weight": 2}},
     "short": {{"description": "The reply is at most {words} words.", "weight": 1}},
 }})
-'''
+"""
 
-MACHINE_PY = '''\
+MACHINE_PY = """\
 from machine import Run, check, define_evaluator, define_machine
 
 from .rubric import rubric
@@ -60,7 +60,7 @@ machine = define_machine(
         rubric, {{"includes": check("includes", includes), "short": check("short", short)}}
     ),
 )
-'''
+"""
 
 
 def machine_command() -> str:

@@ -42,13 +42,13 @@ COLD_TARGET = 1 / 3  # ours <= a third of Inspect's
 MEMORY_TARGET = 1 / 3
 FLAT_CASES = 100  # the runs-only memory line: N runs as 100 cases x N/100 trials
 
-RUBRIC_PY = '''\
+RUBRIC_PY = """\
 from machine import define_rubric
 
 rubric = define_rubric({"includes": {"description": "The reply includes the case's target.", "weight": 1}})
-'''
+"""
 
-MACHINE_PY = '''\
+MACHINE_PY = """\
 from machine import Run, check, define_evaluator, define_machine
 
 from .rubric import rubric
@@ -68,13 +68,13 @@ machine = define_machine(
     rubric=rubric,
     evaluator=define_evaluator(rubric, {"includes": check("includes", includes)}),
 )
-'''
+"""
 
 # mockllm/model, replying with the input and with its usage set. Left to itself, this version of mockllm
 # counts tokens with tiktoken's o200k_base, which it downloads on first use; offline every sample then
 # fails. Setting usage skips the count (the echo harness counts no tokens either). A task's own model
 # takes precedence over --model, so the command line still names mockllm/model.
-TASK_PY = '''\
+TASK_PY = """\
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
@@ -98,20 +98,20 @@ def bench():
         scorer=includes(),
         model=get_model("mockllm/model", custom_outputs=echo),
     )
-'''
+"""
 
 # What the Inspect log says: status, samples completed, accuracy.
-READ_LOG_PY = '''\
+READ_LOG_PY = """\
 import json, sys
 from inspect_ai.log import list_eval_logs, read_eval_log
 log = read_eval_log(list_eval_logs(sys.argv[1])[0], header_only=True)
 r = log.results
 accuracy = r.scores[0].metrics["accuracy"].value if r and r.scores else None
 print(json.dumps({"status": log.status, "completed": r.completed_samples if r else 0, "accuracy": accuracy}))
-'''
+"""
 
 # Runs one command in a fresh process and prints its wall time and peak RSS as JSON.
-WRAPPER_PY = '''\
+WRAPPER_PY = """\
 import json, resource, subprocess, sys, time
 with open(sys.argv[1], "wb") as log:
     start = time.perf_counter()
@@ -119,7 +119,7 @@ with open(sys.argv[1], "wb") as log:
     wall = time.perf_counter() - start
 rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"rc": rc, "wall_s": wall, "maxrss_kb": rss}))
-'''
+"""
 
 
 @dataclass
@@ -164,7 +164,9 @@ def ensure_inspect() -> str:
 def inspect_version() -> str:
     out = subprocess.run(
         [str(INSPECT_BIN / "python"), "-c", "import inspect_ai; print(inspect_ai.__version__)"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     return out.stdout.strip() or "?"
 
@@ -198,16 +200,29 @@ class Bench:
         (folder / "machine.py").write_text(MACHINE_PY)
         rows = [{"id": f"c{i}", "input": f"hello {i}", "target": f"hello {i}"} for i in range(cases)]
         (folder / "cases.json").write_text(json.dumps(rows))
-        cmd = [self.machine, "suite", "bench", "--harness", "echo", "--workspace", str(ws),
-               "--concurrency", "4", "--trials", str(n // cases)]
+        cmd = [
+            self.machine,
+            "suite",
+            "bench",
+            "--harness",
+            "echo",
+            "--workspace",
+            str(ws),
+            "--concurrency",
+            "4",
+            "--trials",
+            str(n // cases),
+        ]
         wall, rss = self._measure(cmd, f"ours-{n}")
         with sqlite3.connect(ws / ".machine" / "store.db") as db:
             stored, scored, passed = db.execute(
                 "SELECT count(*), count(score), coalesce(sum(score = 1.0), 0) FROM runs"
             ).fetchone()
         if not stored == scored == passed == n:
-            sys.exit(f"error: the store in {ws} holds {stored} runs ({scored} scored, {passed} passed); "
-                     f"expected {n}")
+            sys.exit(
+                f"error: the store in {ws} holds {stored} runs ({scored} scored, {passed} passed); "
+                f"expected {n}"
+            )
         shutil.rmtree(ws)
         return Measure(wall, rss, stored)
 
@@ -219,17 +234,29 @@ class Bench:
         (folder / "task.py").write_text(TASK_PY.format(n=n))
         logs = folder / "logs"
         # Inspect takes the task file relative to the current directory.
-        cmd = [self.inspect, "eval", "task.py", "--model", "mockllm/model",
-               "--log-dir", str(logs), "--display", "none"]
+        cmd = [
+            self.inspect,
+            "eval",
+            "task.py",
+            "--model",
+            "mockllm/model",
+            "--log-dir",
+            str(logs),
+            "--display",
+            "none",
+        ]
         wall, rss = self._measure(cmd, f"inspect-{n}", cwd=folder)
         read = subprocess.run(
             [str(INSPECT_BIN / "python"), "-c", READ_LOG_PY, str(logs)],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         info = json.loads(read.stdout) if read.returncode == 0 else {}
         if info.get("status") != "success" or info.get("completed") != n or info.get("accuracy") != 1.0:
-            sys.exit(f"error: the Inspect log in {logs} says {info or read.stderr[-2000:]}; "
-                     f"expected {n} samples")
+            sys.exit(
+                f"error: the Inspect log in {logs} says {info or read.stderr[-2000:]}; expected {n} samples"
+            )
         shutil.rmtree(folder)
         return Measure(wall, rss, info["completed"])
 
@@ -275,19 +302,26 @@ def main() -> None:
 
         print("\nN runs, a fresh process each (every run stored and graded, every sample logged and scored)")
         print(f"  {'N':>7}  {'ours s':>8} {'MB':>6} {'stored':>7}   {'Inspect s':>9} {'MB':>6} {'scored':>7}")
-        print(f"  {1:>7}  {t1_ours:>8.3f} {cold_ours[0].rss_mb:>6.1f} {1:>7}   "
-              f"{t1_theirs:>9.3f} {cold_theirs[0].rss_mb:>6.1f} {1:>7}   (median of the cold runs)")
+        print(
+            f"  {1:>7}  {t1_ours:>8.3f} {cold_ours[0].rss_mb:>6.1f} {1:>7}   "
+            f"{t1_theirs:>9.3f} {cold_theirs[0].rss_mb:>6.1f} {1:>7}   (median of the cold runs)"
+        )
         at: dict[int, tuple[Measure, Measure]] = {}
         for n in sizes:
             ours, theirs = at[n] = bench.ours(n), bench.theirs(n)
-            print(f"  {n:>7}  {ours.wall_s:>8.3f} {ours.rss_mb:>6.1f} {ours.done:>7}   "
-                  f"{theirs.wall_s:>9.3f} {theirs.rss_mb:>6.1f} {theirs.done:>7}", flush=True)
+            print(
+                f"  {n:>7}  {ours.wall_s:>8.3f} {ours.rss_mb:>6.1f} {ours.done:>7}   "
+                f"{theirs.wall_s:>9.3f} {theirs.rss_mb:>6.1f} {theirs.done:>7}",
+                flush=True,
+            )
         # The growth with N above is mostly the cases file, which is loaded whole; with the cases held at
         # FLAT_CASES, the runs alone show whether memory stays flat as runs grow.
         flat = {n: bench.ours(n, cases=FLAT_CASES) for n in (small, big)}
         for n, m in flat.items():
-            print(f"  {n:>7}  {m.wall_s:>8.3f} {m.rss_mb:>6.1f} {m.done:>7}   "
-                  f"(ours only: {FLAT_CASES} cases x {n // FLAT_CASES} trials)")
+            print(
+                f"  {n:>7}  {m.wall_s:>8.3f} {m.rss_mb:>6.1f} {m.done:>7}   "
+                f"(ours only: {FLAT_CASES} cases x {n // FLAT_CASES} trials)"
+            )
 
         print("\nFigures")
         for n in sizes:
@@ -298,14 +332,18 @@ def main() -> None:
         ours_mb, theirs_mb = at[big][0].rss_mb, at[big][1].rss_mb
         print(figure(f"peak RSS at {big:,} runs, MB", ours_mb, theirs_mb, "MB", MEMORY_TARGET, 1))
         growth = at[big][0].rss_mb - at[small][0].rss_mb
-        print(f"  peak RSS from {small:,} to {big:,} runs: ours {at[small][0].rss_mb:.1f} -> {ours_mb:.1f} MB"
-              " "
-              f"({growth:+.1f} MB, {growth * 1024 / (big - small):+.2f} KB per run and case), "
-              f"Inspect {at[small][1].rss_mb:.1f} -> {theirs_mb:.1f} MB")
+        print(
+            f"  peak RSS from {small:,} to {big:,} runs: ours {at[small][0].rss_mb:.1f} -> {ours_mb:.1f} MB"
+            " "
+            f"({growth:+.1f} MB, {growth * 1024 / (big - small):+.2f} KB per run and case), "
+            f"Inspect {at[small][1].rss_mb:.1f} -> {theirs_mb:.1f} MB"
+        )
         flat_growth = flat[big].rss_mb - flat[small].rss_mb
-        print(f"  ours with the cases held at {FLAT_CASES}: {flat[small].rss_mb:.1f} -> "
-              f"{flat[big].rss_mb:.1f} MB ({flat_growth:+.1f} MB, "
-              f"{flat_growth * 1024 / (big - small):+.2f} KB per run)")
+        print(
+            f"  ours with the cases held at {FLAT_CASES}: {flat[small].rss_mb:.1f} -> "
+            f"{flat[big].rss_mb:.1f} MB ({flat_growth:+.1f} MB, "
+            f"{flat_growth * 1024 / (big - small):+.2f} KB per run)"
+        )
 
 
 if __name__ == "__main__":

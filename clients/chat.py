@@ -8,6 +8,8 @@ a client for whichever endpoint serves the judge model.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import email.utils
 import json
 import os
@@ -52,9 +54,13 @@ class Endpoint:
     headers: dict[str, str] = field(default_factory=dict)
 
     def model_id(self, model: str) -> str:
-        """The id the endpoint knows (a ``tinker/`` or ``openrouter/`` prefix names the harness)."""
+        """The id the endpoint knows (a ``tinker/`` or ``openrouter/`` prefix names the harness).
+
+        ``openai/`` is not a routing prefix: it is part of real ids (``openai/gpt-oss-20b`` on vLLM,
+        ``openai/gpt-4o`` on a gateway), so the openai harness sends the id as given."""
         prefix = self.harness + "/"
-        return model[len(prefix) :] if model.startswith(prefix) else model
+        routed = self.harness in ("tinker", "openrouter") and model.startswith(prefix)
+        return model[len(prefix) :] if routed else model
 
 
 def _timeout() -> float:
@@ -196,6 +202,7 @@ class ChatClient:
         self._sleep = sleep or anyio.sleep
         self._jitter = jitter
         self._client: Any = None
+        self._loop: object | None = None
 
     @property
     def client(self) -> Any:
@@ -210,6 +217,24 @@ class ChatClient:
                 default_headers=self.endpoint.headers or None,
             )
         return self._client
+
+    async def aclose(self) -> None:
+        """Close the pooled connections; the next call opens new ones."""
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):  # connections of a loop that has ended cannot close cleanly
+                await client.close()
+
+    async def _bind(self) -> None:
+        """Pooled connections belong to the event loop that opened them, and ``machine chat`` runs each
+        exchange in a loop of its own: a call on a new loop closes the old client and opens a new one."""
+        try:
+            loop: object | None = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio (trio): one loop per process is assumed
+            loop = None
+        if self._client is not None and loop is not self._loop:
+            await self.aclose()
+        self._loop = loop
 
     def backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter, bounded: attempt 1 waits about ``backoff_s``."""
@@ -230,9 +255,14 @@ class ChatClient:
         """One model reply, retried on transient failures; raises ModelCallError when it gives up."""
         import openai
 
-        kwargs: dict[str, Any] = {"model": self.endpoint.model_id(model), "messages": messages}
+        await self._bind()
+        # The SDK checks every message and tool against its typed schemas before sending: about 5 ms a
+        # call at 40 messages, and more at every step of a run. Ours are already in the wire format, so
+        # they go in ``extra_body``, which the SDK sends as given (it replaces the empty ``messages``).
+        wire: dict[str, Any] = {"messages": messages}
         if tools:
-            kwargs["tools"] = tools
+            wire["tools"] = tools
+        kwargs: dict[str, Any] = {"model": self.endpoint.model_id(model), "messages": [], "extra_body": wire}
         if effort is not None:
             kwargs["reasoning_effort"] = effort.name
         if temperature is not None:
@@ -260,11 +290,15 @@ class ChatClient:
             except (openai.APITimeoutError, TimeoutError):
                 reason, wait = f"no reply within {self.endpoint.timeout_s:g} s", None
             except openai.APIConnectionError as error:
-                reason, wait = f"network error: {error}", None
+                cause = error.__cause__
+                detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+                reason, wait = f"network error: {error}{detail}", None
             except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError, KeyError) as error:
                 raise ModelCallError(
                     f"{where} sent a reply that could not be parsed: {error}", retries
                 ) from None
+            except (openai.APIError, _ReplyError) as error:  # an error object instead of a reply
+                reason, wait = f"error in the reply: {_message(error)}", None
             if attempt == self.endpoint.max_attempts:
                 break
             wait = min(wait, self.endpoint.max_backoff_s * 2) if wait is not None else self.backoff(attempt)
@@ -278,6 +312,9 @@ class ChatClient:
     async def _once(self, kwargs: dict[str, Any]) -> Turn:
         reply = await self.client.chat.completions.create(**kwargs)
         if not getattr(reply, "choices", None):
+            error = (getattr(reply, "model_extra", None) or {}).get("error")
+            if error:  # a 200 that carries an error object (OpenRouter, when the upstream provider fails)
+                raise _ReplyError(error)
             raise ValueError("the reply has no choices")
         message = reply.choices[0].message
         calls = [
@@ -304,9 +341,11 @@ class ChatClient:
             **kwargs, stream=True, stream_options={"include_usage": True}
         )
         got = _Stream()
+        chosen = False
         async for chunk in stream:
             if getattr(chunk, "usage", None) is not None:
                 got.usage = chunk.usage
+            chosen = chosen or bool(chunk.choices)
             for choice in chunk.choices or []:
                 delta = choice.delta
                 reasoning = _extra(delta, "reasoning_content", "reasoning")
@@ -321,6 +360,8 @@ class ChatClient:
                     if call.function is not None:
                         slot["name"] += call.function.name or ""
                         slot["arguments"] += call.function.arguments or ""
+        if not chosen:
+            raise ValueError("the streamed reply has no choices")
         calls = [
             ToolCall(
                 id=slot["id"] or f"call_{index}",
@@ -339,6 +380,14 @@ class ChatClient:
             ),
             _usage(got.usage),
         )
+
+
+class _ReplyError(Exception):
+    """A reply that is an error object (``{"error": {...}}``) with status 200."""
+
+    def __init__(self, body: Any) -> None:
+        super().__init__(str(body))
+        self.body = body
 
 
 def _message(error: Any) -> str:
@@ -402,6 +451,11 @@ class ModelRouter:
                         "Or pick another judge with --judge-model (or MACHINE_JUDGE_MODEL)"
                     ) from None
         return self._clients[harness]
+
+    async def aclose(self) -> None:
+        """Close every client's connections (each opens new ones if used again)."""
+        for client in self._clients.values():
+            await client.aclose()
 
     async def complete(
         self,

@@ -14,10 +14,11 @@ from ._errors import (
 from ._evaluator import Evaluator, define_evaluator
 from ._graders import GradeContext, Grader, check
 from ._harness import Event, Harness, HarnessRequest, HarnessResult
+from ._jev import jev
 from ._judge import judge, judge_panel
 from ._rubric import Criterion, Rubric, define_rubric
 from ._runs import CriterionScore, Message, Run, Scorecard, Tag, ToolCall, Usage
-from ._spec import Machine, define_child, define_machine, instructions_from, model_from
+from ._spec import Counterpart, Machine, define_child, define_machine, instructions_from, model_from
 from ._store import ChatSession, SQLiteStore, Store
 from ._suite import SuiteReport, run_suite
 from ._tools import Tool, ToolContext, ToolFailure, tool
@@ -29,6 +30,7 @@ __all__ = [
     "BudgetExceeded",
     "Case",
     "ChatSession",
+    "Counterpart",
     "Criterion",
     "CriterionScore",
     "DefinitionError",
@@ -64,6 +66,7 @@ __all__ = [
     "define_machine",
     "define_rubric",
     "instructions_from",
+    "jev",
     "judge",
     "judge_panel",
     "model_from",

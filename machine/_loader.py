@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import keyword
 import sys
 import traceback
 import types
@@ -94,9 +95,12 @@ class MachineLoader:
 
 
 def _identifier(part: str) -> str:
-    """A folder name as a distinct module name: '_', '.' and '-' are escaped, a leading digit gets a '_'."""
-    ident = part.replace("_", "_5f").replace(".", "_2e").replace("-", "_2d")
-    return "_" + ident if ident[0].isdigit() else ident
+    """A folder's module name: the folder name itself when Python can import it (so relative imports
+    between machine files reach the same modules the loader made), else a distinct escaped form."""
+    if part.isidentifier() and not keyword.iskeyword(part):
+        return part
+    escaped = part.replace("_", "_5f").replace(".", "_2e").replace("-", "_2d")
+    return "_x_" + escaped
 
 
 def _with_source(found: Machine, file: Path) -> Machine:

@@ -12,6 +12,7 @@ from typing import Any
 from ._errors import DefinitionError
 from ._evaluator import Evaluator, define_evaluator
 from ._rubric import Rubric, define_rubric
+from ._runs import Run
 from ._tools import Tool
 
 NAME_SEGMENT = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -40,7 +41,7 @@ class Machine:
     parent: Machine | None = None
     own_instructions: str = ""
     own_tools: tuple[str, ...] = ()
-    counterpart: Any = None
+    counterpart: Counterpart | None = None
     source: Path | None = field(default=None, compare=False)
 
     @property
@@ -53,6 +54,54 @@ class Machine:
 
     def tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
+
+
+@dataclass(frozen=True)
+class Counterpart:
+    """The other side of a machine's conversations, such as a simulated user playing a hidden scenario.
+
+    A case is then the counterpart's starting point: the counterpart speaks first, the two alternate,
+    and the conversation ends after the first turn, of either side, for which ``until(run)`` holds (never
+    before the machine has answered once), or after ``max_turns`` turns of both sides together, the
+    counterpart's opening included. An even ``max_turns`` ends on the machine's answer; an odd one ends
+    on a counterpart turn that nobody answers. The machine's last turn is the conversation's graded run.
+    """
+
+    machine: Machine
+    until: Callable[[Run], bool] | None = None
+    max_turns: int = 8
+
+
+def _counterpart(value: Any, owner: str) -> Counterpart | None:
+    if value is None:
+        return None
+    if not isinstance(value, Counterpart):
+        raise DefinitionError(
+            f"machine {owner!r}: counterpart must be a Counterpart(machine=..., until=..., max_turns=...), "
+            f"got {type(value).__name__}"
+        )
+    if not isinstance(value.machine, Machine):
+        raise DefinitionError(
+            f"machine {owner!r}: its counterpart's machine must be a Machine made with define_machine, "
+            f"got {type(value.machine).__name__}"
+        )
+    if value.machine.name == owner:
+        raise DefinitionError(
+            f"machine {owner!r} cannot be its own counterpart: the two sides' turns would be stored as "
+            "one machine's runs; make the other side a machine of its own"
+        )
+    if value.until is not None and not callable(value.until):
+        raise DefinitionError(
+            f"machine {owner!r}: its counterpart's until must be a function of the finished Run "
+            f"(or None), got {type(value.until).__name__}"
+        )
+    turns = value.max_turns
+    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 2:
+        raise DefinitionError(
+            f"machine {owner!r}: its counterpart's max_turns must be an integer of at least 2 "
+            f"(it counts both sides' turns, and the machine answers on the second), got {turns!r}"
+        )
+    return value
 
 
 def _tools(tools: Sequence[Tool], owner: str) -> tuple[Tool, ...]:
@@ -82,7 +131,7 @@ def define_machine(
     evaluator: Evaluator,
     tools: Sequence[Tool] = (),
     max_steps: int = 8,
-    counterpart: Any = None,
+    counterpart: Counterpart | None = None,
     transform_reasoning: Callable[[str], str] | None = None,
 ) -> Machine:
     check_name(name)
@@ -91,6 +140,7 @@ def define_machine(
     if not isinstance(max_steps, int) or max_steps < 1:
         raise DefinitionError(f"machine {name!r}: max_steps must be a positive integer, got {max_steps!r}")
     tools = _tools(tools, name)
+    counterpart = _counterpart(counterpart, name)
     return Machine(
         name=name,
         intent=_text(intent, "intent", name),

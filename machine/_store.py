@@ -7,9 +7,11 @@ runs hold prompts and outputs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,17 +102,30 @@ class SQLiteStore:
         if not self.path.exists():
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         for file in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
-            if file.exists():
+            with contextlib.suppress(FileNotFoundError):  # another process may remove its WAL meanwhile
                 os.chmod(file, 0o600)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
-        # A run's row is a few KB: 8 KiB pages waste less room than 4 KiB ones (applies to new stores).
-        self._db.execute("PRAGMA page_size=8192")
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=30000")
-        with self._lock:
-            self._db.executescript(_SCHEMA)
+        self._set_up()
+
+    def _set_up(self) -> None:
+        """WAL mode and the schema. Switching a new file to WAL can report 'locked' without waiting
+        while another process does the same, so that step is retried for a bounded time."""
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                # A run's row is a few KB: 8 KiB pages waste less room than 4 KiB ones (new stores only).
+                self._db.execute("PRAGMA page_size=8192")
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                with self._lock:
+                    self._db.executescript(_SCHEMA)
+                return
+            except sqlite3.OperationalError as error:
+                if ("locked" not in str(error) and "busy" not in str(error)) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     @classmethod
     def in_workspace(cls, root: str | Path) -> SQLiteStore:

@@ -3,6 +3,9 @@
 Runs stream to the store as they finish; the suite keeps only each run's score, so memory stays
 flat however many runs there are. A failed run is counted and left out of the scores; a spent
 budget stops scheduling new runs while those in flight finish.
+
+For a machine with a counterpart each (case, trial) is a whole conversation: its graded last turn (or
+the turn that failed) is tallied like a single run, and every turn of both sides is written.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 import anyio
 
 from ._cases import Case
+from ._conversation import converse
 from ._errors import BudgetExceeded
 from ._harness import Harness
 from ._runs import Run
@@ -139,25 +143,42 @@ async def run_suite(
             if report.stopped:
                 return
             try:
-                run = await workspace.run(
-                    machine,
-                    case.input,
-                    case=case,
-                    trial=trial,
-                    harness=harness,
-                    model=model,
-                    grade=True,
-                    pass_score=pass_score,
-                    store=False,
-                )
+                if machine.counterpart is not None:  # a case is a whole conversation; its result is tallied
+                    conversation = await converse(
+                        workspace,
+                        machine,
+                        case,
+                        trial=trial,
+                        harness=harness,
+                        model=model,
+                        grade=True,
+                        pass_score=pass_score,
+                        store=False,
+                    )
+                    run, turns = conversation.result, conversation.turns
+                    report.stopped = report.stopped or conversation.stopped
+                else:
+                    run = await workspace.run(
+                        machine,
+                        case.input,
+                        case=case,
+                        trial=trial,
+                        harness=harness,
+                        model=model,
+                        grade=True,
+                        pass_score=pass_score,
+                        store=False,
+                    )
+                    turns = [run]
             except BudgetExceeded as error:
                 report.stopped = str(error)
                 return
-            tally(results[case.id], run)
-            finished.append(run)
+            if run is not None:
+                tally(results[case.id], run)
+            finished.extend(turns)
             if len(finished) >= WRITE_BATCH:
                 flush()
-            if on_run is not None:
+            if on_run is not None and run is not None:
                 on_run(run)
 
     try:

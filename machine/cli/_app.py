@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ._converse import converse_command
 from ._machines import list_machines, show, tree
 from ._options import workspace_option
 from ._runs import eval_run, run, runs
@@ -16,7 +17,7 @@ def cli() -> None:
     """Small agent loops with a rubric: run machines, grade their runs, measure them."""
 
 
-for command in (list_machines, show, tree, run, runs, eval_run, suite):
+for command in (list_machines, show, tree, run, runs, eval_run, suite, converse_command):
     cli.add_command(command)
 
 

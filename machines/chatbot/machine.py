@@ -2,14 +2,29 @@
 
 Answering and honesty take judgement, so a model judge grades them; length and filler openings are
 decided by code, which is cheaper and never wavers.
+
+Its counterpart is ``persona``, a simulated user: each case in cases.json is a hidden scenario that persona
+plays, so a case is a whole conversation, and chatbot's last answer (with the conversation as its history)
+is the run that is graded. ``machine converse chatbot [CASE]`` prints one.
 """
 
 from __future__ import annotations
 
 import re
 
-from machine import Run, check, define_evaluator, define_machine, instructions_from, judge, model_from
+from machine import (
+    Counterpart,
+    Run,
+    check,
+    define_evaluator,
+    define_machine,
+    instructions_from,
+    judge,
+    model_from,
+)
 
+from ..persona.machine import DONE
+from ..persona.machine import machine as persona
 from .rubric import rubric
 
 MAX_WORDS = 150
@@ -74,6 +89,12 @@ def no_filler(run: Run) -> tuple[bool, str]:
     return False, f"opens with the filler {found!r}"
 
 
+def user_is_done(run: Run) -> bool:
+    """The conversation ends on the simulated user's turn that says it is done (chatbot saying the
+    marker ends nothing)."""
+    return run.machine == persona.name and DONE in run.output
+
+
 machine = define_machine(
     name="chatbot",
     intent="Answer one person's questions in a running conversation, plainly and honestly.",
@@ -89,4 +110,5 @@ machine = define_machine(
             "no_filler": check("no_filler", no_filler),
         },
     ),
+    counterpart=Counterpart(machine=persona, until=user_is_done, max_turns=8),
 )

@@ -193,3 +193,19 @@ def test_folders_differing_only_in_dash_and_underscore_load_separately(tmp_path:
     loader = MachineLoader(machines)
     assert loader.load("a-b").name == "a-b"
     assert loader.load("a_b").name == "a_b"
+
+
+def test_a_machine_imported_by_another_is_the_one_the_loader_returns(tmp_path: Path) -> None:
+    machines = tmp_path / "machines"
+    add_machine(machines, "simulated_user")
+    write(machines, "talker/rubric.py", RUBRIC)
+    write(
+        machines,
+        "talker/machine.py",
+        PARENT.format(name="talker", instructions="Talk.")
+        + "\nfrom ..simulated_user.machine import machine as other\n",
+    )
+    loader = MachineLoader(machines)
+    talker_module = __import__(loader._package_for("talker") + ".machine", fromlist=["other"])
+    assert talker_module.other is loader.load("simulated_user")
+    assert loader.load("talker").name == "talker"

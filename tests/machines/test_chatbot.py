@@ -1,15 +1,22 @@
-"""The chatbot machine: its length and filler checks, and its judged criteria left UNSCORED."""
+"""The chatbot machine: its length and filler checks, its judged criteria left UNSCORED, and its
+conversations with persona, the simulated user that plays each scenario case."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from click.testing import CliRunner
 
-from machine import Message, Run, Workspace
+from machine import Message, Run, Workspace, run_suite
+from machine._conversation import converse
 from machine._graders import CheckGrader
+from machine.cli._app import cli
+from machine.clients.scripted import ScriptedHarness
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -113,3 +120,68 @@ async def test_judged_criteria_are_unscored_not_zero(ws: Workspace) -> None:
         assert result.reason
     assert sorted(graded.scorecard.unscored) == ["answers", "honest"]
     assert graded.score == 1.0  # the checks alone, with the judged criteria kept out of the mean
+
+
+# --- conversations with persona, the simulated user ---------------------------------------------------
+
+SCRIPT = REPO / "machines" / "chatbot" / "script.json"
+
+
+def test_persona_is_the_counterpart_and_only_its_done_ends_a_conversation(ws: Workspace) -> None:
+    chatbot = ws.load("chatbot")
+    side = chatbot.counterpart
+    assert side is not None and side.until is not None
+    assert side.machine is ws.load("persona")  # imported by chatbot's file, the very machine the loader gives
+    assert side.max_turns == 8
+    said = make_run("Thanks, that's what I needed. [done]")
+    assert side.until(said.model_copy(update={"machine": "persona"}))
+    assert not side.until(said)  # chatbot writing the marker ends nothing
+    assert not side.until(make_run("Thanks!").model_copy(update={"machine": "persona"}))
+
+
+@pytest.mark.anyio
+async def test_every_scenario_is_a_conversation_the_script_finishes(ws: Workspace) -> None:
+    chatbot = ws.load("chatbot")
+    harness = ScriptedHarness(SCRIPT)
+    for case in ws.cases(chatbot):
+        conversation = await converse(ws, chatbot, case, harness=harness, grade=True, grade_counterpart=True)
+        turns = conversation.turns
+        assert conversation.ended == "until", (case.id, [t.output for t in turns])
+        assert [t.machine for t in turns] == ["persona", "chatbot"] * (len(turns) // 2) + ["persona"]
+        assert turns[-1].output.endswith("[done]")
+        graded = conversation.graded
+        assert graded is turns[-2] and graded.case_id == case.id
+        assert graded.score == 1.0, (case.id, graded.scorecard)  # the checks; the judges are UNSCORED here
+        assert len(graded.history) == len(turns) - 3  # every earlier exchange of the conversation
+        assert conversation.counterpart_graded is not None and conversation.counterpart_graded.score == 1.0
+
+
+@pytest.mark.anyio
+async def test_suite_of_chatbot_runs_conversations(ws: Workspace) -> None:
+    chatbot = ws.load("chatbot")
+    cases = ws.cases(chatbot)
+    report = await run_suite(ws, chatbot, cases, harness=ScriptedHarness(SCRIPT))
+    assert (report.runs, report.errors, report.mean, report.pass_rate) == (len(cases), 0, 1.0, 1.0)
+    stored = list(ws.store.iter_runs())
+    assert {r.machine for r in stored} == {"chatbot", "persona"}
+    assert len({r.conversation_id for r in stored}) == len(cases)
+    assert sum(r.scorecard is not None for r in stored) == len(cases)
+
+
+def test_converse_and_suite_commands_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands the docs show, on a copy of the two machines so the repository's store is untouched."""
+    for name in ("chatbot", "persona"):
+        shutil.copytree(REPO / "machines" / name, tmp_path / "machines" / name)
+    monkeypatch.chdir(tmp_path)
+    for setting in ("MACHINE_WORKSPACE", "MACHINE_JUDGE_MODEL", "TINKER_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.delenv(setting, raising=False)  # the judges stay UNSCORED, as everywhere in these tests
+    offline = ["--harness", "scripted", "--script", "machines/chatbot/script.json"]
+    runner = CliRunner()
+    talked = runner.invoke(cli, ["converse", "chatbot", "compound-interest", "--eval", *offline])
+    assert talked.exit_code == 0, talked.output
+    assert "[5] persona" in talked.stdout and "$1,157.63" in talked.stdout
+    assert "chatbot's last turn" in talked.stdout and "persona's last turn" in talked.stdout
+    measured = runner.invoke(cli, ["suite", "chatbot", "--json", *offline])
+    assert measured.exit_code == 0, measured.output
+    summary = json.loads(measured.stdout)["summary"]
+    assert (summary["runs"], summary["errors"], summary["mean"]) == (11, 0, 1.0)

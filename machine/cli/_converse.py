@@ -1,0 +1,147 @@
+"""``machine converse``: one conversation between a machine and its counterpart, printed as it happens."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import click
+
+from .._cases import Case
+from .._conversation import Conversation, converse, counterpart_of
+from .._errors import NotFoundError
+from .._runs import Run
+from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._render import dump_json, scorecard_lines
+
+TOOL_TEXT = 120
+"""How much of a tool call's arguments and result a turn shows."""
+
+
+@click.command("converse")
+@click.argument("name")
+@click.argument("case_id", metavar="[CASE]", required=False)
+@click.option("--eval", "grade", is_flag=True, help="Grade the last turn of each side.")
+@click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases file (default: cases.json).")
+@click.option("--pass-score", type=float, default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option("--json", "as_json", is_flag=True, help="Print the conversation as JSON once it has ended.")
+@spending_options
+@with_workspace
+@click.pass_context
+@handle_errors
+def converse_command(
+    ctx: click.Context,
+    /,
+    name: str,
+    case_id: str | None,
+    grade: bool,
+    cases_file: str | None,
+    pass_score: float,
+    as_json: bool,
+    **spending: Any,
+) -> None:
+    """Hold one conversation between machine NAME and its counterpart, starting from CASE (default: the
+    first case). The counterpart speaks first; --model changes only NAME's model."""
+    ws = workspace_from(ctx, **spending)
+    spec = ws.load(name)
+    side = counterpart_of(spec)
+    case = _pick(ws.cases(spec, cases_file), case_id, name)
+    if not as_json:
+        click.secho(
+            f"{spec.name} ⇄ {side.machine.name} · case {case.id} · at most {side.max_turns} turns", bold=True
+        )
+    conversation = anyio.run(
+        lambda: converse(
+            ws,
+            spec,
+            case,
+            model=spending["model"],
+            grade=grade,
+            grade_counterpart=grade,
+            pass_score=pass_score,
+            on_turn=None if as_json else _TurnPrinter(spec.name),
+        )
+    )
+    if as_json:
+        dump_json(_as_json(conversation))
+    else:
+        _print_ending(conversation, side.max_turns, grade)
+    print_spend(ws.budget)
+
+
+def _pick(cases: Sequence[Case], case_id: str | None, machine: str) -> Case:
+    if case_id is None:
+        return cases[0]
+    for case in cases:
+        if case.id == case_id:
+            return case
+    known = ", ".join(c.id for c in cases)
+    raise NotFoundError(f"machine {machine!r} has no case {case_id!r}; its cases are: {known}")
+
+
+class _TurnPrinter:
+    """Prints each turn as soon as it finishes: who spoke, their tool calls in brief, what they said."""
+
+    def __init__(self, machine: str) -> None:
+        self.machine = machine
+        self.count = 0
+
+    def __call__(self, run: Run) -> None:
+        self.count += 1
+        colour = "green" if run.machine == self.machine else "magenta"
+        click.secho(f"\n[{self.count}] {run.machine}", fg=colour, bold=True)
+        for message in run.trajectory[1:]:
+            for call in message.tool_calls:
+                arguments = json.dumps(call.arguments) if call.arguments is not None else call.raw_arguments
+                click.secho(f"  → {call.name}({_brief(arguments or '')})", fg="cyan")
+            if message.role == "tool":
+                click.secho(f"  ← {_brief(message.content)}", fg="red" if message.is_error else "blue")
+        if run.status == "error":
+            click.secho(f"  failed: {run.error}", fg="red")
+        else:
+            click.echo(run.output)
+        click.secho(f"  (run {run.id} · {run.model} · ${run.cost_usd:.4f})", dim=True)
+
+
+def _brief(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= TOOL_TEXT else text[: TOOL_TEXT - 1] + "…"
+
+
+def _print_ending(conversation: Conversation, max_turns: int, grade: bool) -> None:
+    why = {
+        "until": "its counterpart's until held",
+        "max_turns": f"it reached {max_turns} turns",
+        "error": "a turn failed",
+        "budget": f"the budget stopped it: {conversation.stopped}",
+    }[conversation.ended]
+    turns = len(conversation.turns)
+    plural = "turn" if turns == 1 else "turns"
+    click.secho(
+        f"\nconversation {conversation.conversation_id}: {turns} {plural}, ended because {why}", bold=True
+    )
+    if grade and conversation.graded is None:
+        click.echo("nothing was graded: the conversation did not finish")
+    for run in (conversation.graded, conversation.counterpart_graded):
+        if run is not None and run.scorecard is not None:
+            click.echo(f"{run.machine}'s last turn (run {run.id}):")
+            click.echo("\n".join(scorecard_lines(run.scorecard)))
+
+
+def _as_json(conversation: Conversation) -> dict[str, Any]:
+    def run_id(run: Run | None) -> str | None:
+        return None if run is None else run.id
+
+    return {
+        "conversation_id": conversation.conversation_id,
+        "machine": conversation.machine,
+        "counterpart": conversation.counterpart,
+        "case": conversation.case_id,
+        "ended": conversation.ended,
+        "stopped": conversation.stopped,
+        "graded": run_id(conversation.graded),
+        "counterpart_graded": run_id(conversation.counterpart_graded),
+        "turns": [run.model_dump(mode="json") for run in conversation.turns],
+    }
