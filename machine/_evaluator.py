@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import anyio
 
 from ._errors import DefinitionError
-from ._graders import GradeContext, Grader, unscored
-from ._rubric import Rubric
+from ._graders import Batch, GradeContext, Grader, unscored
+from ._rubric import Criterion, Rubric
 from ._runs import CriterionScore, Run, Scorecard
 
 
@@ -21,26 +21,44 @@ class Evaluator:
     """Criterion name -> the machine that declared it (set for inherited criteria)."""
 
     async def grade(self, run: Run, ctx: GradeContext | None = None, *, pass_score: float = 1.0) -> Scorecard:
+        """Grade every criterion: graders one by one, and each batch (panel, Jev) in one call."""
         ctx = ctx or GradeContext()
         results: dict[str, CriterionScore] = {}
+        batches: dict[Batch, dict[str, tuple[Criterion, Grader]]] = {}
+        singles: list[str] = []
+        for name in self.rubric:
+            batch = getattr(self.graders[name], "batch", None)
+            if batch is None:
+                singles.append(name)
+            else:
+                batches.setdefault(batch, {})[name] = (self.rubric[name], self.graders[name])
 
         async def one(name: str) -> None:
             grader = self.graders[name]
             try:
                 results[name] = await grader.grade(run, name, self.rubric[name], ctx)
-            except (
-                Exception
-            ) as error:  # a grader's own bug makes its criterion UNSCORED, not the grading fail
+            except Exception as error:  # a bug in a grader leaves its criterion UNSCORED; grading goes on
                 reason = f"grader {grader.kind}:{grader.name} raised {type(error).__name__}: {error}"
                 results[name] = unscored(name, self.rubric[name], grader, reason)
 
-        if all(g.kind == "check" for g in self.graders.values()):
-            for name in self.rubric:  # checks are quick: a task group would only add overhead
+        async def many(batch: Batch, members: dict[str, tuple[Criterion, Grader]]) -> None:
+            try:
+                grades = await batch.grade_batch(run, members, ctx)
+                failure = "its batch returned no grade for it"
+            except Exception as error:
+                grades, failure = {}, f"its batch raised {type(error).__name__}: {error}"
+            for name, (spec, grader) in members.items():
+                results[name] = grades.get(name) or unscored(name, spec, grader, failure)
+
+        if not batches and all(self.graders[name].kind == "check" for name in singles):
+            for name in singles:  # checks are quick: a task group would only add overhead
                 await one(name)
         else:
             async with anyio.create_task_group() as group:
-                for name in self.rubric:
+                for name in singles:
                     group.start_soon(one, name)
+                for batch, members in batches.items():
+                    group.start_soon(many, batch, members)
         return Scorecard(
             rubric_fingerprint=self.rubric.fingerprint,
             criteria={name: results[name] for name in self.rubric},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -59,6 +59,17 @@ class Grader(Protocol):
     def name(self) -> str: ...
 
     async def grade(self, run: Run, criterion: str, spec: Criterion, ctx: GradeContext) -> CriterionScore: ...
+
+
+class Batch(Protocol):
+    """Criteria that one request grades together (a judge panel, Jev's questions about a run).
+
+    A grader with a ``batch`` attribute belongs to it: the evaluator hands the batch every criterion
+    of the run it grades, with its grader, in one call; the batch returns a grade for each."""
+
+    async def grade_batch(
+        self, run: Run, members: Mapping[str, tuple[Criterion, Grader]], ctx: GradeContext
+    ) -> dict[str, CriterionScore]: ...
 
 
 def unscored(criterion: str, spec: Criterion, grader: Grader, reason: str) -> CriterionScore:

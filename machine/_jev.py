@@ -4,17 +4,9 @@
 per criterion, and the criterion's description is the question. Jev answers many questions about one
 text in a single request, so all the Jev criteria of one grading of a run go out together.
 
-How the graders of one run find each other. A grader only sees its own criterion, so the Jev graders
-of a run meet in a *batch* keyed by the run object, the grading context and the model. The first to
-arrive leads: it waits until every grader of every ``jev()`` factory present in the batch has joined
-(the evaluator starts all criteria at once, so this takes no measurable time), then sends one request
-and shares its answer; the others wait for it. ``SharedCall`` does not fit here: its first caller must
-know how many criteria will ask and fetch at once, whereas a Jev request needs the siblings' questions,
-which only arrive as they join. A grader made but not used in this evaluator (a subset graded, or one
-factory shared by two evaluators) cannot hold the request: the leader waits at most
-``GATHER_SECONDS`` for it, then asks for the questions it has. So: use one ``jev()`` per evaluator and
-one grader per criterion (``.noul()`` again for each yes/no criterion); graders of several factories
-in one evaluator (a child machine and its parent) still share one request.
+Every Jev grader belongs to a batch (see ``machine._graders.Batch``) keyed by the Jev model, so the
+evaluator hands all of a run's Jev criteria to one batch, which sends one request with a question per
+criterion; graders made by different ``jev()`` calls (a parent's and a child's) share it too.
 
 Scores. ``noul``: the probability of yes. ``score(levels)``: Jev's expected level (the
 probability-weighted mean of the level positions 0..n-1, which the SDK returns as ``ScoreAnswer.score``)
@@ -40,14 +32,14 @@ import inspect
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
 
 from ._errors import DefinitionError
-from ._graders import GradeContext, unscored
+from ._graders import GradeContext, Grader, unscored
 from ._rubric import Criterion
 from ._runs import CriterionScore, Run
 
@@ -56,8 +48,6 @@ UNSURE_LOW = 0.3
 UNSURE_HIGH = 0.7
 PASS_MARK = 0.5
 """A level or option scoring at least this counts towards the probability that the criterion passes."""
-GATHER_SECONDS = 0.25
-"""How long the first Jev grader of a run waits for siblings that have not joined (see above)."""
 
 QuestionKind = Literal["noul", "score", "choice"]
 
@@ -77,17 +67,14 @@ class Jev:
             raise DefinitionError(f"jev(model=...) must be a non-empty model name, got {model!r}")
         self.model = model
         """The Jev model; None takes the SDK's default (TYPESAFE_DEFAULT_MODEL, else jev-latest)."""
-        self.graders: list[JevGrader] = []
 
     def __repr__(self) -> str:
-        return f"jev(model={self.model!r}) with {len(self.graders)} grader(s)"
+        return f"jev(model={self.model!r})"
 
     def _make(
         self, kind: QuestionKind, levels: tuple[str, ...] = (), options: tuple[_Option, ...] = ()
     ) -> JevGrader:
-        grader = JevGrader(factory=self, name=kind, levels=levels, options=options)
-        self.graders.append(grader)
-        return grader
+        return JevGrader(name=kind, levels=levels, options=options, model=self.model)
 
     def noul(self) -> JevGrader:
         """A yes/no grader: the criterion's description is the question; the score is P(yes)."""
@@ -166,91 +153,53 @@ def jev(*, model: str | None = None) -> Jev:
     return Jev(model=model)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class JevGrader:
     """One Jev question; see the module's docstring for how it scores and shares its request."""
 
-    factory: Jev = field(repr=False)
     name: QuestionKind
     levels: tuple[str, ...] = ()
     options: tuple[_Option, ...] = ()
+    model: str | None = None
     kind: str = "jev"
 
+    @property
+    def batch(self) -> JevRequest:
+        return JevRequest(self.model)
+
     async def grade(self, run: Run, criterion: str, spec: Criterion, ctx: GradeContext) -> CriterionScore:
+        return (await self.batch.grade_batch(run, {criterion: (spec, self)}, ctx))[criterion]
+
+
+@dataclass(frozen=True)
+class JevRequest:
+    """The Batch of every Jev criterion of a run on one Jev model: one System One request."""
+
+    model: str | None
+
+    async def grade_batch(
+        self, run: Run, members: Mapping[str, tuple[Criterion, Grader]], ctx: GradeContext
+    ) -> dict[str, CriterionScore]:
+        questions = {
+            name: (spec, grader) for name, (spec, grader) in members.items() if isinstance(grader, JevGrader)
+        }
+        failure = None
         budget = ctx.budget
         if budget is not None and budget.exhausted:
-            return unscored(
-                criterion,
-                spec,
-                self,
-                f"budget spent ({budget.describe()}): Jev was not asked; raise --budget",
-            )
-        batch, leads = _join(run, criterion, spec, self, ctx)
-        if leads:
-            await batch.send(ctx)
+            failure = f"budget spent ({budget.describe()}): Jev was not asked; raise --budget"
         else:
-            await batch.answered.wait()
-        if batch.failure is not None:
-            return unscored(criterion, spec, self, batch.failure)
-        return _scored(batch, criterion, spec, self)
-
-
-# --- the shared request ------------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class _Batch:
-    key: tuple[int, int, str | None]
-    run: Run
-    model: str | None
-    members: dict[str, tuple[Criterion, JevGrader]] = field(default_factory=dict)
-    gathered: anyio.Event = field(default_factory=anyio.Event)
-    answered: anyio.Event = field(default_factory=anyio.Event)
-    response: Any = None
-    failure: str | None = None
-
-    def complete(self) -> bool:
-        """Every grader of every factory present has joined."""
-        joined = {id(grader) for _, grader in self.members.values()}
-        factories = {id(grader.factory): grader.factory for _, grader in self.members.values()}
-        return all(id(g) in joined for factory in factories.values() for g in factory.graders)
-
-    async def send(self, ctx: GradeContext) -> None:
-        try:
-            with anyio.move_on_after(GATHER_SECONDS):
-                await self.gathered.wait()
-            if _OPEN.get(self.key) is self:  # later arrivals start a batch of their own
-                del _OPEN[self.key]
-            self.response = await _ask(self, ctx)
-        except _Refused as refused:
-            self.failure = refused.reason
-        except Exception as error:  # every SDK and transport error becomes a reason, never a crash
-            self.failure = _describe_error(error)
-        finally:
-            if _OPEN.get(self.key) is self:  # cancelled while gathering
-                del _OPEN[self.key]
-            if self.response is None and self.failure is None:
-                self.failure = "the Jev request was cancelled before it answered"
-            self.answered.set()
-
-
-_OPEN: dict[tuple[int, int, str | None], _Batch] = {}
-"""Batches still gathering their members, by (run object, grading context, model)."""
-
-
-def _join(
-    run: Run, criterion: str, spec: Criterion, grader: JevGrader, ctx: GradeContext
-) -> tuple[_Batch, bool]:
-    """Add this criterion to the run's open batch (or open one); True when this grader leads it."""
-    key = (id(run), id(ctx), grader.factory.model)
-    batch = _OPEN.get(key)
-    leads = batch is None or criterion in batch.members
-    if batch is None or leads:  # a criterion already in the batch means a second grading: start anew
-        batch = _OPEN[key] = _Batch(key=key, run=run, model=grader.factory.model)
-    batch.members[criterion] = (spec, grader)
-    if batch.complete():
-        batch.gathered.set()
-    return batch, leads
+            try:
+                response = await _ask(run, questions, self.model, ctx)
+            except _Refused as refused:
+                failure = refused.reason
+            except Exception as error:  # every SDK and transport error becomes a reason, never a crash
+                failure = _describe_error(error)
+        if failure is not None:
+            return {name: unscored(name, spec, grader, failure) for name, (spec, grader) in questions.items()}
+        return {
+            name: _scored(response, list(questions), name, spec, grader)
+            for name, (spec, grader) in questions.items()
+        }
 
 
 def _sdk() -> Any:
@@ -265,7 +214,9 @@ class _Refused(Exception):
         self.reason = reason
 
 
-async def _ask(batch: _Batch, ctx: GradeContext) -> Any:
+async def _ask(
+    run: Run, members: Mapping[str, tuple[Criterion, JevGrader]], model: str | None, ctx: GradeContext
+) -> Any:
     """One System One request with a question per criterion of the batch."""
     try:
         sdk = _sdk()
@@ -274,13 +225,13 @@ async def _ask(batch: _Batch, ctx: GradeContext) -> Any:
             "the TypeSafe client is not installed: pip install 'machine[jev]' (the typesafe-sdk package) "
             "to grade Jev criteria"
         ) from None
-    questions = {name: build_question(grader, spec, sdk) for name, (spec, grader) in batch.members.items()}
-    state = run_state(batch.run)
+    questions = {name: build_question(grader, spec, sdk) for name, (spec, grader) in members.items()}
+    state = run_state(run)
     client = ctx.jev_client
     if client is not None:
         if inspect.iscoroutinefunction(client.system_one):
-            return await client.system_one(state, questions, model=batch.model)
-        call = functools.partial(client.system_one, state, questions, model=batch.model)
+            return await client.system_one(state, questions, model=model)
+        call = functools.partial(client.system_one, state, questions, model=model)
         return await anyio.to_thread.run_sync(call)  # a synchronous TypeSafeClient
     if not os.environ.get(API_KEY_ENV, "").strip():
         raise _Refused(
@@ -290,7 +241,7 @@ async def _ask(batch: _Batch, ctx: GradeContext) -> Any:
     # A client per request: an httpx client must not outlive the event loop it was made in, and
     # each command runs its own loop. The key and base URL (TYPESAFE_BASE_URL) come from the env.
     async with sdk.AsyncTypeSafeClient() as made:
-        return await made.system_one(state, questions, model=batch.model)
+        return await made.system_one(state, questions, model=model)
 
 
 def build_question(grader: JevGrader, spec: Criterion, sdk: Any) -> Any:
@@ -342,10 +293,10 @@ def run_state(run: Run) -> dict[str, Any]:
 # --- answers to scores -------------------------------------------------------------------------
 
 
-def _scored(batch: _Batch, criterion: str, spec: Criterion, grader: JevGrader) -> CriterionScore:
+def _scored(
+    response: Any, asked: list[str], criterion: str, spec: Criterion, grader: JevGrader
+) -> CriterionScore:
     sdk = _sdk()  # imported already: this batch was answered through it
-
-    response = batch.response
     answers = getattr(response, "answers", None)
     if not isinstance(answers, Mapping):
         return unscored(
@@ -385,7 +336,7 @@ def _scored(batch: _Batch, criterion: str, spec: Criterion, grader: JevGrader) -
         "input_tokens": getattr(usage, "input_tokens", None),
         "output_tokens": getattr(usage, "output_tokens", None),
     }
-    details["request_criteria"] = list(batch.members)
+    details["request_criteria"] = asked
     if unsure:
         reason += f"; unsure (between {UNSURE_LOW} and {UNSURE_HIGH}): escalate to a stronger grader"
     return CriterionScore(

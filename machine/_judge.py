@@ -17,10 +17,9 @@ from typing import Any
 
 from ._effort import Effort, parse_effort
 from ._errors import DefinitionError, MachineError
-from ._graders import GradeContext
+from ._graders import GradeContext, Grader
 from ._rubric import Criterion, Rubric
 from ._runs import CriterionScore, Message, Run, Usage
-from ._shared_call import SharedCall
 
 DEFAULT_JUDGE_MODEL = "thinkingmachines/Inkling-Small"
 DEFAULT_JUDGE_EFFORT = "medium"
@@ -226,36 +225,34 @@ def judge(*, model: str | None = None, effort: str | None = None) -> JudgeGrader
 
 
 class _Panel:
-    """The criteria one panel call grades, and the call they share for each run."""
+    """The criteria one judge call grades together: a Batch the evaluator hands all of them at once."""
 
     def __init__(self, rubric: Rubric, ids: list[str], model: str | None, effort: str | None) -> None:
         self.criteria = {name: rubric[name] for name in ids}
         self.model, self.effort = model, effort
-        self.shared: SharedCall[dict[str, CriterionScore]] = SharedCall()
 
-    async def grade_all(self, run: Run, ctx: GradeContext) -> dict[str, CriterionScore]:
+    async def grade_batch(
+        self, run: Run, members: Mapping[str, tuple[Criterion, Grader]], ctx: GradeContext
+    ) -> dict[str, CriterionScore]:
         model, effort = _settings(self.model, self.effort, ctx)
         ask = _Ask(run, ctx, model, effort, grader=f"panel:{model}")
-        scores = await ask.grade(self.criteria, attempts=1)
+        scores = await ask.grade({name: spec for name, (spec, _) in members.items()}, attempts=1)
         missing = [name for name, score in scores.items() if score.score is None]
         for name in missing if ask.failure is None else []:  # missing from the reply: once more, alone
             alone = _Ask(run, ctx, model, effort, grader=f"panel:{model}")
-            scores[name] = (await alone.grade({name: self.criteria[name]}, attempts=1))[name]
+            scores[name] = (await alone.grade({name: members[name][0]}, attempts=1))[name]
             ask.cost += alone.cost
         return _share_cost(scores, ask.cost)
 
 
 @dataclass(frozen=True)
 class PanelGrader:
-    panel: _Panel
+    batch: _Panel
     name: str = "panel"
     kind: str = "judge"
 
     async def grade(self, run: Run, criterion: str, spec: Criterion, ctx: GradeContext) -> CriterionScore:
-        scores = await self.panel.shared.get(
-            run, len(self.panel.criteria), lambda: self.panel.grade_all(run, ctx)
-        )
-        return scores[criterion]
+        return (await self.batch.grade_batch(run, {criterion: (spec, self)}, ctx))[criterion]
 
 
 def judge_panel(
