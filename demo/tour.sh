@@ -20,8 +20,11 @@ $machine suite red --harness scripted --script machines/red/script.json --trials
 say "The same suite on the echo harness, which never calls a tool: the cases that mention red fail"
 $machine suite red --harness echo -v
 
-say "chatbot on echo: its judged criteria stay UNSCORED (no model judge here), and never count as 0"
-$machine suite chatbot --harness echo
+say "A conversation: chatbot answers its simulated user (persona), both sides replayed by the script"
+$machine converse chatbot compound-interest --harness scripted --script machines/chatbot/script.json
+
+say "chatbot's suite of scenarios: with no model key here its judged criteria are UNSCORED, never 0"
+$machine suite chatbot --harness scripted --script machines/chatbot/script.json
 
 say "The newest stored runs (in .machine/store.db)"
 $machine runs red --limit 5

@@ -241,6 +241,7 @@ class Workspace:
             "intent": spec.intent,
             "model": spec.model,
             "parent": spec.parent.name if spec.parent else None,
+            "counterpart": spec.counterpart.machine.name if spec.counterpart else None,
             "max_steps": spec.max_steps,
             "criteria": [
                 {

@@ -68,6 +68,8 @@ def show(ctx: click.Context, /, name: str, as_json: bool) -> None:
     click.echo(f"  model:  {info['model']}   max steps: {info['max_steps']}")
     if info["parent"]:
         click.echo(f"  parent: {info['parent']}")
+    if info["counterpart"]:
+        click.echo(f"  counterpart: {info['counterpart']} (speaks first; see `machine converse {name}`)")
     click.echo("  criteria:")
     for c in info["criteria"]:
         inherited = f"  (from {c['from']})" if c["from"] != name else ""
