@@ -7,10 +7,12 @@ here, so a run is made, priced, graded and stored the same way wherever it start
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import anyio
 
 from ._budget import Budget
 from ._cases import Case, load_cases
@@ -24,6 +26,8 @@ from ._runs import Message, Run, Timings, Usage, now
 from ._spec import Machine
 from ._store import SQLiteStore, Store
 from ._tools import ToolContext
+
+T = TypeVar("T")
 
 
 def workspace_root(root: str | Path | None = None) -> Path:
@@ -83,6 +87,25 @@ class Workspace:
 
             self._models = ModelRouter(default=getattr(self._harness, "endpoint", None))
         return self._models
+
+    async def aclose(self) -> None:
+        """Close the model clients' connections, in the event loop that used them."""
+        for owner in (self._harness, self._models):
+            close = getattr(getattr(owner, "client", owner), "aclose", None)
+            if close is not None:
+                await close()
+
+    def call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """Run ``fn()`` in an event loop of its own and close the model clients before it ends:
+        what each command does, so no connection outlives the loop that opened it."""
+
+        async def inside() -> T:
+            try:
+                return await fn()
+            finally:
+                await self.aclose()
+
+        return anyio.run(inside)
 
     @cached_property
     def revision(self) -> str | None:

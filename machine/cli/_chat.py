@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import uuid
 
-import anyio
 import click
 
 from .._runs import Run, now
@@ -55,7 +54,7 @@ def chat(
             interactive=True,
             model=model,
         )
-        last = anyio.run(exchange)
+        last = ws.call(exchange)
         print_run(last)
         if last.status == "ok":
             session = session.model_copy(
@@ -86,7 +85,7 @@ def _command(
         click.echo(f"run {last.id} failed, so there is nothing to grade")
         return last
     if command == "/score":
-        graded = anyio.run(lambda: ws.grade(last, spec, pass_score=pass_score))
+        graded = ws.call(lambda: ws.grade(last, spec, pass_score=pass_score))
         if graded.scorecard is not None:
             click.echo("\n".join(scorecard_lines(graded.scorecard)))
         return graded

@@ -6,7 +6,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
 import click
 
 from .._cases import Case
@@ -52,7 +51,7 @@ def converse_command(
         click.secho(
             f"{spec.name} ⇄ {side.machine.name} · case {case.id} · at most {side.max_turns} turns", bold=True
         )
-    conversation = anyio.run(
+    conversation = ws.call(
         lambda: converse(
             ws,
             spec,

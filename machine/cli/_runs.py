@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import click
 
 from .._errors import BadInputError
@@ -51,9 +50,7 @@ def run(
         return
     if resume:
         raise BadInputError("--continue resumes an interactive conversation: leave out INPUT")
-    result = anyio.run(
-        lambda: ws.run(spec, input, model=spending["model"], grade=grade, pass_score=pass_score)
-    )
+    result = ws.call(lambda: ws.run(spec, input, model=spending["model"], grade=grade, pass_score=pass_score))
     if as_json:
         dump_json(result.model_dump(mode="json"))
     else:
@@ -108,7 +105,7 @@ def eval_run(
     stored = ws.store.get(run_id)
     if stored.machine != spec.name:
         raise BadInputError(f"run {run_id} belongs to {stored.machine!r}, not {name!r}")
-    graded = anyio.run(lambda: ws.grade(stored, spec, pass_score=pass_score))
+    graded = ws.call(lambda: ws.grade(stored, spec, pass_score=pass_score))
     if as_json:
         dump_json(graded.model_dump(mode="json"))
     else:

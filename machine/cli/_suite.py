@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import anyio
 import click
 
 from .._runs import Run
@@ -58,7 +57,7 @@ def suite(
                 f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", err=True, nl=done == total
             )
 
-    report = anyio.run(
+    report = ws.call(
         lambda: run_suite(
             ws,
             spec,
