@@ -137,6 +137,8 @@ class Run(_Model):
     library_version: str | None = None
     model: str
     harness: str
+    effort: float | None = None
+    """The reasoning effort the run asked for (Tinker's number); None: the endpoint's default."""
     instructions: str = ""
     input: str
     history: list[Message] = Field(default_factory=list)

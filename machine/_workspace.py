@@ -157,6 +157,7 @@ class Workspace:
         spec = self.load(machine) if isinstance(machine, str) else machine
         harness = harness or self.harness
         model = model or spec.model
+        effort = effort or self.effort
         self.budget.check()
         if harness.name not in ("echo", "scripted"):
             self.budget.cost(model, Usage(input_tokens=1))  # an unknown price is refused before the call
@@ -164,6 +165,7 @@ class Workspace:
             machine=spec.name,
             model=model,
             harness=harness.name,
+            effort=None if effort is None else effort.value,
             instructions=spec.instructions,
             input=input,
             history=list(history or []),
@@ -196,7 +198,7 @@ class Workspace:
             budget=self.budget,
             history=run.history,
             max_steps=spec.max_steps,
-            effort=effort or self.effort,
+            effort=effort,
             on_event=on_event,
         )
         try:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from machine import Budget, Workspace, check, define_evaluator, define_machine, define_rubric, judge
+from machine._effort import parse_effort
 from machine.clients.chat import ChatClient, ChatCompletionsHarness, Endpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
@@ -103,3 +104,12 @@ def test_workspace_call_closes_the_model_clients_inside_its_loop(tmp_path: Path,
     assert ws.harness.client._client is None  # type: ignore[attr-defined]  # closed, reopened on next use
     server.push(text("Rome."))
     assert ws.call(lambda: ws.run(MACHINE, "Capital of Italy?")).output == "Rome."
+
+
+def test_a_run_records_the_effort_it_asked_for(tmp_path: Path, server: FakeOpenAI) -> None:
+    server.push(text("Paris."))
+    ws = workspace(tmp_path, server, Budget(1))
+    ws.effort = parse_effort("0.95")
+    run = ws.call(lambda: ws.run(MACHINE, "Capital of France?"))
+    assert run.effort == 0.95
+    assert server.requests[0].body["reasoning_effort"] == "xhigh"
