@@ -71,15 +71,18 @@ def _timeout() -> float:
         raise BadInputError(f"MACHINE_MODEL_TIMEOUT={raw!r} is not a number of seconds") from None
 
 
-def endpoint_for(harness: str, *, base_url: str | None = None) -> Endpoint:
-    """The endpoint of a remote harness from the environment; a missing key or URL says what to set."""
+DRY_RUN_HINT = "or pass --harness echo for a free dry run (or --harness scripted --script FILE)"
+
+
+def endpoint_for(harness: str, *, base_url: str | None = None, hint: str = DRY_RUN_HINT) -> Endpoint:
+    """The endpoint of a remote harness from the environment; a missing key or URL says what to set
+    (and ``hint``, what else to do)."""
     timeout = _timeout()
     if harness == "tinker":
         key = os.environ.get("TINKER_API_KEY")
         if not key:
             raise HarnessError(
-                "the tinker harness needs TINKER_API_KEY: set it (export TINKER_API_KEY=...), "
-                "or pass --harness echo for a free dry run (or --harness scripted --script FILE)"
+                f"the tinker harness needs TINKER_API_KEY: set it (export TINKER_API_KEY=...), {hint}"
             )
         service = os.environ.get("TINKER_BASE_URL", TINKER_SERVICE).rstrip("/")
         url = base_url or f"{service}/oai/api/v1"
@@ -89,7 +92,7 @@ def endpoint_for(harness: str, *, base_url: str | None = None) -> Endpoint:
         if not key:
             raise HarnessError(
                 "the openrouter harness needs OPENROUTER_API_KEY: set it (export OPENROUTER_API_KEY=...), "
-                "or pass --harness echo for a free dry run"
+                + hint
             )
         url = base_url or os.environ.get("OPENROUTER_BASE_URL", OPENROUTER_URL)
         return Endpoint("openrouter", url, key, timeout_s=timeout)
@@ -98,7 +101,7 @@ def endpoint_for(harness: str, *, base_url: str | None = None) -> Endpoint:
         if not given:
             raise HarnessError(
                 "the openai harness needs an endpoint: pass --base-url URL or set OPENAI_BASE_URL "
-                "(for example http://127.0.0.1:11434/v1 for Ollama), or pass --harness echo"
+                f"(for example http://127.0.0.1:11434/v1 for Ollama), {hint}"
             )
         return Endpoint("openai", given, os.environ.get("OPENAI_API_KEY"), timeout_s=timeout)
     raise BadInputError(f"{harness!r} is not a chat-completions harness (tinker, openrouter or openai)")
@@ -226,8 +229,9 @@ class ChatClient:
                 await client.close()
 
     async def _bind(self) -> None:
-        """Pooled connections belong to the event loop that opened them, and ``machine chat`` runs each
-        exchange in a loop of its own: a call on a new loop closes the old client and opens a new one."""
+        """Pooled connections belong to the event loop that opened them, and an interactive
+        ``machine run`` runs each exchange in a loop of its own: a call on a new loop closes the old
+        client and opens a new one."""
         try:
             loop: object | None = asyncio.get_running_loop()
         except RuntimeError:  # not asyncio (trio): one loop per process is assumed
@@ -427,7 +431,8 @@ class ChatCompletionsHarness:
 
 class ModelRouter:
     """Clients for the judges: ``openrouter/...`` and ``tinker/...`` ids name their endpoint; any other
-    id goes to the endpoint of the run's harness when that is a chat endpoint, else to Tinker."""
+    id goes to the endpoint of the run's harness when that is a chat endpoint, else to the one
+    ``MACHINE_HARNESS`` names when it names one, else to Tinker."""
 
     def __init__(self, default: Endpoint | None = None) -> None:
         self.default = default
@@ -438,18 +443,18 @@ class ModelRouter:
             if model.startswith(harness + "/"):
                 break
         else:
-            harness = self.default.harness if self.default else "tinker"
+            chosen = os.environ.get("MACHINE_HARNESS", "")
+            fallback = chosen if chosen in ("tinker", "openrouter", "openai") else "tinker"
+            harness = self.default.harness if self.default else fallback
         if harness not in self._clients:
             if self.default is not None and self.default.harness == harness:
                 self._clients[harness] = ChatClient(self.default)
             else:
+                hint = "or pick another judge with --judge-model (or MACHINE_JUDGE_MODEL)"
                 try:
-                    self._clients[harness] = ChatClient(endpoint_for(harness))
+                    self._clients[harness] = ChatClient(endpoint_for(harness, hint=hint))
                 except HarnessError as error:
-                    raise HarnessError(
-                        f"judge model {model!r} is served by {harness}: {error}. "
-                        "Or pick another judge with --judge-model (or MACHINE_JUDGE_MODEL)"
-                    ) from None
+                    raise HarnessError(f"judge model {model!r} is served by {harness}: {error}") from None
         return self._clients[harness]
 
     async def aclose(self) -> None:

@@ -21,7 +21,7 @@ class Effort:
     name: str
     """The OpenAI-style name sent as ``reasoning_effort``: the nearest level to ``value``."""
     value: float
-    """Tinker's number in [0, 0.99]; Inkling's prompt carries it."""
+    """Tinker's number in [0, 0.99], recorded on the run; endpoints are sent ``name``, the nearest level."""
 
     def __str__(self) -> str:
         return self.name if LEVELS[self.name] == self.value else f"{self.value:g} (~{self.name})"

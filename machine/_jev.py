@@ -60,7 +60,7 @@ class _Option:
 
 
 class Jev:
-    """Makes Jev graders that share one request per run. Make one per evaluator with ``jev()``."""
+    """Makes Jev graders; all the Jev criteria of a run on one Jev model share one request."""
 
     def __init__(self, *, model: str | None = None) -> None:
         if model is not None and (not isinstance(model, str) or not model.strip()):

@@ -119,6 +119,8 @@ class _Ask:
     effort: Effort | None
     grader: str
     replies: list[str] = field(default_factory=list)
+    retries: list[dict[str, Any]] = field(default_factory=list)
+    """Failed attempts of the judge calls (429s, 5xx ...), as runs record theirs."""
     cost: float = 0.0
     failure: str | None = None
     """Why the judge could not be asked, or its call failed (then no retry helps)."""
@@ -143,6 +145,7 @@ class _Ask:
         turn = await self.ctx.models.complete(
             self.model, _prompt(self.run, criteria), effort=self.effort, temperature=0.0, seed=JUDGE_SEED
         )
+        self.retries.extend(turn.retries)
         if self.ctx.budget is not None:
             self.cost += self.ctx.budget.charge(self.model, turn.usage, kind="grading")
         self.replies.append(turn.message.content)
@@ -158,6 +161,7 @@ class _Ask:
             try:
                 verdicts |= await self.call({n: c for n, c in criteria.items() if n not in verdicts})
             except MachineError as error:
+                self.retries.extend(getattr(error, "retries", []))
                 self.failure = f"the judge call failed: {error}"
         return {name: self._result(name, spec, verdicts.get(name), tries) for name, spec in criteria.items()}
 
@@ -181,15 +185,16 @@ class _Ask:
                 "model": self.model,
                 "effort": None if self.effort is None else str(self.effort),
                 "replies": list(self.replies),
+                **({"retries": list(self.retries)} if self.retries else {}),
             },
         )
 
 
 def _settings(model: str | None, effort: str | None, ctx: GradeContext) -> tuple[str, Effort | None]:
-    chosen = model or ctx.judge_model or DEFAULT_JUDGE_MODEL
-    if effort is not None:
-        return chosen, parse_effort(effort)
-    return chosen, ctx.judge_effort or parse_effort(DEFAULT_JUDGE_EFFORT)
+    """``--judge-model`` / ``MACHINE_JUDGE_MODEL`` and ``--judge-effort`` (the context) override what the
+    machine's file chose, which overrides the defaults: the person grading decides where grading runs."""
+    chosen = ctx.judge_model or model or DEFAULT_JUDGE_MODEL
+    return chosen, ctx.judge_effort or parse_effort(effort or DEFAULT_JUDGE_EFFORT)
 
 
 def _share_cost(scores: dict[str, CriterionScore], cost: float) -> dict[str, CriterionScore]:

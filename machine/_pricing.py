@@ -49,12 +49,6 @@ def price_of(model: str) -> Price | None:
     """The price of ``model``, or None when it is unknown (a checkpoint needs --price-as)."""
     if model in LOCAL_MODELS or model.endswith(":free"):
         return FREE
-    for prefix in ("tinker/", "openrouter/"):
-        if model.startswith(prefix):
-            model = model[len(prefix) :]
-            if model.endswith(":free"):
-                return FREE
-    if model in TINKER_PRICES:
-        return TINKER_PRICES[model]
-    lowered = {name.lower(): price for name, price in TINKER_PRICES.items()}
-    return lowered.get(model.lower())
+    if model.startswith("openrouter/"):
+        return None  # OpenRouter's own prices are not in the table: free models only, or --price-as
+    return TINKER_PRICES.get(model.removeprefix("tinker/"))  # ids are exact: Tinker's are case-sensitive

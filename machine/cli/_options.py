@@ -98,7 +98,10 @@ def spending_options(fn: F) -> F:
                 help="The script file the scripted harness replays.",
             ),
             click.option(
-                "--base-url", default=None, metavar="URL", help="The endpoint of the openai harness."
+                "--base-url",
+                default=None,
+                metavar="URL",
+                help="The harness's endpoint (required by openai; replaces Tinker's or OpenRouter's URL).",
             ),
             click.option("--model", default=None, help="Run with this model instead of the machine's."),
             click.option(
@@ -127,6 +130,13 @@ def workspace_from(ctx: click.Context, **options: Any) -> Any:
         return Workspace(root)
     budget = Budget(parse_budget(options["budget"]))
     if options.get("price_as"):
+        from .._pricing import price_of
+
+        if price_of(options["price_as"]) is None:
+            raise BadInputError(
+                f"--price-as {options['price_as']!r} has no listed price either: name a model in the "
+                "pricing table, such as the checkpoint's base model (e.g. Qwen/Qwen3.8-27B)"
+            )
         budget.price_as[options.get("model") or "*"] = options["price_as"]
     harness = None
     if "harness" in options:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -56,6 +57,8 @@ def run(
     else:
         print_run(result)
     print_spend(ws.budget)
+    if result.status == "error":
+        sys.exit(1)  # stored, and reported above; the exit status says it failed
 
 
 @click.command()

@@ -178,7 +178,7 @@ def test_runs_json_newest_first_with_limit(ws: WorkspaceFolder, invoke: Invoke) 
 
 def test_runs_json_of_graded_and_failed_runs(ws: WorkspaceFolder, invoke: Invoke) -> None:
     ok(invoke("run", "greet", "greet cat", "--eval", *scripted(ws)))
-    ok(invoke("run", "greet", "nobody matches this", "--eval", *scripted(ws)))
+    assert invoke("run", "greet", "nobody matches this", "--eval", *scripted(ws)).exit_code == 1
     failed, graded = as_json(invoke("runs", "greet", "--json", "--workspace", ws.root))
     assert graded["score"] == pytest.approx(1 / 3)
     assert graded["passed"] is False
@@ -247,7 +247,9 @@ def test_eval_of_another_machines_run_is_an_error(ws: WorkspaceFolder, invoke: I
 
 
 def test_eval_of_a_failed_run_is_refused(ws: WorkspaceFolder, invoke: Invoke) -> None:
-    data = as_json(invoke("run", "greet", "nobody matches this", "--json", *scripted(ws)))
+    failing = invoke("run", "greet", "nobody matches this", "--json", *scripted(ws))
+    assert failing.exit_code == 1  # stored and printed, and the exit status says it failed
+    data = json.loads(failing.stdout)
     assert data["status"] == "error"
     result = invoke("eval", "greet", data["id"], "--workspace", ws.root)
     assert ws.get(data["id"]).scorecard is None

@@ -144,12 +144,14 @@ async def test_judge_pins_temperature_and_seed_and_records_model_effort_reply_an
 
 
 @pytest.mark.anyio
-async def test_judge_model_and_effort_come_from_the_grader_then_the_context() -> None:
-    models = Models(verdict(grounded=1), verdict(grounded=1))
-    ctx = GradeContext(models=models, judge_model="openrouter/x:free", judge_effort=Effort("low", 0.2))
-    await grade_one(judge(), ctx)
-    await grade_one(judge(model="tinker/y", effort="high"), ctx)
+async def test_the_context_overrides_the_graders_own_model_and_effort() -> None:
+    models = Models(verdict(grounded=1), verdict(grounded=1), verdict(grounded=1))
+    chosen = GradeContext(models=models, judge_model="openrouter/x:free", judge_effort=Effort("low", 0.2))
+    await grade_one(judge(), chosen)
+    await grade_one(judge(model="tinker/y", effort="high"), chosen)
+    await grade_one(judge(model="tinker/y", effort="high"), GradeContext(models=models))
     assert [(c["model"], c["effort"].name) for c in models.calls] == [
+        ("openrouter/x:free", "low"),
         ("openrouter/x:free", "low"),
         ("tinker/y", "high"),
     ]
