@@ -265,6 +265,8 @@ def test_an_unknown_run_id_through_the_console_script(ws: WorkspaceFolder, machi
 
 def test_price_as_a_model_without_a_price_is_an_error(ws: WorkspaceFolder, invoke: Invoke) -> None:
     before = seeded(ws, invoke)
-    result = invoke("run", "greet", "hi", "--harness", "echo", "--price-as", "my/base", "--workspace", ws.root)
+    result = invoke(
+        "run", "greet", "hi", "--harness", "echo", "--price-as", "my/base", "--workspace", ws.root
+    )
     refused(result, "--price-as 'my/base' has no listed price")
     assert ws.count() == before
