@@ -13,17 +13,17 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from ._errors import DefinitionError
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from ._budget import Budget
+    from ._sandbox import Sandbox
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a tool may act on: the run's sandbox directory, its run id, the budget."""
+    """What a tool may act on: the run's sandbox, its run id, the budget, and whether a person is
+    talking to the machine right now."""
 
     run_id: str
-    sandbox: Path | None = None
+    sandbox: Sandbox | None = None
     budget: Budget | None = None
     interactive: bool = False
 

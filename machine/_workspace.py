@@ -191,7 +191,7 @@ class Workspace:
             tools=spec.tools,
             tool_context=ToolContext(
                 run_id=run.id,
-                sandbox=sandbox.path if sandbox else None,
+                sandbox=sandbox,
                 budget=self.budget,
                 interactive=interactive,
             ),

@@ -167,16 +167,18 @@ def sandbox_machine(seen: list[dict[str, Any]]) -> Machine:
     def look(ctx: ToolContext) -> str:
         """List the files of the run's sandbox."""
         assert ctx.sandbox is not None
-        files = sorted(str(p.relative_to(ctx.sandbox)) for p in ctx.sandbox.rglob("*") if p.is_file())
+        files = sorted(
+            str(p.relative_to(ctx.sandbox.path)) for p in ctx.sandbox.path.rglob("*") if p.is_file()
+        )
         seen.append(
             {
                 "run_id": ctx.run_id,
-                "sandbox": ctx.sandbox,
-                "is_dir": ctx.sandbox.is_dir(),
-                "files": {name: (ctx.sandbox / name).read_text() for name in files},
+                "sandbox": ctx.sandbox.path,
+                "is_dir": ctx.sandbox.path.is_dir(),
+                "files": {name: (ctx.sandbox.path / name).read_text() for name in files},
             }
         )
-        (ctx.sandbox / "made-by-tool.txt").write_text("x")
+        (ctx.sandbox.path / "made-by-tool.txt").write_text("x")
         return ", ".join(files) or "empty"
 
     return greeter(tools=[look])
