@@ -1,5 +1,29 @@
-"""Sandboxes: where a run's tools act."""
+"""Sandboxes: where a run's tools act, and the standard tools that act there."""
 
-from ._local import LocalSandbox
+from ._local import ExecResult, LocalSandbox, Mount, SandboxEscape, bubblewrap
+from .tools import (
+    FILE_TOOLS,
+    edit_file,
+    list_files,
+    read_file,
+    run,
+    search_files,
+    web_fetch,
+    write_file,
+)
 
-__all__ = ["LocalSandbox"]
+__all__ = [
+    "FILE_TOOLS",
+    "ExecResult",
+    "LocalSandbox",
+    "Mount",
+    "SandboxEscape",
+    "bubblewrap",
+    "edit_file",
+    "list_files",
+    "read_file",
+    "run",
+    "search_files",
+    "web_fetch",
+    "write_file",
+]
