@@ -49,6 +49,7 @@ class Workspace:
         models: ModelAccess | None = None,
         keep_sandboxes: bool = False,
         data_dir: str | Path | None = None,
+        project: str | Path | None = None,
     ) -> None:
         self.root = workspace_root(root)
         self.machines_dir = self.root / "machines"
@@ -63,6 +64,9 @@ class Workspace:
         """The reasoning effort runs ask for; None leaves the endpoint's default."""
         self._models = models
         self.keep_sandboxes = keep_sandboxes
+        self.project = Path(project).resolve() if project is not None else None
+        """A folder runs work in directly (a project the person is in) instead of a fresh sandbox;
+        runs of a case with starting files still get their own."""
         self.loader = MachineLoader(self.machines_dir)
 
     @property
@@ -177,11 +181,9 @@ class Workspace:
             library_version=library_version(),
             timings=Timings(),
         )
-        sandbox = None
-        if spec.tools or (case and case.files):
-            from machine.sandboxes import LocalSandbox
-
-            sandbox = LocalSandbox.create(self.data_dir / "sandboxes", run.id, case.files if case else None)
+        sandbox, fresh = self._sandbox(spec, run.id, case), True
+        if sandbox is not None and sandbox.path == self.project:
+            fresh = False  # the person's own folder: never removed
         request = HarnessRequest(
             run_id=run.id,
             machine=spec.name,
@@ -223,7 +225,7 @@ class Workspace:
                 }
             )
         finally:
-            if sandbox is not None and not self.keep_sandboxes:
+            if sandbox is not None and fresh and not self.keep_sandboxes:
                 sandbox.remove()
         run.timings.finished_at = now()
         if grade and run.status == "ok":
@@ -231,6 +233,22 @@ class Workspace:
         if store:
             self.store.put(run)
         return run
+
+    def _sandbox(self, spec: Machine, run_id: str, case: Case | None) -> Any:
+        """The run's sandbox: the project folder when one is set (its ``.machine`` hidden), else a
+        fresh folder seeded with the case's files; none for a machine without tools or files."""
+        if not spec.tools and not (case and case.files):
+            return None
+        from machine.sandboxes import LocalSandbox
+
+        if self.project is not None and not (case and case.files):
+            self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # hidden from the first run on
+            inside = self.data_dir.resolve()
+            hide = (
+                [inside.relative_to(self.project).as_posix()] if inside.is_relative_to(self.project) else []
+            )
+            return LocalSandbox(self.project, hide=hide)
+        return LocalSandbox.create(self.data_dir / "sandboxes", run_id, case.files if case else None)
 
     async def grade(
         self, run: Run, machine: Machine | None = None, *, pass_score: float = 1.0, store: bool = True

@@ -93,6 +93,9 @@ Symbolic links are reproduced as links (``localtime``, ``mtab``). Each bound ent
 about 0.1 ms a command, so the list holds what programs need to start and work offline, no more:
 ``sh``, coreutils, ``grep``, ``awk``, ``git``, ``python3`` (``ssl``, ``unittest``), ``perl``, ``java``."""
 PATH = "/usr/local/bin:/usr/bin:/bin"
+ENVIRONMENT = {"PATH": PATH, "HOME": WORKDIR, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+"""A command's whole environment. No bytecode caches: a ``.pyc`` from an earlier command can hide an
+edit made within the same second that keeps the file's size."""
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_OUTPUT = 20_000
 HOSTNAME = "sandbox"
@@ -215,9 +218,11 @@ def system_args() -> tuple[str, ...]:
 class LocalSandbox:
     """A run's own directory; ``exec`` runs commands in it, isolated by bubblewrap where it works."""
 
-    def __init__(self, path: Path, *, isolate: bool = True) -> None:
+    def __init__(self, path: Path, *, isolate: bool = True, hide: Sequence[str] = ()) -> None:
         self.path = path.resolve()
         self._bwrap = bubblewrap() if isolate else None
+        self.hidden = tuple(self.path / name for name in hide)
+        """Folders inside the directory the run may not see (a workspace's ``.machine`` store)."""
 
     @property
     def isolated(self) -> bool:
@@ -280,6 +285,8 @@ class LocalSandbox:
             raise SandboxEscape(f"{relative!r} cannot be resolved: {error}") from error
         if not candidate.is_relative_to(self.path):
             raise SandboxEscape(f"{relative!r} leads outside the working directory")
+        if any(candidate.is_relative_to(hidden) for hidden in self.hidden):
+            raise SandboxEscape(f"{relative!r} is private to machine and hidden from runs")
         return candidate
 
     def display(self, path: Path) -> str:
@@ -303,8 +310,14 @@ class LocalSandbox:
             if normal == WORKDIR or normal.startswith(WORKDIR + "/"):
                 raise BadInputError(f"mount target {target!r} is inside {WORKDIR}, the run's own directory")
             argv += ["--ro-bind", str(source), target]
-        argv += ["--bind", str(self.path), WORKDIR, "--remount-ro", "/", "--chdir", WORKDIR]
-        argv += ["--setenv", "PATH", PATH, "--setenv", "HOME", WORKDIR, "--setenv", "LANG", "C.UTF-8"]
+        argv += ["--bind", str(self.path), WORKDIR]
+        for hidden in self.hidden:  # an empty, read-only folder over it
+            if hidden.is_dir():
+                inside = f"{WORKDIR}/{hidden.relative_to(self.path).as_posix()}"
+                argv += ["--tmpfs", inside, "--remount-ro", inside]
+        argv += ["--remount-ro", "/", "--chdir", WORKDIR]
+        for name, value in ENVIRONMENT.items():
+            argv += ["--setenv", name, value]
         return [*argv, "--", *command]
 
     async def exec(
@@ -320,7 +333,7 @@ class LocalSandbox:
         argv = ["sh", "-c", command] if isinstance(command, str) else list(command)
         if not argv:
             raise BadInputError("an empty command: give a shell line or a program and its arguments")
-        env = {"PATH": PATH, "HOME": str(self.path), "LANG": "C.UTF-8"}  # nothing of the parent's
+        env = {**ENVIRONMENT, "HOME": str(self.path)}  # nothing of the parent's
         started = time.monotonic()
         try:
             process = await anyio.open_process(

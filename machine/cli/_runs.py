@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -43,6 +44,8 @@ def run(
 ) -> None:
     """Run a machine on INPUT; with no INPUT, talk to it in the terminal."""
     ws = workspace_from(ctx, **spending)
+    if Path.cwd().resolve() != ws.root:
+        ws.project = Path.cwd().resolve()  # run from inside another project: work on its files
     spec = ws.load(name)
     if input is None:
         from ._chat import chat

@@ -255,10 +255,14 @@ def machine_cmd(tmp_path: Path) -> Command:
 
 
 @pytest.fixture
-def invoke(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Result]]:
-    """Run the command in this process with click's CliRunner (stdout and stderr apart)."""
+def invoke(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Callable[..., Result]]:
+    """Run the command in this process with click's CliRunner (stdout and stderr apart), from an
+    empty folder (a run from outside its workspace works in the folder it is started from)."""
     for name in SCRUBBED:
         monkeypatch.delenv(name, raising=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    monkeypatch.chdir(elsewhere)
     runner = CliRunner()
 
     def call(*args: str | Path, stdin: str | None = None) -> Result:

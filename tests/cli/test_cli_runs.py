@@ -146,7 +146,8 @@ def test_run_through_the_console_script(ws: WorkspaceFolder, machine_cmd: Comman
     assert ws.count() == 1
 
 
-def test_run_keep_sandbox(ws: WorkspaceFolder, invoke: Invoke) -> None:
+def test_run_keep_sandbox(ws: WorkspaceFolder, invoke: Invoke, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ws.root)  # in the workspace itself, each run gets a fresh sandbox
     data = as_json(invoke("run", "greet", "greet ann", "--keep-sandbox", "--json", *scripted(ws)))
     assert (ws.root / ".machine" / "sandboxes" / data["id"]).is_dir()
     data = as_json(invoke("run", "greet", "greet ann", "--json", *scripted(ws)))

@@ -26,7 +26,7 @@ import pytest
 
 from machine._errors import BadInputError
 from machine.sandboxes import LocalSandbox, Mount, SandboxEscape, bubblewrap
-from machine.sandboxes._local import ETC_ALLOWED, WORKDIR, system_args
+from machine.sandboxes._local import ENVIRONMENT, ETC_ALLOWED, WORKDIR, system_args
 
 ON_CI = os.environ.get("CI", "").strip().lower() == "true"
 NO_BWRAP = (
@@ -231,7 +231,7 @@ async def test_no_variable_of_the_parent_gets_in(
     assert result.ok
     assert "TINKER_API_KEY" not in result.stdout and secret not in result.stdout
     names = {line.split("=", 1)[0] for line in result.stdout.splitlines()}
-    assert names <= {"PATH", "HOME", "LANG", "PWD"}  # PWD: bubblewrap's --chdir sets it
+    assert names <= {*ENVIRONMENT, "PWD"}  # PWD: bubblewrap's --chdir sets it
     assert f"HOME={WORKDIR}" in result.stdout.splitlines()
     # nor through any process's environment block, bubblewrap's own included
     environs = await sandbox.exec("cat /proc/[0-9]*/environ | tr '\\0' '\\n'")
@@ -448,3 +448,20 @@ async def test_the_command_cannot_make_namespaces_of_its_own(sandbox: LocalSandb
 def test_a_mount_that_makes_no_sense_is_refused(sandbox: LocalSandbox, mount: Mount) -> None:
     with pytest.raises(BadInputError):
         sandbox.command_line(["true"], [mount])
+
+
+@pytest.mark.anyio
+async def test_a_hidden_folder_is_empty_and_read_only_inside(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".machine").mkdir(parents=True)
+    (project / ".machine" / "store.db").write_text("private runs")
+    (project / "app.py").write_text("print('app')")
+    sandbox = LocalSandbox(project, hide=[".machine"])
+    seen = await sandbox.exec("ls -A .machine; cat .machine/store.db; echo x > .machine/new; python3 app.py")
+    assert "private runs" not in seen.stdout
+    assert "app" in seen.stdout
+    assert "Read-only file system" in seen.stderr
+    assert (project / ".machine" / "store.db").read_text() == "private runs"
+    assert not (project / ".machine" / "new").exists()
+    with pytest.raises(SandboxEscape, match="hidden"):
+        sandbox.resolve(".machine/store.db")

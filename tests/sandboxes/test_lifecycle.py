@@ -26,6 +26,7 @@ from machine import (
 from machine._errors import BadInputError
 from machine.clients.scripted import Script, ScriptedHarness
 from machine.sandboxes import LocalSandbox, SandboxEscape
+from machine.sandboxes._local import ENVIRONMENT
 
 # --- create -----------------------------------------------------------------------------------------
 
@@ -150,7 +151,7 @@ async def test_an_unisolated_sandbox_says_so_and_still_scrubs_the_environment(
     assert result.ok
     assert "TINKER_API_KEY" not in result.stdout and "sk-fake" not in result.stdout
     names = {line.split("=", 1)[0] for line in result.stdout.splitlines()}
-    assert names <= {"PATH", "HOME", "LANG", "PWD"}
+    assert names <= {*ENVIRONMENT, "PWD"}
     assert f"HOME={plain.path}" in result.stdout.splitlines()
     where = await plain.exec("pwd; echo x > here.txt")
     assert where.stdout.strip() == str(plain.path)
