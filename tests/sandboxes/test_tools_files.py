@@ -13,14 +13,13 @@ from machine import Tool, ToolContext, ToolFailure
 from machine.sandboxes import LocalSandbox
 from machine.sandboxes.tools import (
     FILE_TOOLS,
-    MAX_LIST_ENTRIES,
-    MAX_MATCHES,
     edit_file,
     list_files,
     read_file,
     search_files,
     write_file,
 )
+from machine.sandboxes.tools.files import MAX_LIST_ENTRIES, MAX_MATCHES
 
 pytestmark = pytest.mark.anyio
 
@@ -355,7 +354,7 @@ def test_a_folder_swapped_for_a_symlink_after_resolving_is_refused(
 ) -> None:
     """What a command running at the same time could do: the path was resolved while ``d`` was a
     folder inside; by the time of the open, ``d`` leads outside. The open itself is checked."""
-    from machine.sandboxes.tools import _read_inside, _write_inside
+    from machine.sandboxes.tools._paths import _read_inside, _write_inside
 
     (outside / "e").mkdir()
     (outside / "e" / "secret.txt").write_bytes(b"TOP SECRET\n")

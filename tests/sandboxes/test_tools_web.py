@@ -25,7 +25,6 @@ import pytest
 
 from machine import ToolContext, ToolFailure
 from machine.sandboxes.tools import (
-    FETCH_CHARS,
     FetchError,
     FetchRefused,
     IPAddress,
@@ -36,6 +35,7 @@ from machine.sandboxes.tools import (
     public_only,
     web_fetch,
 )
+from machine.sandboxes.tools.web import FETCH_CHARS
 
 pytestmark = pytest.mark.anyio
 
