@@ -26,6 +26,13 @@ $machine converse chatbot compound-interest --harness scripted --script machines
 say "chatbot's suite of scenarios: with no model key here its judged criteria are UNSCORED, never 0"
 $machine suite chatbot --harness scripted --script machines/chatbot/script.json
 
+say "coder in its sandbox: the script writes a program and runs it, isolated by bubblewrap"
+$machine run coder "Write a program that prints every prime number below 50, one per line." \
+  --harness scripted --script machines/coder/script.json --eval
+
+say "coder's suite: every program really written and run; does_task waits for a model judge"
+$machine suite coder --harness scripted --script machines/coder/script.json
+
 say "The newest stored runs (in .machine/store.db)"
 $machine runs red --limit 5
 
