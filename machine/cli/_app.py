@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ._compare import compare_command
 from ._converse import converse_command
 from ._machines import list_machines, show, tree
 from ._options import workspace_option
@@ -17,7 +18,7 @@ def cli() -> None:
     """Small agent loops with a rubric: run machines, grade their runs, measure them."""
 
 
-for command in (list_machines, show, tree, run, runs, eval_run, suite, converse_command):
+for command in (list_machines, show, tree, run, runs, eval_run, suite, converse_command, compare_command):
     cli.add_command(command)
 
 

@@ -1,0 +1,115 @@
+"""``machine compare``: the working tree's machine against the same machine at a git revision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .._compare import Comparison, Plan, Side, compare
+from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._render import dump_json, fmt_score
+
+
+@click.command("compare")
+@click.argument("name")
+@click.option(
+    "--ref", default="HEAD", show_default=True, metavar="REV", help="The git revision to compare with."
+)
+@click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases file (default: cases.json).")
+@click.option(
+    "--trials", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per case, each."
+)
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--pass-score", type=float, default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@spending_options
+@with_workspace
+@click.pass_context
+@handle_errors
+def compare_command(
+    ctx: click.Context,
+    /,
+    name: str,
+    ref: str,
+    cases_file: str | None,
+    trials: int,
+    concurrency: int,
+    pass_score: float,
+    as_json: bool,
+    **spending: Any,
+) -> None:
+    """Run the working tree's version of a machine (B) and its version at --ref (A) on the same cases,
+    interleaved, both graded with the current rubric, and report the paired difference B - A."""
+    ws = workspace_from(ctx, **spending)
+
+    def on_start(plan: Plan) -> None:
+        if not as_json:
+            _print_plan(plan)
+
+    report = ws.call(
+        lambda: compare(
+            ws,
+            name,
+            ref=ref,
+            cases=cases_file,
+            trials=trials,
+            concurrency=concurrency,
+            pass_score=pass_score,
+            model=spending["model"],
+            on_start=on_start,
+        )
+    )
+    if as_json:
+        dump_json(report.to_json())
+    else:
+        _print_report(report)
+    print_spend(ws.budget)
+
+
+def _print_plan(plan: Plan) -> None:
+    at = f"{plan.ref} ({plan.commit[:12]})"
+    click.echo(
+        f"comparing {plan.machine}: A = {at}, B = the working tree; "
+        f"{plan.cases} cases x {plan.trials} trials each"
+    )
+    if plan.unchanged:
+        click.secho(
+            f"note: {plan.machine} has not changed since {at} (same instructions, model, tools, max_steps "
+            "and rubric); running both anyway, so any difference is trial noise",
+            fg="yellow",
+        )
+    else:
+        click.echo(f"changed since {plan.ref}: {', '.join(plan.changes)}")
+    if plan.rubric_changed:
+        click.secho(
+            f"note: the rubric changed since {at}; both versions are graded with the current rubric",
+            fg="yellow",
+        )
+
+
+def _side(label: str, side: Side) -> str:
+    rate = "-" if side.pass_rate is None else f"{side.pass_rate:.0%}"
+    return (
+        f"{label}: mean {fmt_score(side.mean)}, pass rate {rate}, {side.runs} runs, "
+        f"{side.unscored} unscored grades, {side.unscored_runs} unscored runs, {side.errors} failed"
+    )
+
+
+def _print_report(report: Comparison) -> None:
+    click.echo(_side(f"A {report.ref} ({report.commit[:12]})", report.a))
+    click.echo(_side("B working tree", report.b))
+    if report.paired is not None:
+        z = "-" if report.z is None else f"{report.z:.2f}"
+        click.secho(
+            f"B - A: {report.diff:+.3f}, standard error {report.se:.3f} over {report.cases} cases, z {z}",
+            bold=True,
+        )
+    click.echo(report.verdict)
+    if "within about two standard errors" not in report.verdict:
+        click.echo(
+            "(A difference within about two standard errors of zero is not evidence that either "
+            "version is better.)"
+        )
+    if report.stopped:
+        click.secho(f"stopped early: {report.stopped}", fg="yellow")
