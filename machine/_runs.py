@@ -155,6 +155,8 @@ class Run(_Model):
     case: dict[str, Any] | None = None
     trial: int | None = None
     conversation_id: str | None = None
+    suite_id: str | None = None
+    """The suite invocation that made this run (``machine suite``), so ``--resume`` finds its pairs."""
     scorecard: Scorecard | None = None
     tags: list[Tag] = Field(default_factory=list)
 

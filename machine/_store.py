@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS runs (
     trial INTEGER,
     conversation_id TEXT,
     score REAL,
-    data TEXT NOT NULL
+    data TEXT NOT NULL,
+    suite_id TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_newest ON runs (machine, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at, id);
@@ -45,16 +46,28 @@ CREATE TABLE IF NOT EXISTS sessions (
     data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS sessions_newest ON sessions (machine, updated_at DESC);
+CREATE TABLE IF NOT EXISTS suites (
+    id TEXT PRIMARY KEY,
+    machine TEXT NOT NULL,
+    key TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS suites_newest ON suites (machine, key, created_at DESC, id DESC);
 """
+# Stores made before runs had a suite id get the column (and then the index) when they are opened.
+_SUITE_INDEX = (
+    "CREATE INDEX IF NOT EXISTS runs_suite ON runs (suite_id, created_at, id) WHERE suite_id IS NOT NULL"
+)
 
 # The statements the store runs, kept here so tests can ask SQLite how it plans them
 # (EXPLAIN QUERY PLAN) and prove that no listing scans the table.
 UPSERT_RUN_SQL = (
-    "INSERT INTO runs (id, machine, created_at, status, case_id, trial, conversation_id, score, data)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+    "INSERT INTO runs (id, machine, created_at, status, case_id, trial, conversation_id, score, data,"
+    " suite_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
     " machine=excluded.machine, created_at=excluded.created_at, status=excluded.status,"
     " case_id=excluded.case_id, trial=excluded.trial, conversation_id=excluded.conversation_id,"
-    " score=excluded.score, data=excluded.data"
+    " score=excluded.score, data=excluded.data, suite_id=excluded.suite_id"
 )
 NEWEST_RUNS_SQL = "SELECT data FROM runs WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT ?"
 PAGE_SIZE = 500
@@ -65,6 +78,13 @@ PAGE_RUNS_SQL = (
 PAGE_MACHINE_RUNS_SQL = (
     "SELECT created_at, id, data FROM runs WHERE machine = ? AND (created_at, id) > (?, ?)"
     f" ORDER BY created_at, id LIMIT {PAGE_SIZE}"
+)
+PAGE_SUITE_RUNS_SQL = (
+    "SELECT created_at, id, data FROM runs WHERE suite_id = ? AND (created_at, id) > (?, ?)"
+    f" ORDER BY created_at, id LIMIT {PAGE_SIZE}"
+)
+LATEST_SUITE_SQL = (
+    "SELECT data FROM suites WHERE machine = ? AND key = ? ORDER BY created_at DESC, id DESC LIMIT 1"
 )
 
 
@@ -78,6 +98,20 @@ class ChatSession(BaseModel):
     updated_at: datetime = Field(default_factory=now)
 
 
+class SuiteRecord(BaseModel):
+    """One ``machine suite`` invocation: what ``--resume`` needs to finish it. ``key`` fingerprints the
+    cases and the number of trials, so a resume finds the newest suite run on the same work."""
+
+    id: str
+    machine: str
+    key: str
+    trials: int
+    cases: list[dict[str, Any]]
+    cases_file: str | None = None
+    model: str | None = None
+    created_at: datetime = Field(default_factory=now)
+
+
 class Store(Protocol):
     def put(self, run: Run) -> None: ...
     def put_many(self, runs: Iterable[Run]) -> None: ...
@@ -87,6 +121,10 @@ class Store(Protocol):
     def put_session(self, session: ChatSession) -> None: ...
     def get_session(self, name: str) -> ChatSession: ...
     def latest_session(self, machine: str) -> ChatSession | None: ...
+    def put_suite(self, suite: SuiteRecord) -> None: ...
+    def get_suite(self, suite_id: str) -> SuiteRecord: ...
+    def latest_suite(self, machine: str, key: str) -> SuiteRecord | None: ...
+    def iter_suite_runs(self, suite_id: str) -> Iterator[Run]: ...
 
 
 class SQLiteStore:
@@ -121,6 +159,14 @@ class SQLiteStore:
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 with self._lock:
                     self._db.executescript(_SCHEMA)
+                    columns = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+                    if "suite_id" not in columns:
+                        try:
+                            self._db.execute("ALTER TABLE runs ADD COLUMN suite_id TEXT")
+                        except sqlite3.OperationalError as error:  # another process added it first
+                            if "duplicate column" not in str(error):
+                                raise
+                    self._db.execute(_SUITE_INDEX)
                 return
             except sqlite3.OperationalError as error:
                 if ("locked" not in str(error) and "busy" not in str(error)) or time.monotonic() > deadline:
@@ -181,6 +227,42 @@ class SQLiteStore:
             if len(rows) < PAGE_SIZE:
                 return
 
+    def iter_suite_runs(self, suite_id: str) -> Iterator[Run]:
+        """Every run of one suite invocation, oldest first, in pages (an index walk, not a scan)."""
+        after: tuple[str, str] = ("", "")
+        while True:
+            with self._lock:
+                rows = self._db.execute(PAGE_SUITE_RUNS_SQL, (suite_id, *after)).fetchall()
+            for created_at, run_id, data in rows:
+                yield Run.model_validate_json(data)
+                after = (created_at, run_id)
+            if len(rows) < PAGE_SIZE:
+                return
+
+    def put_suite(self, suite: SuiteRecord) -> None:
+        check_name(suite.machine)
+        check_name(suite.id, "suite id")
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO suites (id, machine, key, created_at, data) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (id) DO UPDATE SET machine=excluded.machine, key=excluded.key,"
+                " created_at=excluded.created_at, data=excluded.data",
+                (suite.id, suite.machine, suite.key, _utc(suite.created_at), suite.model_dump_json()),
+            )
+
+    def get_suite(self, suite_id: str) -> SuiteRecord:
+        with self._lock:
+            found = self._db.execute("SELECT data FROM suites WHERE id = ?", (suite_id,)).fetchone()
+        if found is None:
+            raise NotFoundError(f"there is no suite {suite_id!r} in {self.path}")
+        return SuiteRecord.model_validate_json(found[0])
+
+    def latest_suite(self, machine: str, key: str) -> SuiteRecord | None:
+        """The newest suite of ``machine`` over the same cases and trials (``key``)."""
+        with self._lock:
+            found = self._db.execute(LATEST_SUITE_SQL, (machine, key)).fetchone()
+        return None if found is None else SuiteRecord.model_validate_json(found[0])
+
     def count(self, machine: str | None = None) -> int:
         with self._lock:
             if machine is None:
@@ -215,7 +297,9 @@ class SQLiteStore:
         return None if found is None else ChatSession.model_validate_json(found[0])
 
 
-def _row(run: Run) -> tuple[str, str, str, str, str | None, int | None, str | None, float | None, str]:
+def _row(
+    run: Run,
+) -> tuple[str, str, str, str, str | None, int | None, str | None, float | None, str, str | None]:
     """The columns of one run; refuses a bad machine name or run id before anything is written."""
     check_name(run.machine)
     check_name(run.id, "run id")
@@ -229,6 +313,7 @@ def _row(run: Run) -> tuple[str, str, str, str, str | None, int | None, str | No
         run.conversation_id,
         run.score,
         run.model_dump_json(),
+        run.suite_id,
     )
 
 

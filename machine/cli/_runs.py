@@ -44,9 +44,16 @@ def run(
 ) -> None:
     """Run a machine on INPUT; with no INPUT, talk to it in the terminal."""
     ws = workspace_from(ctx, **spending)
-    if Path.cwd().resolve() != ws.root:
-        ws.project = Path.cwd().resolve()  # run from inside another project: work on its files
     spec = ws.load(name)
+    here = Path.cwd().resolve()
+    if here != ws.root and spec.tools:  # run from inside another project: work on its files
+        if here in (Path.home().resolve(), Path(here.anchor)):
+            raise BadInputError(
+                f"machine run works on the files of the folder it is started in, and {here} is your whole "
+                "home folder (or the root): cd into a project folder first, or into the workspace for a "
+                "fresh sandbox per run"
+            )
+        ws.project = here
     if input is None:
         from ._chat import chat
 

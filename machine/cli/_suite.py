@@ -7,8 +7,10 @@ from typing import Any
 
 import click
 
+from .._errors import BadInputError
 from .._runs import Run
-from .._suite import SuiteReport, run_suite
+from .._suite import FamilyReport, SuiteReport, run_family, run_suite
+from .._workspace import Workspace
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._render import dump_json, fmt_score
 
@@ -21,6 +23,21 @@ from ._render import dump_json, fmt_score
 @click.option("--pass-score", type=float, default=1.0, show_default=True, help="Score a run needs to pass.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Print each run as it finishes.")
+@click.option(
+    "--resume",
+    is_flag=False,
+    flag_value="latest",
+    default=None,
+    metavar="[SUITE_ID]",
+    help="Finish a suite that was stopped: run only its (case, trial) pairs with no finished run. "
+    "Alone, the newest suite of this machine on the same cases and trials; or the suite named.",
+)
+@click.option(
+    "--tree",
+    is_flag=True,
+    help="Run every machine of the family (NAME and NAME/...) on its own cases.json, then report "
+    "the criteria they all inherit from NAME across all of them.",
+)
 @spending_options
 @with_workspace
 @click.pass_context
@@ -35,15 +52,33 @@ def suite(
     pass_score: float,
     as_json: bool,
     verbose: bool,
+    resume: str | None,
+    tree: bool,
     **spending: Any,
 ) -> None:
     """Run and grade every case of a machine, --trials times each."""
     ws = workspace_from(ctx, **spending)
+    if tree:
+        if resume is not None or cases_file is not None:
+            raise BadInputError(
+                "--tree runs each family member on its own cases.json: leave out --resume and --cases"
+            )
+        _family(ws, name, trials, concurrency, pass_score, as_json, verbose, spending["model"])
+        return
     spec = ws.load(name)
     cases = ws.cases(spec, cases_file)
     total = len(cases) * trials
     show_progress = not as_json and not verbose and sys.stderr.isatty()
     done = 0
+
+    def on_start(report: SuiteReport, remaining: int) -> None:
+        nonlocal total
+        total = remaining
+        if resume is not None:
+            click.echo(
+                f"resuming suite {report.suite_id}: {report.resumed} pairs done, {remaining} to run",
+                err=True,
+            )
 
     def on_run(run: Run) -> None:
         nonlocal done
@@ -67,6 +102,9 @@ def suite(
             pass_score=pass_score,
             model=spending["model"],
             on_run=on_run,
+            resume=False if resume is None else True if resume == "latest" else resume,
+            cases_file=str(cases_file or ws.machines_dir / name / "cases.json"),
+            on_start=on_start,
         )
     )
     if as_json:
@@ -76,8 +114,69 @@ def suite(
     print_spend(ws.budget)
 
 
+def _family(
+    ws: Workspace,
+    name: str,
+    trials: int,
+    concurrency: int,
+    pass_score: float,
+    as_json: bool,
+    verbose: bool,
+    model: str | None,
+) -> None:
+    done = 0
+
+    def on_start(report: SuiteReport, remaining: int) -> None:
+        if not as_json:
+            click.echo(f"{report.machine}: {remaining} runs", err=True)
+
+    def on_run(run: Run) -> None:
+        nonlocal done
+        done += 1
+        if verbose:
+            _print_verbose(run, done, 0)
+
+    report = ws.call(
+        lambda: run_family(
+            ws,
+            name,
+            trials=trials,
+            concurrency=concurrency,
+            pass_score=pass_score,
+            model=model,
+            on_run=on_run,
+            on_start=on_start,
+        )
+    )
+    if as_json:
+        dump_json(report.to_json())
+    else:
+        _print_family(report)
+    print_spend(ws.budget)
+
+
+def _print_family(report: FamilyReport) -> None:
+    for member in report.machines:
+        _print_report(member)
+        click.echo()
+    for skipped, reason in report.skipped:
+        click.secho(f"{skipped}: skipped ({reason})", fg="yellow")
+    members = len(report.machines)
+    click.secho(
+        f"inherited from {report.root}, across {members} machine{'s' if members != 1 else ''}:", bold=True
+    )
+    width = max([9, *(len(c) for c in report.inherited)])
+    click.secho(f"{'criterion':<{width}}  mean     pass   runs  unscored", bold=True)
+    for criterion, c in report.inherited.items():
+        rate = "-" if c.pass_rate is None else f"{c.pass_rate:.0%}"
+        click.echo(f"{criterion:<{width}}  {fmt_score(c.mean):<8} {rate:<6} {c.runs:<5} {c.unscored}")
+    if report.stopped:
+        click.secho(f"stopped early: {report.stopped}", fg="yellow")
+
+
 def _print_verbose(run: Run, done: int, total: int) -> None:
-    head = f"[{done}/{total}] case {run.case_id} trial {run.trial}:"
+    count = f"{done}/{total}" if total else str(done)
+    head = f"[{count}] case {run.case_id} trial {run.trial}:"
     if run.status == "error":
         click.secho(f"{head} ERROR {run.error}", fg="red")
         return

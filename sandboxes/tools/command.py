@@ -15,8 +15,9 @@ RUN_OUTPUT_CHARS = 20_000
 
 @tool
 async def run(ctx: ToolContext, command: str, timeout_s: float = 60) -> str:
-    """Run a shell command in the working directory, isolated: no network, only this folder, an empty
-    environment. Returns the exit code, stdout and stderr (each cut at 20,000 characters).
+    """Run a shell command in the working directory, isolated: no network, only this folder, and no
+    environment beyond PATH, HOME and LANG. Returns the exit code, stdout and stderr (each cut at
+    20,000 characters).
 
     command: a shell command line, e.g. 'python3 main.py' or 'pytest -q'.
     timeout_s: seconds before the command and everything it started are killed (default 60, at most 600)."""

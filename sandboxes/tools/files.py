@@ -51,6 +51,7 @@ def _list_files(sandbox: Any, path: str, depth: int) -> str:
     found: list[tuple[tuple[str, ...], str]] = []
     unreadable: list[str] = []
     level, cut = [root], False
+    hidden = set(getattr(sandbox, "hidden", ()))  # private folders (a store) are not listed
     for _ in range(depth):  # breadth first, so a cut listing keeps the shallow levels whole
         below: list[Path] = []
         for folder in level:
@@ -61,6 +62,8 @@ def _list_files(sandbox: Any, path: str, depth: int) -> str:
                 unreadable.append(f"{_shown(sandbox, folder)}/ ({error.strerror or error})")
                 continue
             for entry in entries:
+                if Path(entry.path) in hidden:
+                    continue
                 if len(found) >= MAX_LIST_ENTRIES:
                     cut = True
                     break
@@ -107,11 +110,14 @@ async def list_files(ctx: ToolContext, path: str = ".", depth: int = 2) -> str:
 # ----------------------------------------------------------------------------------------- searching
 
 
-def _walk_files(root: Path) -> Iterator[Path]:
-    """Regular files under ``root`` in sorted order; symlinks and .git folders are skipped."""
+def _walk_files(root: Path, hidden: Iterable[Path] = ()) -> Iterator[Path]:
+    """Regular files under ``root`` in sorted order; symlinks, .git and hidden folders are skipped."""
+    skip = set(hidden)
     for folder, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(
-            d for d in dirnames if d != ".git" and not os.path.islink(os.path.join(folder, d))
+            d
+            for d in dirnames
+            if d != ".git" and not os.path.islink(os.path.join(folder, d)) and Path(folder, d) not in skip
         )
         for name in sorted(filenames):
             candidate = Path(folder, name)
@@ -164,7 +170,7 @@ def _search_files(sandbox: Any, pattern: str, path: str, glob: str | None) -> st
     root = _resolve(sandbox, path)
     if not root.exists():
         raise _missing(sandbox, root, path)
-    files: Iterable[Path] = [root] if root.is_file() else _walk_files(root)
+    files: Iterable[Path] = [root] if root.is_file() else _walk_files(root, getattr(sandbox, "hidden", ()))
     results: list[str] = []
     binary = large = 0
     stopped = ""

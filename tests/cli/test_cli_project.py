@@ -118,3 +118,32 @@ def test_a_store_inside_the_project_is_hidden_from_the_run(tmp_path: Path) -> No
     results = [m for m in json.loads(done.stdout)["trajectory"] if m["role"] == "tool"]
     assert "ship it" in results[0]["content"] and not results[0]["is_error"]
     assert results[1]["is_error"] and "hidden" in results[1]["content"]
+
+
+def test_a_run_from_the_home_folder_is_refused(tmp_path: Path) -> None:
+    ws, script = workspace(tmp_path / "ws")
+    home = tmp_path / "home"
+    home.mkdir()
+    env_home = {**os.environ, "HOME": str(home)}
+    done = subprocess.run(
+        [
+            str(MACHINE_BIN),
+            "run",
+            "scribe",
+            "note hello",
+            "--harness",
+            "scripted",
+            "--script",
+            str(script),
+            "--workspace",
+            str(ws),
+        ],
+        cwd=home,
+        env={k: v for k, v in env_home.items() if not k.startswith("MACHINE_")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "whole home folder" in done.stderr
+    assert not (home / "note.txt").exists()

@@ -390,3 +390,16 @@ async def test_pipes_do_not_block_the_tools(sandbox: LocalSandbox) -> None:
     with pytest.raises(ToolFailure):
         await call(write_file, sandbox, path="pipe", content="x")
     assert "no matches" in await call(search_files, sandbox, pattern="x", glob="pipe")
+
+
+async def test_listing_and_searching_skip_hidden_folders(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "tooling" / ".machine" / "sandboxes").mkdir(parents=True)
+    (project / "tooling" / ".machine" / "sandboxes" / "kept.py").write_text("SECRET_MARK = 1\n")
+    (project / "app.py").write_text("SECRET_MARK = 2\n")
+    sandbox = LocalSandbox(project, hide=["tooling/.machine"])
+    ctx = ToolContext(run_id="r1", sandbox=sandbox)
+    listing = await list_files.invoke({"path": ".", "depth": 5}, ctx)
+    assert "tooling/" in listing and ".machine" not in listing
+    found = await search_files.invoke({"pattern": "SECRET_MARK"}, ctx)
+    assert "app.py" in found and "kept.py" not in found
