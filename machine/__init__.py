@@ -13,6 +13,7 @@ from ._errors import (
 )
 from ._evaluator import Evaluator, define_evaluator
 from ._graders import GradeContext, Grader, check
+from ._handle import MachineHandle, RunMessage, RunStream, Session, load
 from ._harness import Event, Harness, HarnessRequest, HarnessResult
 from ._jev import jev
 from ._judge import judge, judge_panel
@@ -44,12 +45,16 @@ __all__ = [
     "HarnessResult",
     "Machine",
     "MachineError",
+    "MachineHandle",
     "Message",
     "NotFoundError",
     "Rubric",
     "Run",
+    "RunMessage",
+    "RunStream",
     "SQLiteStore",
     "Scorecard",
+    "Session",
     "Store",
     "SuiteReport",
     "Tag",
@@ -69,6 +74,7 @@ __all__ = [
     "jev",
     "judge",
     "judge_panel",
+    "load",
     "model_from",
     "run_suite",
     "tool",

@@ -150,6 +150,8 @@ class Workspace:
         interactive: bool = False,
         on_event: Callable[[Event], None] | None = None,
         store: bool = True,
+        files: Mapping[str, str] | None = None,
+        workdir: Path | None = None,
     ) -> Run:
         """Run ``machine`` once on ``input``, store the run (graded if ``grade``) and return it.
 
@@ -181,8 +183,12 @@ class Workspace:
             library_version=library_version(),
             timings=Timings(),
         )
-        sandbox, fresh = self._sandbox(spec, run.id, case), True
-        if sandbox is not None and sandbox.path == self.project:
+        folder = workdir.resolve() if workdir is not None else self.project
+        sandbox, fresh = (
+            self._sandbox(spec, run.id, dict(case.files) if case else dict(files or {}), folder),
+            True,
+        )
+        if sandbox is not None and sandbox.path == folder:
             fresh = False  # the person's own folder: never removed
         request = HarnessRequest(
             run_id=run.id,
@@ -234,21 +240,19 @@ class Workspace:
             self.store.put(run)
         return run
 
-    def _sandbox(self, spec: Machine, run_id: str, case: Case | None) -> Any:
-        """The run's sandbox: the project folder when one is set (its ``.machine`` hidden), else a
-        fresh folder seeded with the case's files; none for a machine without tools or files."""
-        if not spec.tools and not (case and case.files):
+    def _sandbox(self, spec: Machine, run_id: str, files: dict[str, str], folder: Path | None) -> Any:
+        """The run's sandbox: ``folder`` (a project, its ``.machine`` hidden) when given and the run has
+        no starting files, else a fresh folder seeded with them; none without tools or files."""
+        if not spec.tools and not files:
             return None
         from machine.sandboxes import LocalSandbox
 
-        if self.project is not None and not (case and case.files):
+        if folder is not None and not files:
             self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # hidden from the first run on
             inside = self.data_dir.resolve()
-            hide = (
-                [inside.relative_to(self.project).as_posix()] if inside.is_relative_to(self.project) else []
-            )
-            return LocalSandbox(self.project, hide=hide)
-        return LocalSandbox.create(self.data_dir / "sandboxes", run_id, case.files if case else None)
+            hide = [inside.relative_to(folder).as_posix()] if inside.is_relative_to(folder) else []
+            return LocalSandbox(folder, hide=hide)
+        return LocalSandbox.create(self.data_dir / "sandboxes", run_id, files)
 
     async def grade(
         self, run: Run, machine: Machine | None = None, *, pass_score: float = 1.0, store: bool = True
