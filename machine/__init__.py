@@ -5,6 +5,7 @@ from ._cases import Case
 from ._errors import (
     BadInputError,
     BudgetExceeded,
+    CommitRefused,
     DefinitionError,
     HarnessError,
     MachineError,
@@ -23,20 +24,24 @@ from ._spec import Counterpart, Machine, define_child, define_machine, instructi
 from ._store import ChatSession, SQLiteStore, Store
 from ._suite import SuiteReport, run_suite
 from ._tools import Tool, ToolContext, ToolFailure, tool
+from ._versions import Candidate, GateReport, Version
 from ._workspace import Workspace
 
 __all__ = [
     "BadInputError",
     "Budget",
     "BudgetExceeded",
+    "Candidate",
     "Case",
     "ChatSession",
+    "CommitRefused",
     "Counterpart",
     "Criterion",
     "CriterionScore",
     "DefinitionError",
     "Evaluator",
     "Event",
+    "GateReport",
     "GradeContext",
     "Grader",
     "Harness",
@@ -64,6 +69,7 @@ __all__ = [
     "ToolFailure",
     "UnknownPriceError",
     "Usage",
+    "Version",
     "Workspace",
     "check",
     "define_child",

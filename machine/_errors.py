@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class MachineError(Exception):
     """Base of every error this library raises on purpose."""
@@ -29,3 +31,15 @@ class UnknownPriceError(BudgetExceeded):
 
 class HarnessError(MachineError):
     """A harness could not run at all (missing key, missing binary, unusable script)."""
+
+
+class CommitRefused(MachineError):
+    """A candidate did not pass the promotion gate, so it was not committed (``force`` overrides).
+
+    ``report`` is the candidate's GateReport and ``version`` the candidate, for showing why.
+    """
+
+    def __init__(self, message: str, *, report: Any = None, version: Any = None) -> None:
+        super().__init__(message)
+        self.report = report
+        self.version = version

@@ -26,6 +26,7 @@ from ._runs import Message, Run, Timings, Usage, now
 from ._spec import Machine
 from ._store import SQLiteStore, Store
 from ._tools import ToolContext
+from ._versions import version_label
 
 T = TypeVar("T")
 
@@ -169,6 +170,7 @@ class Workspace:
             self.budget.cost(model, Usage(input_tokens=1))  # an unknown price is refused before the call
         run = Run(
             machine=spec.name,
+            version=version_label(spec, model),
             model=model,
             harness=harness.name,
             effort=None if effort is None else effort.value,

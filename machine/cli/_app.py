@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import click
 
+from ._agree import agree_command
 from ._compare import compare_command
 from ._converse import converse_command
 from ._machines import list_machines, show, tree
 from ._options import workspace_option
 from ._runs import eval_run, run, runs
 from ._suite import suite
+from ._versions import commit_command, propose_command, revert_command, versions_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,7 +20,23 @@ def cli() -> None:
     """Small agent loops with a rubric: run machines, grade their runs, measure them."""
 
 
-for command in (list_machines, show, tree, run, runs, eval_run, suite, converse_command, compare_command):
+COMMANDS = (
+    list_machines,
+    show,
+    tree,
+    run,
+    runs,
+    eval_run,
+    suite,
+    converse_command,
+    compare_command,
+    agree_command,
+    versions_command,
+    propose_command,
+    commit_command,
+    revert_command,
+)
+for command in COMMANDS:
     cli.add_command(command)
 
 

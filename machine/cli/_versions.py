@@ -1,0 +1,187 @@
+"""``machine versions``, ``propose``, ``commit`` and ``revert``: versions and the promotion gate."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from .._errors import BadInputError, CommitRefused
+from .._versions import (
+    DEFAULT_MIN_Z,
+    UNRECORDED,
+    Version,
+    commit,
+    current,
+    format_report,
+    propose,
+    revert,
+    to_json,
+    update,
+    versions,
+)
+from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._render import dump_json
+
+
+def _line(version: Version) -> str:
+    gate = ""
+    if version.report is not None:
+        gate = "  gate: " + ("passed" if version.report.passed else "not passed")
+        if version.forced:
+            gate += " (committed with --force)"
+    base = f" (priced as {version.base_model})" if version.base_model else ""
+    when = version.created_at.strftime("%Y-%m-%d %H:%M")
+    note = f"  {version.note}" if version.note else ""
+    return (
+        f"{version.label:<4} {version.status:<8} {version.model}{base}  instructions "
+        f"{version.instructions_sha[:8]}  rubric {version.rubric[:8]}  {when}{note}{gate}"
+    )
+
+
+@click.command("versions")
+@click.argument("name")
+@click.option(
+    "--record", is_flag=True, help="Record the machine's files as they are now as a new live version."
+)
+@click.option("--note", default="", help="A note for the version --record makes.")
+@click.option("--json", "as_json", is_flag=True, help="Print the versions as JSON.")
+@with_workspace
+@click.pass_context
+@handle_errors
+def versions_command(ctx: click.Context, /, name: str, record: bool, note: str, as_json: bool) -> None:
+    """List a machine's versions (the first call records the machine as it is now as v1)."""
+    ws = workspace_from(ctx)
+    if record:
+        recorded = update(ws, name, note=note)
+        if not as_json:
+            click.echo(f"{recorded.label} is live")
+    listed = versions(ws, name)
+    matched = current(ws, name)
+    if as_json:
+        dump_json(
+            {
+                "machine": name,
+                "current": matched.label if matched else UNRECORDED,
+                "versions": [to_json(v) for v in listed],
+            }
+        )
+        return
+    for version in listed:
+        click.echo(_line(version))
+    if matched is None:
+        click.secho(
+            f"note: the machine's files match no recorded version, so its runs record their version as "
+            f"{UNRECORDED!r}; record them with `machine versions {name} --record`",
+            fg="yellow",
+        )
+    elif not matched.live:
+        click.secho(
+            f"note: the machine's files match {matched.label} ({matched.status}), not the live version",
+            fg="yellow",
+        )
+
+
+@click.command("propose")
+@click.argument("name")
+@click.option(
+    "--trials", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per held-out case, each."
+)
+@click.option(
+    "--min-z",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_MIN_Z,
+    show_default=True,
+    help="Standard errors the candidate's gain must reach to pass the gate.",
+)
+@click.option(
+    "--cases", "cases_file", default=None, metavar="FILE", help="Held-out cases (default: holdout.json)."
+)
+@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--pass-score", type=float, default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option("--note", default="", help="A note kept with the candidate.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@spending_options
+@with_workspace
+@click.pass_context
+@handle_errors
+def propose_command(
+    ctx: click.Context,
+    /,
+    name: str,
+    trials: int,
+    min_z: float,
+    cases_file: str | None,
+    concurrency: int,
+    pass_score: float,
+    note: str,
+    as_json: bool,
+    **spending: Any,
+) -> None:
+    """Make a pending candidate (the live version with --model) and measure it against the live version
+    on the held-out cases; the machine's files are not changed. --price-as prices a checkpoint as its base."""
+    if not spending.get("model"):
+        raise BadInputError(f"propose needs the candidate's model: machine propose {name} --model MODEL")
+    ws = workspace_from(ctx, **spending)
+    candidate = ws.call(
+        lambda: propose(
+            ws,
+            name,
+            model=spending["model"],
+            trials=trials,
+            cases=cases_file,
+            min_z=min_z,
+            base_model=spending.get("price_as"),
+            concurrency=concurrency,
+            pass_score=pass_score,
+            note=note,
+        )
+    )
+    if as_json:
+        dump_json(to_json(candidate.version))
+    else:
+        click.echo(format_report(candidate.report))
+        if candidate.passed:
+            click.echo(f"{candidate.label} is pending; make it live with `machine commit {name}`")
+        else:
+            click.echo(
+                f"{candidate.label} is pending but did not pass the gate: `machine commit {name}` refuses it "
+                "(--force overrides)"
+            )
+    print_spend(ws.budget)
+
+
+@click.command("commit")
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Commit the candidate even though it did not pass the gate.")
+@with_workspace
+@click.pass_context
+@handle_errors
+def commit_command(ctx: click.Context, /, name: str, force: bool) -> None:
+    """Make the newest pending candidate live, only if it passed the promotion gate."""
+    ws = workspace_from(ctx)
+    try:
+        version = commit(ws, name, force=force)
+    except CommitRefused as refused:
+        if refused.report is not None:
+            click.echo(format_report(refused.report))
+        click.echo(f"error: {refused}", err=True)
+        sys.exit(2)
+    forced = " (forced past the gate)" if version.forced else ""
+    click.echo(f"{version.label} is live{forced}: model {version.model}, written to model.json")
+
+
+@click.command("revert")
+@click.argument("name")
+@click.option(
+    "--to", "to", default=None, metavar="VERSION", help="The version to make live (default: the previous)."
+)
+@with_workspace
+@click.pass_context
+@handle_errors
+def revert_command(ctx: click.Context, /, name: str, to: str | None) -> None:
+    """Make the previous live version live again, writing back its instructions.md and model.json."""
+    ws = workspace_from(ctx)
+    version = revert(ws, name, to=to)
+    click.echo(f"{version.label} is live again: model {version.model}; its files were written back")

@@ -1,0 +1,134 @@
+"""``machine versions``, ``propose``, ``commit`` and ``revert`` on the test workspace. The scripted harness
+replays by input whatever the model, so a candidate here never beats the live version: these tests show
+the text, the exit codes and the refusals. Which candidate wins, and commit accepting it, is shown with a
+harness that answers by model in tests/core/test_versions.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from click.testing import Result
+
+if TYPE_CHECKING:
+    from conftest import Command, WorkspaceFolder
+
+Invoke = Callable[..., Result]
+
+ECHOER_PY = """\
+from machine import check, define_evaluator, define_machine, define_rubric, instructions_from, model_from
+
+rubric = define_rubric({"nonempty": "The reply is not empty."})
+
+machine = define_machine(
+    name="echoer",
+    intent="Repeat the input.",
+    instructions=instructions_from(__file__),
+    model=model_from(__file__, "echo"),
+    rubric=rubric,
+    evaluator=define_evaluator(rubric, {"nonempty": check("nonempty", lambda run: bool(run.output))}),
+)
+"""
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    return result
+
+
+def scripted(ws: WorkspaceFolder) -> list[str]:
+    return ["--harness", "scripted", "--script", str(ws.script), "--workspace", str(ws.root)]
+
+
+def test_versions_records_v1_and_lists(ws: WorkspaceFolder, invoke: Invoke) -> None:
+    out = ok(invoke("versions", "greet", "--workspace", ws.root)).stdout
+    assert out.startswith("v1   live     Qwen/Qwen3.8-27B  instructions ")
+    assert (ws.machines / "greet" / "versions.json").exists()
+    data: Any = json.loads(ok(invoke("versions", "greet", "--json", "--workspace", ws.root)).stdout)
+    assert data["current"] == "v1"
+    assert [(v["number"], v["status"]) for v in data["versions"]] == [(1, "live")]
+
+
+def test_versions_says_when_the_files_match_no_version(ws: WorkspaceFolder, invoke: Invoke) -> None:
+    ok(invoke("versions", "greet", "--workspace", ws.root))
+    machine_py = ws.machines / "greet" / "machine.py"
+    machine_py.write_text(machine_py.read_text().replace("briefly.", "very briefly."), encoding="utf-8")
+    out = ok(invoke("versions", "greet", "--workspace", ws.root)).stdout
+    assert "match no recorded version" in out and "'unrecorded'" in out and "--record" in out
+    out = ok(invoke("versions", "greet", "--record", "--note", "briefer", "--workspace", ws.root)).stdout
+    assert "v2 is live" in out and "briefer" in out
+    assert "match no recorded version" not in out
+
+
+def test_propose_then_commit_is_refused(ws: WorkspaceFolder, invoke: Invoke) -> None:
+    ws.write("machines/greet/holdout.json", (ws.machines / "greet" / "cases.json").read_text())
+    machine_py = (ws.machines / "greet" / "machine.py").read_bytes()
+    result = ok(invoke("propose", "greet", "--model", "Qwen/Other", "--trials", "2", *scripted(ws)))
+    out = result.stdout
+    assert "greet: candidate v2 (Qwen/Other) against live v1 (Qwen/Qwen3.8-27B)" in out
+    assert "data: 3 held-out cases" in out and "2 trials each" in out
+    assert "live v1: 6 runs (0 reused, 0 regraded, 6 new)" in out
+    assert "greets" in out and "brief" in out
+    assert "candidate - live: +0.000" in out
+    assert "decision: NOT PASSED: the candidate's mean is not higher" in out
+    assert "commit greet` refuses it (--force overrides)" in out
+    assert "spent $" in result.stderr
+    assert (ws.machines / "greet" / "machine.py").read_bytes() == machine_py
+    assert not (ws.machines / "greet" / "model.json").exists()
+
+    refused = invoke("commit", "greet", "--workspace", ws.root)
+    assert refused.exit_code == 2
+    assert "decision: NOT PASSED" in refused.stdout  # the report
+    assert "did not pass the promotion gate" in refused.stderr and "--force" in refused.stderr
+    assert not (ws.machines / "greet" / "model.json").exists()
+
+    # greet names its model in machine.py, so even --force cannot make model.json take effect
+    forced = invoke("commit", "greet", "--force", "--workspace", ws.root)
+    assert forced.exit_code == 2
+    assert "does not take its model from model.json" in forced.stderr and "model_from" in forced.stderr
+    assert not (ws.machines / "greet" / "model.json").exists()
+    listing = ok(invoke("versions", "greet", "--workspace", ws.root)).stdout
+    assert "v2   pending  Qwen/Other" in listing and "gate: not passed" in listing
+
+    # a second proposal of the same model reuses every stored run
+    again = ok(invoke("propose", "greet", "--model", "Qwen/Other", "--trials", "2", *scripted(ws))).stdout
+    assert "live v1: 6 runs (6 reused, 0 regraded, 0 new)" in again
+    assert "candidate v2: 6 runs (6 reused, 0 regraded, 0 new)" in again
+
+
+def test_propose_errors(ws: WorkspaceFolder, invoke: Invoke) -> None:
+    result = invoke("propose", "greet", *scripted(ws))
+    assert result.exit_code == 2 and "needs the candidate's model" in result.stderr
+    result = invoke("propose", "greet", "--model", "Qwen/Other", *scripted(ws))
+    assert result.exit_code == 2 and "no held-out cases" in result.stderr and "holdout.json" in result.stderr
+
+
+def test_commit_force_and_revert(ws: WorkspaceFolder, invoke: Invoke) -> None:
+    ws.write("machines/echoer/machine.py", ECHOER_PY)
+    ws.write("machines/echoer/instructions.md", "Repeat the input.\n")
+    ws.write(
+        "machines/echoer/holdout.json", json.dumps([{"id": "a", "input": "hi"}, {"id": "b", "input": "yo"}])
+    )
+    folder = ws.machines / "echoer"
+    ok(invoke("versions", "echoer", "--workspace", ws.root))
+    out = ok(invoke("propose", "echoer", "--model", "other", "--trials", "1", *scripted(ws))).stdout
+    assert "NOT PASSED" in out
+    assert invoke("commit", "echoer", "--workspace", ws.root).exit_code == 2
+    out = ok(invoke("commit", "echoer", "--force", "--workspace", ws.root)).stdout
+    assert "v2 is live (forced past the gate): model other" in out
+    assert json.loads((folder / "model.json").read_text()) == {"model": "other"}
+    listing = ok(invoke("versions", "echoer", "--workspace", ws.root)).stdout
+    assert "v1   retired" in listing and "v2   live" in listing and "committed with --force" in listing
+
+    out = ok(invoke("revert", "echoer", "--workspace", ws.root)).stdout
+    assert "v1 is live again: model echo" in out
+    assert not (folder / "model.json").exists()
+    result = invoke("revert", "echoer", "--workspace", ws.root)
+    assert result.exit_code == 2 and "no version before v1" in result.stderr
+
+
+def test_commit_without_a_candidate(ws: WorkspaceFolder, machine_cmd: Command) -> None:
+    done = machine_cmd("commit", "greet", "--workspace", ws.root)
+    assert done.returncode == 2
+    assert "has no pending candidate" in done.stderr and "machine propose greet --model" in done.stderr
