@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ._compare import Comparison
     from ._harness import Harness
     from ._suite import SuiteReport
+    from ._versions import Candidate, Version
 
 MessageType = Literal["text", "assistant", "tool_call", "tool_result", "result"]
 
@@ -220,6 +221,43 @@ class MachineHandle:
             pass_score=pass_score,
             model=model,
         )
+
+    def versions(self) -> list[Version]:
+        """The machine's versions (the first call records the current machine as v1)."""
+        from ._versions import versions
+
+        return versions(self.workspace, self.name)
+
+    async def propose(
+        self, *, model: str, trials: int = 3, cases: str | Path | None = None, min_z: float = 2.0
+    ) -> Candidate:
+        """A pending candidate on ``model``, measured against the live version on held-out cases;
+        the machine's files stay as they are until ``commit``."""
+        from ._versions import propose
+
+        return await propose(self.workspace, self.name, model=model, trials=trials, cases=cases, min_z=min_z)
+
+    def commit(self, *, force: bool = False) -> Version:
+        """Make the newest pending candidate live; raises CommitRefused unless it passed the gate."""
+        from ._versions import commit
+
+        return self._reloaded(commit(self.workspace, self.name, force=force))
+
+    def revert(self, *, to: str | int | None = None) -> Version:
+        """Make the previous live version (or ``to``) live again, writing back its files exactly."""
+        from ._versions import revert
+
+        return self._reloaded(revert(self.workspace, self.name, to=to))
+
+    def update(self, *, instructions: str | None = None, model: str | None = None) -> Version:
+        """Record a new live version by hand: write its instructions and/or model."""
+        from ._versions import update
+
+        return self._reloaded(update(self.workspace, self.name, instructions=instructions, model=model))
+
+    def _reloaded(self, version: Version) -> Version:
+        self.spec = self.workspace.load(self.name)  # the files changed: later runs use them
+        return version
 
 
 def load(

@@ -114,3 +114,32 @@ async def test_suite_from_the_handle(root: Path) -> None:
 def test_load_takes_a_workspace_object(root: Path) -> None:
     ws = Workspace(root, budget=Budget(None))
     assert machine.load("clerk", workspace=ws).workspace is ws
+
+
+VERSIONED_PY = """\
+from machine import check, define_evaluator, define_machine, define_rubric, model_from
+
+rubric = define_rubric({"answered": "Says something."})
+machine = define_machine(
+    name="keeper",
+    intent="Answers.",
+    instructions="Answer.",
+    model=model_from(__file__, "model-one"),
+    rubric=rubric,
+    evaluator=define_evaluator(rubric, {"answered": check("answered", lambda run: bool(run.output))}),
+)
+"""
+
+
+def test_versions_update_and_revert_through_the_handle(tmp_path: Path) -> None:
+    folder = tmp_path / "machines" / "keeper"
+    folder.mkdir(parents=True)
+    (folder / "machine.py").write_text(VERSIONED_PY)
+    handle = machine.load("keeper", workspace=tmp_path, harness="echo")
+    assert [v.label for v in handle.versions()] == ["v1"]
+    handle.update(model="model-two")
+    assert handle.spec.model == "model-two"
+    assert (folder / "model.json").exists()
+    handle.revert()
+    assert handle.spec.model == "model-one"
+    assert not (folder / "model.json").exists()
