@@ -6,6 +6,7 @@ from ._errors import (
     BadInputError,
     BudgetExceeded,
     CommitRefused,
+    ConsentRequired,
     DefinitionError,
     HarnessError,
     MachineError,
@@ -18,6 +19,7 @@ from ._handle import MachineHandle, RunMessage, RunStream, Session, load
 from ._harness import Event, Harness, HarnessRequest, HarnessResult
 from ._jev import jev
 from ._judge import judge, judge_panel
+from ._policy import Consent, SpendingPolicy
 from ._rubric import Criterion, Rubric, define_rubric
 from ._runs import CriterionScore, Message, Run, Scorecard, Tag, ToolCall, Usage
 from ._spec import Counterpart, Machine, define_child, define_machine, instructions_from, model_from
@@ -35,6 +37,8 @@ __all__ = [
     "Case",
     "ChatSession",
     "CommitRefused",
+    "Consent",
+    "ConsentRequired",
     "Counterpart",
     "Criterion",
     "CriterionScore",
@@ -60,6 +64,7 @@ __all__ = [
     "SQLiteStore",
     "Scorecard",
     "Session",
+    "SpendingPolicy",
     "Store",
     "SuiteReport",
     "Tag",

@@ -29,6 +29,10 @@ class UnknownPriceError(BudgetExceeded):
     """Usage at a model with no known price, under a budget."""
 
 
+class ConsentRequired(MachineError):
+    """A spending or changing call lacks the person's consent; the message says how to give it."""
+
+
 class HarnessError(MachineError):
     """A harness could not run at all (missing key, missing binary, unusable script)."""
 
