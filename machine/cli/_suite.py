@@ -8,8 +8,9 @@ from typing import Any
 import click
 
 from .._errors import BadInputError
+from .._family import FamilyReport, run_family
 from .._runs import Run
-from .._suite import FamilyReport, SuiteReport, run_family, run_suite
+from .._suite import SuiteReport, run_suite
 from .._workspace import Workspace
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._render import dump_json, fmt_score

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from machine import Workspace
-from machine._suite import family, run_family
+from machine._family import family, run_family
 from machine.clients.scripted import Script, ScriptedHarness
 
 RUBRIC_PY = """\
