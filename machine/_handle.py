@@ -229,13 +229,29 @@ class MachineHandle:
         return versions(self.workspace, self.name)
 
     async def propose(
-        self, *, model: str, trials: int = 3, cases: str | Path | None = None, min_z: float = 2.0
+        self,
+        *,
+        model: str,
+        trials: int = 3,
+        cases: str | Path | None = None,
+        min_z: float = 2.0,
+        base_model: str | None = None,
+        note: str = "",
     ) -> Candidate:
         """A pending candidate on ``model``, measured against the live version on held-out cases;
         the machine's files stay as they are until ``commit``."""
         from ._versions import propose
 
-        return await propose(self.workspace, self.name, model=model, trials=trials, cases=cases, min_z=min_z)
+        return await propose(
+            self.workspace,
+            self.name,
+            model=model,
+            trials=trials,
+            cases=cases,
+            min_z=min_z,
+            base_model=base_model,
+            note=note,
+        )
 
     def commit(self, *, force: bool = False) -> Version:
         """Make the newest pending candidate live; raises CommitRefused unless it passed the gate."""
@@ -249,11 +265,26 @@ class MachineHandle:
 
         return self._reloaded(revert(self.workspace, self.name, to=to))
 
-    def update(self, *, instructions: str | None = None, model: str | None = None) -> Version:
+    def update(
+        self,
+        *,
+        instructions: str | None = None,
+        model: str | None = None,
+        base_model: str | None = None,
+        note: str = "",
+    ) -> Version:
         """Record a new live version by hand: write its instructions and/or model."""
         from ._versions import update
 
-        return self._reloaded(update(self.workspace, self.name, instructions=instructions, model=model))
+        version = update(
+            self.workspace,
+            self.name,
+            instructions=instructions,
+            model=model,
+            base_model=base_model,
+            note=note,
+        )
+        return self._reloaded(version)
 
     def _reloaded(self, version: Version) -> Version:
         self.spec = self.workspace.load(self.name)  # the files changed: later runs use them
