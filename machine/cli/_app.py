@@ -10,6 +10,7 @@ from ._converse import converse_command
 from ._machines import list_machines, show, tree
 from ._options import workspace_option
 from ._runs import eval_run, run, runs
+from ._serve import serve_command
 from ._suite import suite
 from ._versions import commit_command, propose_command, revert_command, versions_command
 
@@ -35,6 +36,7 @@ COMMANDS = (
     propose_command,
     commit_command,
     revert_command,
+    serve_command,
 )
 for command in COMMANDS:
     cli.add_command(command)

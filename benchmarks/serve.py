@@ -1,0 +1,221 @@
+"""``machine serve`` against a bare ``MCPServer`` with one tool, side by side in one run, over stdio.
+
+- **Cold start**: a fresh process to a completed ``initialize`` (request written, response read),
+  for ``machine serve --workspace W`` and for ``python bare.py`` (an ``MCPServer`` with one tool,
+  ``run("stdio")``), interleaved, RUNS times each; median of each and the ratio. Target: at most 1.25x.
+- **Round trip**: ``tools/call recent_runs(name, limit=20)`` on a store of 100,000 runs (filled with
+  ``put_many``) against the bare server's trivial tool, CALLS calls each over one stdio session each;
+  median of each and the ratio. Target: at most 2x.
+
+The client side is raw newline-delimited JSON-RPC over the pipes, so both servers pay the same, small
+client cost. Prints figures and asserts nothing.
+
+    .venv/bin/python benchmarks/serve.py            # 10 starts, 300 calls, 100,000 runs
+    .venv/bin/python benchmarks/serve.py --quick    # 5 starts, 100 calls, 20,000 runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from store import START, make_run  # noqa: E402
+
+from machine._store import SQLiteStore  # noqa: E402
+
+MACHINE_BIN = Path(sys.executable).parent / "machine"
+TARGET_START = 1.25
+TARGET_CALL = 2.0
+BARE_PY = """\
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("bare")
+
+
+@server.tool()
+def ping() -> str:
+    \"\"\"Answer pong.\"\"\"
+    return "pong"
+
+
+server.run("stdio")
+"""
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"},
+    },
+}
+
+
+class Stdio:
+    """One server process spoken to over its pipes."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self.next_id = 1
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def receive(self, wanted_id: int) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        for _ in range(10_000):  # bounded: skip notifications until the answer comes
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError("the server closed its stdout")
+            message: dict[str, Any] = json.loads(line)
+            if message.get("id") == wanted_id:
+                return message
+        raise RuntimeError("no answer")
+
+    def initialize(self) -> dict[str, Any]:
+        self.send(INIT)
+        answer = self.receive(0)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        request_id = self.next_id
+        self.next_id += 1
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments},
+            }
+        )
+        return self.receive(request_id)
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+def fill(workspace: Path, runs: int) -> None:
+    """``runs`` stored runs of machine red (and as many of four others), written with put_many."""
+    store = SQLiteStore(workspace / ".machine" / "store.db")
+    rng = random.Random(7)
+    names = ["red", "blue", "green", "amber", "slate"]
+    batch = []
+    for i in range(runs):
+        batch.append(make_run(rng, names[i % len(names)], START + timedelta(seconds=i)))
+        if len(batch) == 5_000:
+            store.put_many(batch)
+            batch.clear()
+    store.put_many(batch)
+    store.close()
+
+
+def cold_start(argv: list[str], env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    server = Stdio(argv, env)
+    answer = server.initialize()
+    elapsed = time.perf_counter() - began
+    assert "result" in answer, answer
+    server.close()
+    return elapsed
+
+
+def round_trips(
+    argv: list[str], env: dict[str, str], tool: str, arguments: dict[str, Any], calls: int
+) -> list[float]:
+    server = Stdio(argv, env)
+    server.initialize()
+    for _ in range(10):  # warm up: the first call loads the machine and opens the store
+        answer = server.call(tool, arguments)
+        assert not answer["result"].get("isError"), answer
+    times = []
+    for _ in range(calls):
+        began = time.perf_counter()
+        answer = server.call(tool, arguments)
+        times.append(time.perf_counter() - began)
+    server.close()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    starts, calls, runs = (5, 100, 20_000) if args.quick else (10, 300, 100_000)
+
+    scratch = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    try:
+        workspace = scratch / "ws"
+        shutil.copytree(
+            ROOT / "machines" / "red",
+            workspace / "machines" / "red",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        bare = scratch / "bare.py"
+        bare.write_text(BARE_PY, encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MACHINE")}
+        ours = [str(MACHINE_BIN), "serve", "--workspace", str(workspace)]
+        theirs = [sys.executable, str(bare)]
+
+        cold_start(ours, env), cold_start(theirs, env)  # not counted: writes bytecode, warms the disk cache
+        mine, base = [], []
+        for _ in range(starts):
+            mine.append(cold_start(ours, env))
+            base.append(cold_start(theirs, env))
+        ours_ms, bare_ms = statistics.median(mine) * 1000, statistics.median(base) * 1000
+        ratio = ours_ms / bare_ms
+        print(f"cold start to initialize over stdio (median of {starts} each, interleaved)")
+        print(f"  machine serve   {ours_ms:8.1f} ms")
+        print(f"  bare MCPServer  {bare_ms:8.1f} ms")
+        verdict = "ok" if ratio <= TARGET_START else "OVER"
+        print(f"  ratio {ratio:.2f}x  (target <= {TARGET_START}x: {verdict})")
+
+        began = time.perf_counter()
+        fill(workspace, runs)
+        print(f"\nfilled the store with {runs:,} runs in {time.perf_counter() - began:.1f} s (put_many)")
+        mine = round_trips(ours, env, "recent_runs", {"name": "red", "limit": 20}, calls)
+        base = round_trips(theirs, env, "ping", {}, calls)
+        ours_ms, bare_ms = statistics.median(mine) * 1000, statistics.median(base) * 1000
+        ratio = ours_ms / bare_ms
+        print(f"tools/call round trip over stdio (median of {calls} calls each, one session each)")
+        print(f"  recent_runs(red, 20) on {runs:,} runs  {ours_ms:7.2f} ms")
+        print(f"  bare ping                          {bare_ms:7.2f} ms")
+        verdict = "ok" if ratio <= TARGET_CALL else "OVER"
+        print(f"  ratio {ratio:.2f}x  (target <= {TARGET_CALL}x: {verdict})")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

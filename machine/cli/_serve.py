@@ -1,0 +1,114 @@
+"""``machine serve``: the MCP server for agent hosts, over stdio or streamable HTTP.
+
+The ``mcp`` SDK is imported only when the command runs, so ``machine --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .._errors import BadInputError
+from ._options import handle_errors, with_workspace
+
+
+@click.command("serve")
+@click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
+@click.option(
+    "--host",
+    default=None,
+    metavar="HOST",
+    help="The address to listen on with --http (default 127.0.0.1; only name another on purpose).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(min=0, max=65535),
+    default=None,
+    help="The port with --http (default 8765; 0 picks a free one and prints it).",
+)
+@click.option(
+    "--harness",
+    default=None,
+    help="The harness rehearse uses by default: echo, scripted, tinker, openrouter or openai "
+    "(default: $MACHINE_HARNESS, else tinker).",
+)
+@click.option(
+    "--script",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The script file the scripted harness replays.",
+)
+@with_workspace
+@click.pass_context
+@handle_errors
+def serve_command(
+    ctx: click.Context,
+    /,
+    use_http: bool,
+    host: str | None,
+    port: int | None,
+    harness: str | None,
+    script: str | None,
+) -> None:
+    """Serve this workspace's machines to an agent host over MCP (stdio by default).
+
+    Tools: list_machines, show_machine, recent_runs (read-only); rehearse (spends, needs budget_usd);
+    commit and revert (change the live version). Spending and changing tools run only with your consent:
+    the host asks you (MCP elicitation), or MACHINE_ALLOW_SPEND_USD in the server's env is an allowance
+    (a running total in USD; it also authorises commit and revert). Over HTTP every request needs
+    "Authorization: Bearer TOKEN": MACHINE_SERVER_TOKEN, else a token printed once at start.
+    """
+    if not use_http and (host is not None or port is not None):
+        raise BadInputError("--host and --port are for --http; stdio needs neither")
+    root = (ctx.find_root().obj or {}).get("workspace")
+    if root is not None and not Path(root).is_dir():
+        raise BadInputError(f"workspace {root} is not a folder; pass --workspace DIR with an existing folder")
+    if script is not None and not Path(script).is_file():
+        raise BadInputError(f"--script {script} is not a file")
+    _module("serve").log_to_stderr()
+    if use_http:
+        _serve_http(root, host or "127.0.0.1", DEFAULT_PORT if port is None else port, harness, script)
+    else:
+        server = _module("app").build_server(root, harness=harness, script=script)
+        server.run("stdio")
+
+
+DEFAULT_PORT = 8765
+
+
+def _module(name: str) -> Any:
+    """``machine.server.NAME``, imported only now (it imports the ``mcp`` SDK)."""
+    import importlib
+
+    return importlib.import_module(f"machine.server.{name}")
+
+
+def _serve_http(root: Any, host: str, port: int, harness: str | None, script: str | None) -> None:
+    import anyio
+
+    serve = _module("serve")
+    build_server = _module("app").build_server
+    http_auth, is_loopback, serve_http, token_from_env = (
+        serve.http_auth,
+        serve.is_loopback,
+        serve.serve_http,
+        serve.token_from_env,
+    )
+
+    def echo(text: str) -> None:
+        click.echo(text, err=True)
+
+    token = token_from_env(echo)
+    verifier, auth = http_auth(token, host, port)
+    server = build_server(root, harness=harness, script=script, token_verifier=verifier, auth=auth)
+    if not is_loopback(host):
+        echo(f"warning: listening on {host}, reachable from other machines; the bearer token guards it")
+
+    def ready(url: str) -> None:
+        echo(f"machine serve: MCP over streamable HTTP at {url}")
+
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C stops the server quietly
+        anyio.run(lambda: serve_http(server, host=host, port=port, on_ready=ready))

@@ -1,0 +1,212 @@
+"""``machine serve`` as a real process: the SDK client over stdio and over streamable HTTP with a bearer
+token, and what HTTP refuses (no token, a wrong token, a bad Host, a bad Origin). Loopback only; every
+wait is bounded."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from conftest import MACHINE_BIN, Folder, clean_env
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+LIMIT = 60
+TOKEN = "t" * 12 + "-a-test-token-of-forty-three-chars"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+async def test_stdio_round_trip_with_an_allowance_from_the_env(folder: Folder) -> None:
+    params = StdioServerParameters(
+        command=str(MACHINE_BIN),
+        args=[
+            "serve",
+            "--workspace",
+            str(folder.root),
+            "--harness",
+            "scripted",
+            "--script",
+            str(folder.script),
+        ],
+        env=clean_env({"MACHINE_ALLOW_SPEND_USD": "1"}),
+    )
+    progress: list[float] = []
+
+    async def on_progress(done: float, _total: float | None, _message: str | None) -> None:
+        progress.append(done)
+
+    with anyio.fail_after(LIMIT):
+        async with Client(params, mode="legacy") as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            listed = await client.call_tool("list_machines", {})
+            rehearsed = await client.call_tool(
+                "rehearse",
+                {"name": "red", "budget_usd": 0.5, "cases": "holdout.json"},
+                progress_callback=on_progress,
+            )
+            recent = await client.call_tool("recent_runs", {"name": "red", "limit": 3})
+            bad = await client.call_tool("show_machine", {"name": "blue"})
+    assert tools == {"list_machines", "show_machine", "recent_runs", "rehearse", "commit", "revert"}
+    assert listed.structured_content["machines"][0]["name"] == "red"
+    assert not rehearsed.is_error, rehearsed.content
+    assert rehearsed.structured_content["summary"]["runs"] == 7
+    assert rehearsed.structured_content["consent"]["how"] == "allowance"
+    assert progress == [1, 2, 3, 4, 5, 6, 7]
+    assert len(recent.structured_content["runs"]) == 3
+    assert bad.is_error
+    logged = [json.loads(line) for line in folder.spending_log.read_text().splitlines()]
+    assert logged[0]["correlation_id"] == rehearsed.structured_content["consent"]["correlation_id"]
+
+
+async def test_stdio_without_consent_refuses(folder: Folder) -> None:
+    params = StdioServerParameters(
+        command=str(MACHINE_BIN),
+        args=[
+            "serve",
+            "--workspace",
+            str(folder.root),
+            "--harness",
+            "scripted",
+            "--script",
+            str(folder.script),
+        ],
+        env=clean_env(),
+    )
+    with anyio.fail_after(LIMIT):
+        async with Client(params, mode="legacy") as client:
+            result = await client.call_tool("rehearse", {"name": "red", "budget_usd": 0.5})
+    assert result.is_error
+    assert "MACHINE_ALLOW_SPEND_USD" in "".join(getattr(c, "text", "") for c in result.content)
+
+
+class Served:
+    def __init__(self, process: subprocess.Popen[str], url: str, stderr_head: str) -> None:
+        self.process, self.url, self.stderr_head = process, url, stderr_head
+
+
+def _start(folder: Folder, env: dict[str, str]) -> Served:
+    process = subprocess.Popen(
+        [
+            str(MACHINE_BIN),
+            "serve",
+            "--http",
+            "--port",
+            "0",
+            "--workspace",
+            str(folder.root),
+            "--harness",
+            "scripted",
+            "--script",
+            str(folder.script),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(env),
+    )
+    assert process.stderr is not None
+    head: list[str] = []
+    for _ in range(50):  # bounded: the server prints a few lines, then the URL
+        line = process.stderr.readline()
+        if not line:
+            break
+        head.append(line)
+        found = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", line)
+        if found:
+            return Served(process, found.group(1), "".join(head))
+    process.kill()
+    raise AssertionError("machine serve --http did not print its URL:\n" + "".join(head))
+
+
+def _stop(served: Served) -> str:
+    served.process.terminate()
+    try:
+        _out, err = served.process.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        served.process.kill()
+        _out, err = served.process.communicate(timeout=15)
+    return served.stderr_head + err
+
+
+@pytest.fixture
+def http_server(folder: Folder) -> Iterator[Served]:
+    served = _start(folder, {"MACHINE_SERVER_TOKEN": TOKEN, "MACHINE_ALLOW_SPEND_USD": "1"})
+    try:
+        yield served
+    finally:
+        log = _stop(served)
+        assert TOKEN not in log  # the token the person set is never logged
+
+
+async def test_http_round_trip_with_the_bearer_token(http_server: Served) -> None:
+    progress: list[float] = []
+
+    async def on_progress(done: float, _total: float | None, _message: str | None) -> None:
+        progress.append(done)
+
+    with anyio.fail_after(LIMIT):
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http:
+            transport = streamable_http_client(http_server.url, http_client=http)
+            async with Client(transport, mode="legacy") as client:  # type: ignore[arg-type]
+                tools = {t.name for t in (await client.list_tools()).tools}
+                shown = await client.call_tool("show_machine", {"name": "red"})
+                rehearsed = await client.call_tool(
+                    "rehearse",
+                    {"name": "red", "budget_usd": 0.5, "cases": "holdout.json"},
+                    progress_callback=on_progress,
+                )
+    assert "rehearse" in tools
+    assert shown.structured_content["name"] == "red"
+    assert not rehearsed.is_error, rehearsed.content
+    assert rehearsed.structured_content["summary"]["runs"] == 7
+    assert progress == [1, 2, 3, 4, 5, 6, 7]
+
+
+def _post(url: str, headers: dict[str, str]) -> Any:
+    return httpx.post(url, json=INIT, headers={**ACCEPT, **headers}, timeout=10)
+
+
+def test_http_refuses_without_the_right_token_host_or_origin(http_server: Served) -> None:
+    url = http_server.url
+    good = {"Authorization": f"Bearer {TOKEN}"}
+    missing = _post(url, {})
+    assert missing.status_code == 401 and "Bearer" in missing.headers.get("www-authenticate", "")
+    assert _post(url, {"Authorization": "Bearer " + "x" * 43}).status_code == 401
+    assert _post(url, {"Authorization": f"Bearer {TOKEN[:-1]}"}).status_code == 401
+    assert _post(url, {"Authorization": TOKEN}).status_code == 401  # not a bearer header
+    assert _post(url, {**good, "Host": "evil.example:80"}).status_code == 421
+    assert _post(url, {**good, "Origin": "http://evil.example"}).status_code == 403
+    assert _post(url, good).status_code == 200  # the same request, right: served
+
+
+def test_http_generates_and_prints_a_token_once(folder: Folder) -> None:
+    served = _start(folder, {})
+    try:
+        found = re.findall(r"^\s+([A-Za-z0-9_-]{43,})\s*$", served.stderr_head, re.M)
+        assert len(found) == 1, served.stderr_head
+        token = found[0]
+        assert "Authorization: Bearer" in served.stderr_head
+        assert _post(served.url, {"Authorization": f"Bearer {token}"}).status_code == 200
+        assert _post(served.url, {}).status_code == 401
+    finally:
+        log = _stop(served)
+    assert log.count(token) == 1  # printed once, never logged again
