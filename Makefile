@@ -2,7 +2,8 @@
 #
 #   make test    create .venv if missing, install the project with its dev tools, make sure bubblewrap
 #                is installed, then run ruff, mypy and pytest (all three run; any failure fails the target)
-#   make demo    create .venv if missing, install the project, run demo/tour.sh
+#   make demo    create .venv if missing, install the project with its mcp extra, run demo/tour.sh (the
+#                command-line tour), then demo/mcp_tour.py (machine serve driven by a real MCP client)
 #   make lint    ruff and mypy only
 #   make bench   run every benchmarks/*.py script
 #   make clean   remove build outputs and tool caches (keeps .venv and .machine/, which holds your runs)
@@ -19,14 +20,15 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 
 PYPROJECT_HASH := $(shell $(PYTHON) -c "import hashlib; print(hashlib.sha256(open('pyproject.toml', 'rb').read()).hexdigest()[:12])")
-STAMP := $(VENV)/.installed-$(PYPROJECT_HASH)
+# STAMP: the project with its mcp extra (the demo's MCP client and `machine serve` need it).
+STAMP := $(VENV)/.installed-mcp-$(PYPROJECT_HASH)
 STAMP_DEV := $(VENV)/.installed-dev-$(PYPROJECT_HASH)
 
 .PHONY: help test demo lint ruff mypy bench clean venv install install-dev bwrap
 
 help:
 	@echo "make test   set up .venv, install bubblewrap if missing, run ruff, mypy and pytest"
-	@echo "make demo   set up .venv and run demo/tour.sh"
+	@echo "make demo   set up .venv, run demo/tour.sh, then drive machine serve with an MCP client"
 	@echo "make lint   ruff and mypy"
 	@echo "make bench  run every benchmarks/*.py"
 	@echo "make clean  remove build outputs and caches (keeps .venv and .machine/)"
@@ -38,7 +40,7 @@ venv: $(PY)
 
 # Stamps of other pyproject.toml versions are removed so that an edit, then an undo, reinstalls.
 $(STAMP): | $(PY)
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e '.[mcp]'
 	@find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(PYPROJECT_HASH)' -delete
 	@touch $@
 
@@ -95,6 +97,7 @@ mypy: $(STAMP_DEV)
 
 demo: $(STAMP)
 	bash demo/tour.sh
+	$(PY) demo/mcp_tour.py
 
 bench: $(STAMP)
 	@shopt -s nullglob; scripts=(benchmarks/*.py); \

@@ -8,11 +8,13 @@ runs hold prompts and outputs.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -70,6 +72,17 @@ UPSERT_RUN_SQL = (
     " score=excluded.score, data=excluded.data, suite_id=excluded.suite_id"
 )
 NEWEST_RUNS_SQL = "SELECT data FROM runs WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT ?"
+INPUT_PREVIEW = 100
+"""How many characters of a run's input a ``RunSummary`` keeps."""
+# The same walk as NEWEST_RUNS_SQL, reading only the fields a listing shows. One json_extract with several
+# paths parses a row's JSON once (a second call would parse it again) and answers a small JSON array,
+# which Python parses once. ``rubric_fingerprint`` is a required field of a scorecard: not null iff graded.
+NEWEST_SUMMARIES_SQL = (
+    "SELECT id, status, case_id, trial, suite_id, score,"
+    " json_extract(data, '$.timings.started_at', '$.version', '$.model', '$.harness', '$.cost_usd',"
+    " '$.error', '$.scorecard.rubric_fingerprint', '$.scorecard.pass_score', '$.input')"
+    " FROM runs WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT ?"
+)
 PAGE_SIZE = 500
 PAGE_RUNS_SQL = (
     "SELECT created_at, id, data FROM runs WHERE (created_at, id) > (?, ?)"
@@ -112,11 +125,50 @@ class SuiteRecord(BaseModel):
     created_at: datetime = Field(default_factory=now)
 
 
+@dataclass(slots=True)  # not frozen: a frozen dataclass is built at half the speed
+class RunSummary:
+    """The fields of a stored run that a listing shows (``machine runs``, the server's ``recent_runs``),
+    read without validating the whole run: ``SQLiteStore.summaries``. Each field equals the run's own
+    (``created_at`` is ``run.created_at.isoformat()``, ``passed`` is ``run.passed``)."""
+
+    id: str
+    created_at: str
+    status: str
+    score: float | None
+    passed: bool | None
+    graded: bool
+    """Whether the run has a scorecard (graded, though perhaps with nothing scored)."""
+    cost_usd: float
+    case_id: str | None
+    trial: int | None
+    suite_id: str | None
+    version: str | None
+    model: str
+    harness: str
+    error: str | None
+    input_preview: str
+    """The first ``INPUT_PREVIEW`` characters of the input."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The row of ``machine runs --json``: the same as ``Run.summary()``."""
+        return {
+            "id": self.id,
+            "created_at": self.created_at,
+            "status": self.status,
+            "score": self.score,
+            "passed": self.passed,
+            "cost_usd": self.cost_usd,
+            "case": self.case_id,
+            "model": self.model,
+        }
+
+
 class Store(Protocol):
     def put(self, run: Run) -> None: ...
     def put_many(self, runs: Iterable[Run]) -> None: ...
     def get(self, run_id: str) -> Run: ...
     def runs(self, machine: str, limit: int = 20) -> list[Run]: ...
+    def summaries(self, machine: str, limit: int = 20) -> list[RunSummary]: ...
     def iter_runs(self, machine: str | None = None) -> Iterator[Run]: ...
     def put_session(self, session: ChatSession) -> None: ...
     def get_session(self, name: str) -> ChatSession: ...
@@ -211,6 +263,13 @@ class SQLiteStore:
         with self._lock:
             rows = self._db.execute(NEWEST_RUNS_SQL, (machine, limit)).fetchall()
         return [Run.model_validate_json(data) for (data,) in rows]
+
+    def summaries(self, machine: str, limit: int = 20) -> list[RunSummary]:
+        """``runs`` for a listing: the newest ``limit`` runs of ``machine`` as ``RunSummary`` rows, newest
+        first, read from the index and a few JSON fields (no run is validated, no trajectory built)."""
+        with self._lock:
+            rows = self._db.execute(NEWEST_SUMMARIES_SQL, (machine, limit)).fetchall()
+        return [_summary(*row) for row in rows]
 
     def iter_runs(self, machine: str | None = None) -> Iterator[Run]:
         """Every run (of ``machine``), oldest first, read in pages so memory stays flat."""
@@ -314,6 +373,40 @@ def _row(
         run.score,
         run.model_dump_json(),
         run.suite_id,
+    )
+
+
+def _summary(
+    run_id: str,
+    status: str,
+    case_id: str | None,
+    trial: int | None,
+    suite_id: str | None,
+    score: float | None,
+    fields: str,
+) -> RunSummary:
+    """One row of ``NEWEST_SUMMARIES_SQL`` as a ``RunSummary``."""
+    started_at, version, model, harness, cost_usd, error, fingerprint, pass_score, text = json.loads(fields)
+    graded = fingerprint is not None
+    passed = None
+    if graded and score is not None:
+        passed = score >= (1.0 if pass_score is None else pass_score) - 1e-9  # as Scorecard.passed
+    return RunSummary(
+        id=run_id,
+        created_at=datetime.fromisoformat(started_at).isoformat(),  # as Run.created_at.isoformat()
+        status=status,
+        score=score,
+        passed=passed,
+        graded=graded,
+        cost_usd=float(cost_usd if cost_usd is not None else 0.0),
+        case_id=case_id,
+        trial=trial,
+        suite_id=suite_id,
+        version=version,
+        model=model,
+        harness=harness,
+        error=error,
+        input_preview=(text or "")[:INPUT_PREVIEW],
     )
 
 

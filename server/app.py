@@ -19,6 +19,7 @@ This module deliberately has no ``from __future__ import annotations``: the tool
 closures, which the SDK reads with ``typing.get_type_hints``.
 """
 
+import json
 import logging
 import re
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from machine._budget import Budget
 from machine._errors import BudgetExceeded, CommitRefused, ConsentRequired, MachineError
 from machine._policy import Consent, SpendingPolicy
 from machine._runs import Run, Usage
+from machine._store import RunSummary as StoredSummary
 from machine._workspace import Workspace
 
 log = logging.getLogger("machine.server")
@@ -202,11 +204,10 @@ def _usd(value: float) -> str:
     return f"${value:.2f}" if value == round(value, 2) else f"${value:.4g}"
 
 
-def _run_summary(run: Run) -> RunSummary:
-    card = run.scorecard
+def _run_summary(run: StoredSummary) -> RunSummary:
     return RunSummary(
         id=run.id,
-        created_at=run.created_at.isoformat(),
+        created_at=run.created_at,
         case_id=run.case_id,
         trial=run.trial,
         suite_id=run.suite_id,
@@ -214,8 +215,8 @@ def _run_summary(run: Run) -> RunSummary:
         model=run.model,
         harness=run.harness,
         status=run.status,
-        score=None if card is None else card.score,
-        passed=None if card is None else card.passed,
+        score=run.score,
+        passed=run.passed,
         cost_usd=run.cost_usd,
         error=run.error,
     )
@@ -244,6 +245,20 @@ class _Plan(BaseModel):
             f"x {self.trials} trial{'s' if self.trials != 1 else ''} ({runs} runs) with model {self.model} "
             f"on the {self.harness} harness, spending at most {_usd(self.amount)}. Allow it?"
         )
+
+
+def _cases_files(folder: Path) -> list[str]:
+    """The machine's JSON files that hold cases (a list, or ``{"cases": [...]}``), not its versions,
+    model or scripts."""
+    names = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, list) or (isinstance(data, dict) and isinstance(data.get("cases"), list)):
+            names.append(path.name)
+    return names
 
 
 def build_server(
@@ -302,9 +317,7 @@ def build_server(
             raise ToolError(f"trials={trials} is not allowed: give 1 to {MAX_TRIALS}")
         folder = ws.machines_dir / name
         file_name = cases or "cases.json"
-        available = sorted(
-            p.name for p in folder.glob("*.json") if p.name not in ("versions.json", "model.json")
-        )
+        available = _cases_files(folder)
         if not CASES_NAME.match(file_name) or not (folder / file_name).is_file():
             listing = ", ".join(available) if available else "none"
             raise ToolError(
@@ -430,9 +443,7 @@ def build_server(
                 ToolInfo(name=t["name"], description=t["description"], origin=t["from"])
                 for t in info["tools"]
             ],
-            cases_files=sorted(
-                p.name for p in folder.glob("*.json") if p.name not in ("versions.json", "model.json")
-            ),
+            cases_files=_cases_files(folder),
         )
 
     @server.tool(
@@ -444,7 +455,7 @@ def build_server(
         """The machine's newest stored runs (newest first), with their scores: at most `limit` (1 to 500)."""
         if not 1 <= limit <= MAX_RECENT:
             raise ToolError(f"limit={limit} is not allowed: give 1 to {MAX_RECENT}")
-        runs = ws.store.runs(name, limit=limit)
+        runs = ws.store.summaries(name, limit=limit)  # the listed fields only: no run is validated
         if not runs:  # a machine with stored runs exists (or did): only an empty answer needs the check
             known(name)
         return RecentRuns(machine=name, limit=limit, runs=[_run_summary(r) for r in runs])

@@ -83,20 +83,19 @@ def runs(ctx: click.Context, /, name: str, limit: int, as_json: bool) -> None:
     ws = workspace_from(ctx)
     if name not in ws.names():
         ws.load(name)  # raises, listing the known machines
-    found = ws.store.runs(name, limit)
+    found = ws.store.summaries(name, limit)  # the listed fields only: no run is validated
     if as_json:
-        dump_json([r.summary() for r in found])
+        dump_json([r.as_json() for r in found])
         return
     if not found:
         click.echo(f"no runs of {name} yet; `machine run {name} INPUT` makes one")
     for r in found:
-        s = r.summary()
-        verdict = {True: "pass", False: "fail", None: "-"}[s["passed"]]
-        status = "ERROR" if s["status"] == "error" else fmt_score(s["score"]) if r.scorecard else "ungraded"
-        case = f" case {s['case']}" if s["case"] else ""
+        verdict = {True: "pass", False: "fail", None: "-"}[r.passed]
+        status = "ERROR" if r.status == "error" else fmt_score(r.score) if r.graded else "ungraded"
+        case = f" case {r.case_id}" if r.case_id else ""
         click.echo(
-            f"{s['id']}  {s['created_at'][:19]}  {status:<8} {verdict:<4} ${s['cost_usd']:.4f}"
-            f"  {s['model']}{case}  {r.input[:50]!r}"
+            f"{r.id}  {r.created_at[:19]}  {status:<8} {verdict:<4} ${r.cost_usd:.4f}"
+            f"  {r.model}{case}  {r.input_preview[:50]!r}"
         )
 
 

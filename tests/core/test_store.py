@@ -18,11 +18,14 @@ import pytest
 from machine._errors import DefinitionError, NotFoundError
 from machine._runs import CriterionScore, Message, Run, Scorecard, Tag, Timings, ToolCall, Usage
 from machine._store import (
+    INPUT_PREVIEW,
     NEWEST_RUNS_SQL,
+    NEWEST_SUMMARIES_SQL,
     PAGE_MACHINE_RUNS_SQL,
     PAGE_RUNS_SQL,
     PAGE_SIZE,
     ChatSession,
+    RunSummary,
     SQLiteStore,
 )
 
@@ -194,6 +197,103 @@ def test_runs_orders_by_instant_whatever_the_time_zone(store: SQLiteStore) -> No
     store.put(make_run("later", at=datetime(2026, 1, 1, 10, 0, tzinfo=UTC)))
 
     assert [run.id for run in store.runs("red")] == ["later", "earlier"]
+
+
+def card(*scores: float | None, pass_score: float = 1.0) -> Scorecard:
+    """A scorecard with one criterion (weight 1) per score."""
+    return Scorecard(
+        rubric_fingerprint="fp",
+        criteria={
+            f"c{i}": CriterionScore(criterion=f"c{i}", weight=1.0, grader="rule", score=score)
+            for i, score in enumerate(scores)
+        },
+        pass_score=pass_score,
+    )
+
+
+def assert_summary_is_the_run(summary: RunSummary, run: Run) -> None:
+    """Every field of ``summary`` equals what the full ``run`` says (``Run.summary()`` and the rest)."""
+    assert summary.as_json() == run.summary()
+    assert summary.id == run.id
+    assert summary.created_at == run.created_at.isoformat()
+    assert summary.status == run.status
+    assert summary.score == run.score
+    assert summary.passed is run.passed
+    assert summary.graded is (run.scorecard is not None)
+    assert summary.cost_usd == run.cost_usd
+    assert summary.case_id == run.case_id
+    assert summary.trial == run.trial
+    assert summary.suite_id == run.suite_id
+    assert summary.version == run.version
+    assert summary.model == run.model
+    assert summary.harness == run.harness
+    assert summary.error == run.error
+    assert summary.input_preview == run.input[:INPUT_PREVIEW]
+
+
+def test_summaries_equal_the_full_runs_field_by_field(store: SQLiteStore) -> None:
+    at = iter(T0 + timedelta(minutes=i) for i in range(100))
+    trajectory = [
+        Message(role="user", content="go"),
+        Message(role="assistant", content="", tool_calls=[ToolCall(id="t1", name="ls", arguments={})]),
+        Message(role="tool", content="a\nb", tool_call_id="t1", name="ls"),
+    ]
+    mixed = [
+        make_run("ungraded", at=next(at), cost_usd=0.0123, trajectory=trajectory),
+        make_run(
+            "passed", at=next(at), case_id="c1", trial=2, suite_id="s1", version="v3", scorecard=card(1.0)
+        ),
+        make_run("failed-grade", at=next(at), case_id="c2", trial=0, scorecard=card(1.0, 0.0)),
+        make_run("lenient", at=next(at), scorecard=card(1.0, 1.0, 0.0, pass_score=0.6)),
+        make_run("just-short", at=next(at), scorecard=card(1.0, 0.0, pass_score=0.5 + 1e-6)),
+        make_run("at-the-bar", at=next(at), scorecard=card(0.7, pass_score=0.7)),
+        make_run("unscored", at=next(at), scorecard=card(None, None)),
+        make_run("error", at=next(at), status="error", error="the model's endpoint said 500", cost_usd=1e-05),
+        make_run("error-graded", at=next(at), status="error", error="boom", scorecard=card(0.0)),
+        Run(
+            id="long-input",
+            machine="red",
+            model="gpt-x",
+            harness="tools",
+            input='é🙂 "quoted"\n' * 50,
+            timings=Timings(
+                started_at=datetime(
+                    2026, 1, 1, 12, 0, 0, 123456, tzinfo=timezone(timedelta(hours=5, minutes=30))
+                )
+            ),
+        ),
+        make_run("other-machine", machine="blue", at=next(at), scorecard=card(1.0)),
+    ]
+    store.put_many(mixed)
+    expected = [run for run in store.runs("red", 100)]  # the full runs, as stored, newest first
+    assert len(expected) == len(mixed) - 1
+
+    summaries = store.summaries("red", 100)
+    assert [s.id for s in summaries] == [run.id for run in expected]
+    for summary, run in zip(summaries, expected, strict=True):
+        assert_summary_is_the_run(summary, run)
+    by_id = {s.id: s for s in summaries}
+    assert by_id["passed"].passed is True and by_id["failed-grade"].passed is False
+    assert by_id["lenient"].passed is True and by_id["just-short"].passed is False
+    assert by_id["at-the-bar"].passed is True
+    assert by_id["unscored"].graded and by_id["unscored"].passed is None and by_id["unscored"].score is None
+    assert not by_id["ungraded"].graded and by_id["ungraded"].passed is None
+    assert by_id["long-input"].created_at.endswith("+05:30")
+
+    assert [s.id for s in store.summaries("red", 3)] == [run.id for run in expected[:3]]
+    assert [s.id for s in store.summaries("blue")] == ["other-machine"]
+    assert_summary_is_the_run(store.summaries("blue")[0], store.get("other-machine"))
+    assert store.summaries("nobody") == []
+
+
+def test_summaries_list_like_runs_newest_first_with_ties_by_id(store: SQLiteStore) -> None:
+    for run_id, minutes in (("old", 0), ("mid-a", 1), ("mid-c", 1), ("mid-b", 1), ("new", 2)):
+        store.put(make_run(run_id, at=T0 + timedelta(minutes=minutes)))
+    store.put(make_run("child", machine="red/child", at=T0 + timedelta(hours=1)))
+
+    assert [s.id for s in store.summaries("red")] == ["new", "mid-c", "mid-b", "mid-a", "old"]
+    assert [s.id for s in store.summaries("red", 2)] == ["new", "mid-c"]
+    assert [s.id for s in store.summaries("red/child")] == ["child"]
 
 
 def test_iter_runs_streams_every_run_across_pages_oldest_first(store: SQLiteStore) -> None:
@@ -394,6 +494,15 @@ def test_the_newest_runs_query_walks_the_index(store: SQLiteStore) -> None:
     assert NEWEST_RUNS_SQL in statements  # the constant is the text the store really runs
 
     details = plan(store, NEWEST_RUNS_SQL, ("m3", 20))
+    assert_no_scan(details, "runs_newest")
+
+
+def test_the_newest_summaries_query_walks_the_index(store: SQLiteStore) -> None:
+    fill_for_plans(store)
+    statements = executed(store, lambda: store.summaries("m3", 20))
+    assert NEWEST_SUMMARIES_SQL in statements  # the constant is the text the store really runs
+
+    details = plan(store, NEWEST_SUMMARIES_SQL, ("m3", 20))
     assert_no_scan(details, "runs_newest")
 
 

@@ -67,6 +67,7 @@ async def test_read_only_tools(folder: Folder) -> None:
     assert detail["model"] == "Qwen/Qwen3.8-27B"
     assert [t["name"] for t in detail["tools"]] == ["red_mentioned"]
     assert "holdout.json" in detail["cases_files"] and "cases.json" in detail["cases_files"]
+    assert "script.json" not in detail["cases_files"]  # a script for the scripted harness is no cases file
     assert recent.structured_content == {"machine": "red", "limit": 20, "runs": []}
 
 
