@@ -186,12 +186,8 @@ class Workspace:
             timings=Timings(),
         )
         folder = workdir.resolve() if workdir is not None else self.project
-        sandbox, fresh = (
-            self._sandbox(spec, run.id, dict(case.files) if case else dict(files or {}), folder),
-            True,
-        )
-        if sandbox is not None and sandbox.path == folder:
-            fresh = False  # the person's own folder: never removed
+        sandbox = self._sandbox(spec, run.id, dict(case.files) if case else dict(files or {}), folder)
+        fresh = sandbox is not None and sandbox.path != folder  # the person's own folder is never removed
         request = HarnessRequest(
             run_id=run.id,
             machine=spec.name,
