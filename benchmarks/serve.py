@@ -6,9 +6,14 @@
 - **Round trip**: ``tools/call recent_runs(name, limit=20)`` on a store of 100,000 runs (filled with
   ``put_many``) against the bare server's trivial tool, CALLS calls each over one stdio session each;
   median of each and the ratio. Target: at most 2x.
+- **Round trip over HTTP**: the same two calls with ``machine serve --http --port 0`` (its bearer token
+  from ``MACHINE_SERVER_TOKEN``, sent on every request) against the bare ``MCPServer``'s
+  ``streamable_http_app`` under uvicorn (no auth), both on 127.0.0.1; median of each and the ratio.
+  Target: at most 2x.
 
-The client side is raw newline-delimited JSON-RPC over the pipes, so both servers pay the same, small
-client cost. Prints figures and asserts nothing.
+The client side is raw newline-delimited JSON-RPC over the pipes (over HTTP: raw JSON-RPC POSTs with
+httpx on one keep-alive connection), so both servers pay the same, small client cost. Prints figures and
+asserts nothing.
 
     .venv/bin/python benchmarks/serve.py            # 10 starts, 300 calls, 100,000 runs
     .venv/bin/python benchmarks/serve.py --quick    # 5 starts, 100 calls, 20,000 runs
@@ -20,11 +25,14 @@ import argparse
 import json
 import os
 import random
+import re
+import secrets
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -33,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import httpx  # noqa: E402
 from store import START, make_run  # noqa: E402
 
 from machine._store import SQLiteStore  # noqa: E402
@@ -54,6 +63,38 @@ def ping() -> str:
 
 server.run("stdio")
 """
+BARE_HTTP_PY = """\
+import sys
+
+import anyio
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("bare")
+
+
+@server.tool()
+def ping() -> str:
+    \"\"\"Answer pong.\"\"\"
+    return "pong"
+
+
+async def main() -> None:
+    app = server.streamable_http_app(host="127.0.0.1")
+    web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(web.serve)
+        with anyio.fail_after(30):
+            while not web.started:
+                await anyio.sleep(0.01)
+        port = web.servers[0].sockets[0].getsockname()[1]
+        print(f"bare: MCP over streamable HTTP at http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
+
+
+anyio.run(main)
+"""
+URL = re.compile(rb"(http://127\.0\.0\.1:\d+/mcp)")
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INIT = {
     "jsonrpc": "2.0",
     "id": 0,
@@ -124,6 +165,79 @@ class Stdio:
             self.process.wait(timeout=10)
 
 
+class Http:
+    """One server process listening on 127.0.0.1, spoken to with raw JSON-RPC POSTs."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], headers: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        )
+        assert self.process.stderr is not None
+        found = None
+        for _ in range(200):  # bounded: the server announces its URL on stderr once it listens
+            line = self.process.stderr.readline()
+            if not line:
+                break
+            found = URL.search(line)
+            if found:
+                break
+        if found is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+            raise RuntimeError(f"{argv[0]} did not announce its URL")
+        self.url = found.group(1).decode()
+        # Keep draining stderr, so a chatty server never blocks on a full pipe.
+        threading.Thread(target=self.process.stderr.read, daemon=True).start()
+        self.client = httpx.Client(timeout=30)
+        self.headers = {**ACCEPT, **headers}
+        self.next_id = 1
+
+    def post(self, message: dict[str, Any]) -> httpx.Response:
+        response = self.client.post(self.url, json=message, headers=self.headers)
+        response.raise_for_status()
+        return response
+
+    def answer(self, response: httpx.Response) -> dict[str, Any]:
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            for line in response.text.splitlines():
+                if line.startswith("data:"):
+                    message: dict[str, Any] = json.loads(line[5:])
+                    if "id" in message:
+                        return message
+            raise RuntimeError("no answer in the event stream")
+        answer: dict[str, Any] = response.json()
+        return answer
+
+    def initialize(self) -> dict[str, Any]:
+        response = self.post(INIT)
+        answer = self.answer(response)
+        if session := response.headers.get("mcp-session-id"):
+            self.headers["mcp-session-id"] = session
+        self.headers["mcp-protocol-version"] = answer["result"]["protocolVersion"]
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        request_id = self.next_id
+        self.next_id += 1
+        request = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        }
+        return self.answer(self.post(request))
+
+    def close(self) -> None:
+        self.client.close()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
 def fill(workspace: Path, runs: int) -> None:
     """``runs`` stored runs of machine red (and as many of four others), written with put_many."""
     store = SQLiteStore(workspace / ".machine" / "store.db")
@@ -150,9 +264,14 @@ def cold_start(argv: list[str], env: dict[str, str]) -> float:
 
 
 def round_trips(
-    argv: list[str], env: dict[str, str], tool: str, arguments: dict[str, Any], calls: int
+    argv: list[str],
+    env: dict[str, str],
+    tool: str,
+    arguments: dict[str, Any],
+    calls: int,
+    http_headers: dict[str, str] | None = None,
 ) -> list[float]:
-    server = Stdio(argv, env)
+    server: Stdio | Http = Stdio(argv, env) if http_headers is None else Http(argv, env, http_headers)
     server.initialize()
     for _ in range(10):  # warm up: the first call loads the machine and opens the store
         answer = server.call(tool, arguments)
@@ -211,6 +330,29 @@ def main() -> None:
         print(f"tools/call round trip over stdio (median of {calls} calls each, one session each)")
         print(f"  recent_runs(red, 20) on {runs:,} runs  {ours_ms:7.2f} ms")
         print(f"  bare ping                          {bare_ms:7.2f} ms")
+        verdict = "ok" if ratio <= TARGET_CALL else "OVER"
+        print(f"  ratio {ratio:.2f}x  (target <= {TARGET_CALL}x: {verdict})")
+
+        bare_http = scratch / "bare_http.py"
+        bare_http.write_text(BARE_HTTP_PY, encoding="utf-8")
+        token = secrets.token_urlsafe(32)
+        bearer = {"Authorization": f"Bearer {token}"}
+        mine = round_trips(
+            [*ours, "--http", "--port", "0"],
+            {**env, "MACHINE_SERVER_TOKEN": token},
+            "recent_runs",
+            {"name": "red", "limit": 20},
+            calls,
+            http_headers=bearer,
+        )
+        base = round_trips([sys.executable, str(bare_http)], env, "ping", {}, calls, http_headers={})
+        ours_ms, bare_ms = statistics.median(mine) * 1000, statistics.median(base) * 1000
+        ratio = ours_ms / bare_ms
+        print(
+            f"tools/call round trip over HTTP on 127.0.0.1 (median of {calls} calls each, one session each)"
+        )
+        print(f"  recent_runs(red, 20), bearer       {ours_ms:7.2f} ms")
+        print(f"  bare ping, no auth                 {bare_ms:7.2f} ms")
         verdict = "ok" if ratio <= TARGET_CALL else "OVER"
         print(f"  ratio {ratio:.2f}x  (target <= {TARGET_CALL}x: {verdict})")
     finally:
