@@ -189,18 +189,26 @@ class SpendingPolicy:
         budget_usd: float | None = None,
         tool: str | None = None,
         machine: str | None = None,
+        capped: bool = True,
     ) -> tuple[str, Consent]:
         """A correlation id for consent given another way (the host's form, or a command the person typed).
 
         ``budget_usd``, ``tool`` and ``machine`` are optional; given, they go into the log line that
-        ``settle`` writes.
+        ``settle`` writes. ``budget_usd`` is held to ``max_per_call`` unless ``capped=False``: the cap
+        limits what a model asks for, not a budget the person set themselves (the CLI's ``--budget``),
+        which must still be a non-negative number of USD.
         """
         if how not in ("elicitation", "command"):
             raise BadInputError(
                 f"consent how={how!r} is not one of 'elicitation', 'command' "
                 "(the allowance goes through reserve())"
             )
-        amount = None if budget_usd is None else self.check_amount(budget_usd)
+        if budget_usd is None:
+            amount = None
+        elif capped:
+            amount = self.check_amount(budget_usd)
+        else:
+            amount = _explicit("budget_usd", budget_usd)
         consent = Consent(how, str(detail))
         with self._lock:
             correlation_id = self._new_id()

@@ -1,18 +1,32 @@
-"""Options shared by the commands, and the one place that builds a Workspace from them."""
+"""Options shared by the commands, and the one place that builds a Workspace from them.
+
+It is also the one place where a command's spending is logged, through the same ``SpendingPolicy`` as the
+MCP server and to the same ``.machine/spending.jsonl``: ``workspace_from`` opens the spend when it builds a
+Workspace with a budget (every command that can spend: run, suite, converse, compare, eval, agree,
+propose), and ``handle_errors``, around every command, settles it once the command is done. No command
+does either itself.
+"""
 
 from __future__ import annotations
 
 import functools
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from .._errors import BadInputError
 
+if TYPE_CHECKING:
+    from .._budget import Budget
+    from .._policy import SpendingPolicy
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+_SPEND_KEY = "machine.spend"  # in click's ctx.meta, shared by every context of one invocation
 
 
 def _remember_workspace(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -145,7 +159,7 @@ def workspace_from(ctx: click.Context, **options: Any) -> Any:
         harness = make_harness(
             options["harness"], script=options.get("script"), base_url=options.get("base_url")
         )
-    return Workspace(
+    ws = Workspace(
         root,
         harness=harness,
         budget=budget,
@@ -154,6 +168,54 @@ def workspace_from(ctx: click.Context, **options: Any) -> Any:
         judge_effort=options.get("judge_effort"),
         keep_sandboxes=bool(options.get("keep_sandbox")),
     )
+    _open_spend(ctx, ws.data_dir / "spending.jsonl", budget)
+    return ws
+
+
+@dataclass
+class _Spend:
+    policy: SpendingPolicy
+    correlation_id: str
+    budget: Budget
+
+
+def _open_spend(ctx: click.Context, log_path: Path, budget: Budget) -> None:
+    """Record the person's consent to this command's spending: typing the command is the consent.
+
+    The cap per call (``MACHINIST_MAX_BUDGET``, $10) is for tools a model calls; the person's own
+    ``--budget`` on the command line is not held to it, so it goes into the log uncapped (``capped=False``).
+    """
+    from .._policy import SpendingPolicy
+
+    policy = SpendingPolicy.from_env(log_path)
+    command = ctx.command.name or ctx.info_name or "machine"
+    cap = "none" if budget.usd is None else f"{budget.usd:g}"
+    correlation_id, _ = policy.consented(
+        "command",
+        f"machine {command} --budget {cap}",
+        budget_usd=budget.usd,
+        tool=command,
+        machine=ctx.params.get("name"),
+        capped=False,
+    )
+    ctx.meta[_SPEND_KEY] = _Spend(policy, correlation_id, budget)
+
+
+def _settle_spend(*, finished: bool) -> None:
+    """Write the spending log line of the spend ``workspace_from`` opened in this invocation, if any.
+
+    The line is written when the command finished (even at $0: an echo or scripted run, or judges that
+    were not needed) or when it spent anything however it ended (a failure or Ctrl-C midway still logs
+    what was spent). A command that failed before spending anything (bad input, an unknown machine, a
+    refusal) writes nothing.
+    """
+    ctx = click.get_current_context(silent=True)
+    spend = ctx.meta.pop(_SPEND_KEY, None) if ctx is not None else None
+    if not isinstance(spend, _Spend):
+        return
+    spent = spend.budget.spent
+    if finished or spent > 0:
+        spend.policy.settle(spend.correlation_id, spent_usd=spent)
 
 
 def print_spend(budget: Any) -> None:
@@ -162,13 +224,22 @@ def print_spend(budget: Any) -> None:
 
 
 def handle_errors(fn: F) -> F:
-    """Turn the library's errors into one clear line and exit status 2; nothing else is printed."""
+    """Turn the library's errors into one clear line and exit status 2; nothing else is printed.
+
+    Around every command, it also settles the command's spend (``_settle_spend``) once the command is done.
+    """
     from .._errors import MachineError
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException:
+                _settle_spend(finished=False)
+                raise
+            _settle_spend(finished=True)
+            return result
         except MachineError as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(2)

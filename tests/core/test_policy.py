@@ -212,6 +212,17 @@ def test_consented_works_without_an_allowance_and_refuses_other_hows() -> None:
         policy.consented("command", "x", budget_usd=50)
 
 
+def test_consented_uncapped_records_a_budget_over_the_cap_but_still_checks_it() -> None:
+    policy = SpendingPolicy(max_per_call=10)
+    cid, _ = policy.consented("command", "machine suite red --budget 50", budget_usd=50, capped=False)
+    policy.settle(cid, spent_usd=12.5)
+    [entry] = policy.log()
+    assert entry["budget_usd"] == 50.0 and entry["spent_usd"] == 12.5
+    for bad in (-1, math.nan, math.inf, "5", True):
+        with pytest.raises(BadInputError, match="budget_usd"):
+            policy.consented("command", "x", budget_usd=bad, capped=False)  # type: ignore[arg-type]
+
+
 # -- the log ----------------------------------------------------------------------------------------------
 
 
