@@ -29,7 +29,7 @@ from ._loader import MachineLoader
 from ._runs import Run
 from ._spec import Machine
 from ._stats import Paired
-from ._suite import WRITE_BATCH, CaseResult, tally
+from ._suite import BatchWriter, CaseResult, tally
 from ._workspace import Workspace
 
 EVIDENCE_Z = 2.0
@@ -365,13 +365,8 @@ async def compare(
         pending: Iterator[tuple[Side, Machine, Case, int]] = (
             (side, spec, case, trial) for trial in range(trials) for case in chosen for side, spec in versions
         )
-        finished: list[Run] = []
+        writer = BatchWriter(workspace.store)
         spent_before = workspace.budget.spent
-
-        def flush() -> None:
-            if finished:
-                workspace.store.put_many(finished)
-                finished.clear()
 
         async def one(side: Side, spec: Machine, case: Case, trial: int) -> tuple[Run | None, list[Run]]:
             """Run one (version, case, trial), stamp its revision, and grade it with the CURRENT machine."""
@@ -405,9 +400,7 @@ async def compare(
                     return
                 if run is not None:
                     tally(side.cases[case.id], run)
-                finished.extend(turns)
-                if len(finished) >= WRITE_BATCH:
-                    flush()
+                writer.add(turns)
                 if on_run is not None and run is not None:
                     on_run(run)
 
@@ -416,7 +409,7 @@ async def compare(
                 for _ in range(min(concurrency, 2 * len(chosen) * trials)):
                     group.start_soon(worker)
         finally:
-            flush()
+            writer.flush()
     comparison.cost_usd = workspace.budget.spent - spent_before
     a_scores, b_scores = a.scores, b.scores
     if any(a_scores[c] and b_scores[c] for c in a_scores):

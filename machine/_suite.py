@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ from ._errors import BadInputError, BudgetExceeded, NotFoundError
 from ._harness import Harness
 from ._runs import Run, new_run_id
 from ._spec import Machine
-from ._store import SuiteRecord
+from ._store import Store, SuiteRecord
 from ._workspace import Workspace
 
 
@@ -159,6 +159,25 @@ WRITE_BATCH = 64
 loses at most one batch of finished runs, never half a run."""
 
 
+class BatchWriter:
+    """Collects finished runs and writes them ``WRITE_BATCH`` at a time; ``flush`` writes the rest.
+    Runs added together (a conversation's turns) land in the same batch."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.pending: list[Run] = []
+
+    def add(self, runs: Iterable[Run]) -> None:
+        self.pending.extend(runs)
+        if len(self.pending) >= WRITE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.store.put_many(self.pending)
+            self.pending.clear()
+
+
 def suite_key(cases: Sequence[Case], trials: int) -> str:
     """The fingerprint of a suite's work: its cases (all their data) and the number of trials."""
     text = json.dumps({"cases": [c.data() for c in cases], "trials": trials}, sort_keys=True)
@@ -261,12 +280,7 @@ async def run_suite(
         on_start(report, len(todo))
     spent_before = workspace.budget.spent
     pending: Iterator[tuple[Case, int]] = iter(todo)
-    finished: list[Run] = []
-
-    def flush() -> None:
-        if finished:
-            workspace.store.put_many(finished)
-            finished.clear()
+    writer = BatchWriter(workspace.store)
 
     async def worker() -> None:
         for case, trial in pending:
@@ -308,9 +322,7 @@ async def run_suite(
             if run is not None:
                 tally(results[case.id], run)
                 tally_criteria(report, run)
-            finished.extend(marked.values())  # a conversation's turns go into one batch together
-            if len(finished) >= WRITE_BATCH:
-                flush()
+            writer.add(marked.values())  # a conversation's turns go into one batch together
             if on_run is not None and run is not None:
                 on_run(run)
 
@@ -319,7 +331,7 @@ async def run_suite(
             for _ in range(min(concurrency, len(todo))):
                 group.start_soon(worker)
     finally:
-        flush()
+        writer.flush()
     report.cost_usd = workspace.budget.spent - spent_before
     return report
 

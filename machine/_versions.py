@@ -854,7 +854,9 @@ async def propose(
 
     spent_before = ws.budget.spent
     stopped: str | None = None
-    finished: list[Run] = []
+    from ._suite import BatchWriter  # here: _suite imports _workspace, which imports this module
+
+    writer = BatchWriter(ws.store)
     queue = iter(jobs)
 
     async def worker() -> None:
@@ -877,7 +879,7 @@ async def propose(
                 stopped = str(error)
                 return
             side.add(run, how="regraded" if old is not None else "new", pass_score=pass_score)
-            finished.append(run)
+            writer.add([run])
             if on_run is not None:
                 on_run(run)
 
@@ -886,8 +888,7 @@ async def propose(
             for _ in range(min(concurrency, max(1, len(jobs)))):
                 group.start_soon(worker)
     finally:
-        if finished:
-            ws.store.put_many(finished)
+        writer.flush()
 
     before, after = sides[live.label], sides[candidate.label]
     before.finish()
