@@ -44,6 +44,7 @@ from machine._errors import BudgetExceeded, CommitRefused, ConsentRequired, Mach
 from machine._policy import Consent, SpendingPolicy
 from machine._runs import Run, Usage
 from machine._store import RunSummary as StoredSummary
+from machine._versions import Version
 from machine._workspace import Workspace
 
 log = logging.getLogger("machine.server")
@@ -581,6 +582,27 @@ def build_server(
             consent=_consent_info(correlation_id, given),
         )
 
+    async def change(
+        tool: str, name: str, what: str, consent: Any, action: Callable[[], Version]
+    ) -> tuple[Version, ConsentInfo]:
+        """A changing tool's steps: the person's consent (it spends nothing), the change under the lock,
+        the settled log line. CommitRefused passes through for the caller's report; other errors are
+        tool errors."""
+        known(name)
+        correlation_id, given = consent_for(
+            consent, tool=tool, machine=name, amount=0.0, what=what, changes=True
+        )
+        try:
+            async with spending_lock:
+                version = action()
+        except CommitRefused:
+            raise
+        except MachineError as error:
+            raise ToolError(str(error)) from error
+        finally:
+            policy.settle(correlation_id, spent_usd=0.0)
+        return version, _consent_info(correlation_id, given)
+
     async def ask_commit(name: str, force: bool, ctx: Context) -> Elicit[Approval] | NotAsked:
         if not _can_elicit(ctx) or name not in ws.names():
             return NotAsked(reason="not asked")
@@ -612,27 +634,16 @@ def build_server(
         from machine._versions import commit as commit_version
         from machine._versions import format_report
 
-        known(name)
         what = f"commit {name!r}" + (" with force" if force else "")
-        correlation_id, given = consent_for(
-            consent, tool="commit", machine=name, amount=0.0, what=what, changes=True
-        )
         try:
-            async with spending_lock:
-                version = commit_version(ws, name, force=force)
+            version, info = await change(
+                "commit", name, what, consent, lambda: commit_version(ws, name, force=force)
+            )
         except CommitRefused as refused:
             report = format_report(refused.report) + "\n" if refused.report is not None else ""
             raise ToolError(f"{report}commit refused: {refused}") from refused
-        except MachineError as error:
-            raise ToolError(str(error)) from error
-        finally:
-            policy.settle(correlation_id, spent_usd=0.0)
         return VersionResult(
-            machine=name,
-            version=version.label,
-            model=version.model,
-            forced=version.forced,
-            consent=_consent_info(correlation_id, given),
+            machine=name, version=version.label, model=version.model, forced=version.forced, consent=info
         )
 
     async def ask_revert(name: str, ctx: Context) -> Elicit[Approval] | NotAsked:
@@ -659,22 +670,9 @@ def build_server(
         model.json. Needs the person's consent: they are asked, or their configured allowance covers it."""
         from machine._versions import revert as revert_version
 
-        known(name)
-        correlation_id, given = consent_for(
-            consent, tool="revert", machine=name, amount=0.0, what=f"revert {name!r}", changes=True
+        version, info = await change(
+            "revert", name, f"revert {name!r}", consent, lambda: revert_version(ws, name)
         )
-        try:
-            async with spending_lock:
-                version = revert_version(ws, name)
-        except MachineError as error:
-            raise ToolError(str(error)) from error
-        finally:
-            policy.settle(correlation_id, spent_usd=0.0)
-        return VersionResult(
-            machine=name,
-            version=version.label,
-            model=version.model,
-            consent=_consent_info(correlation_id, given),
-        )
+        return VersionResult(machine=name, version=version.label, model=version.model, consent=info)
 
     return server
