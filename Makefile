@@ -1,7 +1,8 @@
 # Set-up, tests and the demo for machine.
 #
 #   make test    create .venv if missing, install the project with its dev tools, make sure bubblewrap
-#                is installed, then run ruff, mypy and pytest (all three run; any failure fails the target)
+#                is installed, install the agent hosts the tests drive (opencode, pi, MCP Inspector) from
+#                npm into .venv/npm, then run ruff, mypy and pytest (all three run; any failure fails)
 #   make demo    create .venv if missing, install the project with its mcp extra, run demo/tour.sh (the
 #                command-line tour), then demo/mcp_tour.py (machine serve driven by a real MCP client)
 #   make lint    ruff and mypy only
@@ -24,10 +25,17 @@ PYPROJECT_HASH := $(shell $(PYTHON) -c "import hashlib; print(hashlib.sha256(ope
 STAMP := $(VENV)/.installed-mcp-$(PYPROJECT_HASH)
 STAMP_DEV := $(VENV)/.installed-dev-$(PYPROJECT_HASH)
 
-.PHONY: help test demo lint ruff mypy bench clean venv install install-dev bwrap
+# The agent hosts the tests drive, pinned: opencode and pi run machines (--harness opencode|pi), MCP
+# Inspector's CLI talks to `machine serve`. Installed into .venv/npm (git-ignored) with their own stamp.
+NPM_DIR := $(VENV)/npm
+NPM_PACKAGES := opencode-ai@1.18.33 @mariozechner/pi-coding-agent@0.73.1 @modelcontextprotocol/inspector@0.22.0
+NPM_HASH := $(shell echo '$(NPM_PACKAGES)' | $(PYTHON) -c "import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:12])")
+NPM_STAMP := $(NPM_DIR)/.installed-$(NPM_HASH)
+
+.PHONY: help test demo lint ruff mypy bench clean venv install install-dev bwrap hosts
 
 help:
-	@echo "make test   set up .venv, install bubblewrap if missing, run ruff, mypy and pytest"
+	@echo "make test   set up .venv, install bubblewrap and the npm agent hosts, run ruff, mypy and pytest"
 	@echo "make demo   set up .venv, run demo/tour.sh, then drive machine serve with an MCP client"
 	@echo "make lint   ruff and mypy"
 	@echo "make bench  run every benchmarks/*.py"
@@ -74,7 +82,19 @@ bwrap:
 	  echo "         Install it with your package manager (Debian/Ubuntu: apt-get install bubblewrap)." >&2; \
 	fi
 
-test: $(STAMP_DEV) bwrap
+# Under CI=true a missing npm or a failed install fails the target; elsewhere the host tests skip.
+$(NPM_STAMP): | $(PY)
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  if [ "$${CI:-}" = true ]; then echo "error: npm is missing, and CI=true requires the agent hosts" >&2; exit 1; fi; \
+	  echo "warning: npm is missing; the opencode, pi and MCP Inspector tests will be skipped." >&2; exit 0; \
+	fi; \
+	mkdir -p $(NPM_DIR) && \
+	npm install --prefix $(NPM_DIR) --no-audit --no-fund --loglevel=error $(NPM_PACKAGES) && \
+	find $(NPM_DIR) -maxdepth 1 -name '.installed-*' -delete && touch $@
+
+hosts: $(NPM_STAMP)
+
+test: $(STAMP_DEV) bwrap hosts
 	@failed=""; \
 	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
 	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \

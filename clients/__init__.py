@@ -1,6 +1,7 @@
 """Harnesses: the agent loops that talk to models or replay them.
 
-``echo`` and ``scripted`` run here with no model; the remote harnesses need a key.
+``echo`` and ``scripted`` run here with no model; the remote harnesses need a key; ``opencode`` and ``pi``
+run the agent loop in those programs, with the run's tools served to them from this process.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 from machine._errors import BadInputError
 from machine._harness import Harness
 
-HARNESSES = ("echo", "scripted", "tinker", "openrouter", "openai")
+HARNESSES = ("echo", "scripted", "tinker", "openrouter", "openai", "opencode", "pi")
 
 
 def default_harness_name() -> str:
@@ -35,6 +36,14 @@ def make_harness(
         from .scripted import ScriptedHarness
 
         return ScriptedHarness(script)
+    if name == "opencode":
+        from .opencode import OpencodeHarness
+
+        return OpencodeHarness(base_url=base_url)
+    if name == "pi":
+        from .pi import PiHarness
+
+        return PiHarness(base_url=base_url)
     from .chat import ChatCompletionsHarness, endpoint_for
 
     return ChatCompletionsHarness(endpoint_for(name, base_url=base_url))

@@ -103,7 +103,8 @@ def spending_options(fn: F) -> F:
             click.option(
                 "--harness",
                 default=None,
-                help="echo, scripted, tinker, openrouter or openai (default: $MACHINE_HARNESS, else tinker).",
+                help="echo, scripted, tinker, openrouter, openai, opencode or pi "
+                "(default: $MACHINE_HARNESS, else tinker).",
             ),
             click.option(
                 "--script",
@@ -115,7 +116,8 @@ def spending_options(fn: F) -> F:
                 "--base-url",
                 default=None,
                 metavar="URL",
-                help="The harness's endpoint (required by openai; replaces Tinker's or OpenRouter's URL).",
+                help="The harness's endpoint (required by openai; replaces Tinker's or OpenRouter's URL; "
+                "opencode and pi send the model to this OpenAI-compatible endpoint).",
             ),
             click.option("--model", default=None, help="Run with this model instead of the machine's."),
             click.option(

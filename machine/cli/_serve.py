@@ -32,7 +32,7 @@ from ._options import handle_errors, with_workspace
 @click.option(
     "--harness",
     default=None,
-    help="The harness rehearse uses by default: echo, scripted, tinker, openrouter or openai "
+    help="The harness rehearse uses by default: echo, scripted, tinker, openrouter, openai, opencode or pi "
     "(default: $MACHINE_HARNESS, else tinker).",
 )
 @click.option(

@@ -53,6 +53,19 @@ class Folder:
     def spending_log(self) -> Path:
         return self.root / ".machine" / "spending.jsonl"
 
+    def serve_args(self, *transport: str) -> list[str]:
+        """``machine serve`` arguments for this workspace with red's script as the default harness."""
+        return [
+            "serve",
+            *transport,
+            "--workspace",
+            str(self.root),
+            "--harness",
+            "scripted",
+            "--script",
+            str(self.script),
+        ]
+
 
 @pytest.fixture
 def anyio_backend() -> str:

@@ -37,15 +37,7 @@ ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "appl
 async def test_stdio_round_trip_with_an_allowance_from_the_env(folder: Folder) -> None:
     params = StdioServerParameters(
         command=str(MACHINE_BIN),
-        args=[
-            "serve",
-            "--workspace",
-            str(folder.root),
-            "--harness",
-            "scripted",
-            "--script",
-            str(folder.script),
-        ],
+        args=folder.serve_args(),
         env=clean_env({"MACHINE_ALLOW_SPEND_USD": "1"}),
     )
     progress: list[float] = []
@@ -79,15 +71,7 @@ async def test_stdio_round_trip_with_an_allowance_from_the_env(folder: Folder) -
 async def test_stdio_without_consent_refuses(folder: Folder) -> None:
     params = StdioServerParameters(
         command=str(MACHINE_BIN),
-        args=[
-            "serve",
-            "--workspace",
-            str(folder.root),
-            "--harness",
-            "scripted",
-            "--script",
-            str(folder.script),
-        ],
+        args=folder.serve_args(),
         env=clean_env(),
     )
     with anyio.fail_after(LIMIT):
@@ -104,19 +88,7 @@ class Served:
 
 def _start(folder: Folder, env: dict[str, str]) -> Served:
     process = subprocess.Popen(
-        [
-            str(MACHINE_BIN),
-            "serve",
-            "--http",
-            "--port",
-            "0",
-            "--workspace",
-            str(folder.root),
-            "--harness",
-            "scripted",
-            "--script",
-            str(folder.script),
-        ],
+        [str(MACHINE_BIN), *folder.serve_args("--http", "--port", "0")],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

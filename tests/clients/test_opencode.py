@@ -1,0 +1,309 @@
+"""The opencode harness with the real ``opencode`` binary (from npm, pinned by ``make test``) against a
+local OpenAI-compatible endpoint that plays scripted tool calls. Nothing leaves 127.0.0.1.
+
+The fake model calls the tools by the names opencode gives them (``machine_<tool>``); the calls reach the
+run's own tool server and act in the run's sandbox, and the stored trajectory shows them under our names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from machine._workspace import Workspace
+from machine.clients.opencode import OpencodeHarness
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
+from hosts import host_binary
+from openai_server import FakeOpenAI, Item, Recorded, status, text, tool_call
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN_LIMIT_S = 60.0
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def workspace_root(tmp_path: Path) -> Path:
+    """A workspace with copies of the machines the tests run."""
+    root = tmp_path / "ws"
+    for name in ("red", "dev", "coder"):
+        shutil.copytree(ROOT / "machines" / name, root / "machines" / name)
+    return root
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+async def harness(fake: FakeOpenAI) -> AsyncIterator[OpencodeHarness]:
+    h = OpencodeHarness(binary=host_binary("opencode"), base_url=fake.url + "/v1")
+    try:
+        yield h
+    finally:
+        await h.aclose()
+
+
+def model_requests(fake: FakeOpenAI) -> list[dict[str, Any]]:
+    return [r.body for r in fake.requests]
+
+
+@pytest.mark.anyio
+async def test_red_calls_reach_our_tool_server_and_the_trajectory_shows_them(
+    workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
+) -> None:
+    fake.push(
+        tool_call("machine_red_mentioned", {}, prompt_tokens=120, completion_tokens=7),
+        text("Flagged it.", prompt_tokens=150, completion_tokens=4, cached_tokens=100),
+    )
+    ws = Workspace(workspace_root, harness=harness)
+    with anyio.fail_after(RUN_LIMIT_S):
+        run = await ws.run("red", "my favourite colour is red", grade=True)
+    assert run.status == "ok", run.error
+    assert [m.role for m in run.trajectory] == ["user", "assistant", "tool", "assistant"]
+    call = run.trajectory[1].tool_calls[0]
+    assert call.name == "red_mentioned" and call.arguments == {}
+    result = run.trajectory[2]
+    assert result.content == "noted: red was mentioned" and not result.is_error
+    assert result.tool_call_id == call.id
+    assert run.output == "Flagged it."
+    assert run.usage.input_tokens == 270 and run.usage.cached_input_tokens == 100
+    assert run.usage.output_tokens == 11
+    assert run.harness == "opencode" and run.stop_reason == "end_turn"
+    assert run.passed is True
+    first = model_requests(fake)[0]
+    system = first["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].startswith(ws.load("red").instructions.strip())
+    assert [t["function"]["name"] for t in first["tools"]] == ["machine_red_mentioned"]
+    assert first["messages"][1] == {"role": "user", "content": "my favourite colour is red"}
+    stored = ws.store.get(run.id)
+    assert stored is not None and stored.trajectory == run.trajectory
+
+
+@pytest.mark.anyio
+async def test_a_file_edit_acts_in_the_runs_sandbox_and_failures_come_back_as_tool_errors(
+    workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
+) -> None:
+    fake.push(
+        tool_call("machine_edit_file", {"path": "calc.py", "old": "a - b", "new": "a + b"}),
+        tool_call("machine_read_file", {"path": "../outside.txt"}),
+        tool_call("machine_run", {"command": "python3 -c 'import calc; print(calc.add(2, 3))'"}),
+        text("Fixed add; it prints 5 now."),
+    )
+    ws = Workspace(workspace_root, harness=harness, keep_sandboxes=True)
+    files = {"calc.py": "def add(a, b):\n    return a - b\n"}
+    with anyio.fail_after(RUN_LIMIT_S):
+        run = await ws.run("dev", "add() subtracts; fix it", files=files)
+    assert run.status == "ok", run.error
+    sandbox = ws.data_dir / "sandboxes" / run.id
+    assert (sandbox / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    calls = run.tool_calls
+    assert [c.name for c in calls] == ["edit_file", "read_file", "run"]
+    results = run.tool_results
+    assert not results[0].is_error
+    assert results[1].is_error and "outside" in results[1].content
+    assert not results[2].is_error and "5" in results[2].content
+    assert run.output == "Fixed add; it prints 5 now."
+    # opencode's own tools are off: the model was offered only the machine's.
+    offered = {t["function"]["name"] for t in model_requests(fake)[0]["tools"]}
+    assert offered == {f"machine_{t.name}" for t in ws.load("dev").tools}
+
+
+@pytest.mark.anyio
+async def test_project_config_and_instruction_files_in_the_folder_never_reach_the_model(
+    workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
+) -> None:
+    fake.push(text("ok"))
+    files = {
+        "AGENTS.md": "LEAKED-AGENTS-INSTRUCTIONS",
+        "CLAUDE.md": "LEAKED-CLAUDE-INSTRUCTIONS",
+        "opencode.json": json.dumps({"instructions": ["extra.md"], "agent": {"build": {"prompt": "LEAKED"}}}),
+        "extra.md": "LEAKED-EXTRA-INSTRUCTIONS",
+        ".opencode/agent/spy.md": "---\ndescription: spy\n---\nLEAKED-AGENT-FILE",
+    }
+    ws = Workspace(workspace_root, harness=harness)
+    with anyio.fail_after(RUN_LIMIT_S):
+        run = await ws.run("red", "nothing here", files=files)
+    assert run.status == "ok", run.error
+    sent = json.dumps(model_requests(fake))
+    assert "LEAKED" not in sent
+
+
+@pytest.mark.anyio
+async def test_max_steps_stops_a_model_that_keeps_calling_tools(
+    workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
+) -> None:
+    fake.default = tool_call("machine_red_mentioned", {})
+    fake.latency_ms = 300  # a model's own time: the abort lands while the third call is still out
+    ws = Workspace(workspace_root, harness=harness)
+    spec = dataclasses.replace(ws.load("red"), max_steps=2)
+    with anyio.fail_after(RUN_LIMIT_S):
+        run = await ws.run(spec, "red red red")
+    assert run.status == "ok", run.error
+    # opencode's own step limit only asks the model to stop; ours ends the run after two model calls.
+    assert run.stop_reason == "max_steps"
+    assert [m.role for m in run.trajectory] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert len(model_requests(fake)) <= 3
+
+
+@pytest.mark.anyio
+async def test_an_endpoint_error_fails_the_run_with_the_reason(
+    workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
+) -> None:
+    fake.default = status(400, "model m does not exist")
+    ws = Workspace(workspace_root, harness=harness)
+    with anyio.fail_after(RUN_LIMIT_S):
+        run = await ws.run("red", "red")
+    assert run.status == "error"
+    assert "does not exist" in (run.error or "")
+
+
+def red_model(request: Recorded) -> Item:
+    """A model that follows red's rule: one call when the user's message holds the word, then a reply."""
+    messages = request.body["messages"]
+    if messages[-1]["role"] == "tool":
+        return text("Flagged.", prompt_tokens=40, completion_tokens=2)
+    said = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+    if re.search(r"(?i)(?<![^\W_])red(?![^\W_])", said):
+        return tool_call("machine_red_mentioned", {}, prompt_tokens=30, completion_tokens=3)
+    return text("No red there.", prompt_tokens=30, completion_tokens=3)
+
+
+def test_machine_suite_runs_concurrent_runs_through_one_opencode_server(workspace_root: Path) -> None:
+    """The command line finds opencode by MACHINE_OPENCODE, runs every case of red two at a time through
+    one server, each run with only its own tools, and stops the server when it ends."""
+    binary = host_binary("opencode")
+    with FakeOpenAI(responder=red_model) as fake:
+        scrubbed = ("MACHINE_", "TINKER_", "OPENROUTER_")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(scrubbed)}
+        env["MACHINE_OPENCODE"] = str(binary)
+        argv = [str(Path(sys.executable).parent / "machine"), "--workspace", str(workspace_root)]
+        argv += ["suite", "red", "--harness", "opencode", "--base-url", fake.url + "/v1"]
+        argv += ["--concurrency", "2", "--json"]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)["summary"]
+    cases = json.loads((workspace_root / "machines" / "red" / "cases.json").read_text())
+    assert summary["runs"] == len(cases) and summary["errors"] == 0
+    assert summary["pass_rate"] == 1.0
+    assert summary["cost_usd"] > 0  # the endpoint's usage, charged at red's model's listed price
+    leftover = subprocess.run(["pgrep", "-f", f"{binary}.*serve"], capture_output=True, text=True)
+    assert leftover.stdout.strip() == ""
+
+
+@pytest.mark.anyio
+async def test_the_runs_token_stays_out_of_runs_events_and_opencodes_files_and_close_cleans_up(
+    workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "T0KEN-" + "x" * 40
+    monkeypatch.setattr("machine.server.run_tools.new_token", lambda: token)
+    fake.push(tool_call("machine_red_mentioned", {}), text("Flagged."))
+    ws = Workspace(workspace_root, harness=harness)
+    events: list[Any] = []
+    with anyio.fail_after(RUN_LIMIT_S):
+        run = await ws.run("red", "red", on_event=events.append)
+    assert run.status == "ok", run.error
+    assert [e.type for e in events] == ["assistant", "tool_call", "tool_result", "assistant"]
+    assert token not in run.model_dump_json() and token not in repr(events)
+    server = harness._server
+    assert server is not None and server.process.poll() is None
+    written = [p for p in server.home.rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
+    assert written == []
+    assert token not in json.dumps(model_requests(fake))
+    await harness.aclose()
+    assert server.process.poll() is not None and not server.home.exists()
+
+
+def _request(**kw: Any) -> Any:
+    from machine._budget import Budget
+    from machine._harness import HarnessRequest
+    from machine._tools import ToolContext
+
+    fields: dict[str, Any] = {
+        "run_id": "r1",
+        "machine": "m",
+        "instructions": "Be brief.",
+        "input": "hi",
+        "model": "m",
+        "tools": [],
+        "tool_context": ToolContext(run_id="r1"),
+        "budget": Budget(None),
+    }
+    return HarnessRequest(**{**fields, **kw})
+
+
+def test_an_endpoint_error_and_a_failed_tool_read_back_from_the_session() -> None:
+    from machine.clients.opencode import to_result
+
+    messages = [
+        {"info": {"role": "user"}, "parts": [{"type": "text", "text": "hi"}]},
+        {
+            "info": {
+                "role": "assistant",
+                "tokens": {"input": 5, "output": 2, "reasoning": 1, "cache": {"read": 3}},
+            },
+            "parts": [
+                {"type": "reasoning", "text": "look first"},
+                {
+                    "type": "tool",
+                    "callID": "c1",
+                    "tool": "machine_read_file",
+                    "state": {"status": "error", "input": {"path": "x"}, "error": "no such file: x"},
+                },
+            ],
+        },
+        {
+            "info": {
+                "role": "assistant",
+                "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+                "error": {
+                    "name": "APIError",
+                    "data": {"message": "Internal Server Error", "statusCode": 500},
+                },
+            },
+            "parts": [],
+        },
+    ]
+    result = to_result(_request(), messages)
+    assert [m.role for m in result.trajectory] == ["user", "assistant", "tool"]
+    assert result.trajectory[1].reasoning == "look first"
+    assert result.trajectory[1].tool_calls[0].name == "read_file"
+    assert result.trajectory[2].is_error and result.trajectory[2].content == "no such file: x"
+    assert result.error == "APIError: Internal Server Error" and result.stop_reason == "error"
+    assert (result.usage.input_tokens, result.usage.cached_input_tokens, result.usage.output_tokens) == (
+        8,
+        3,
+        3,
+    )
+
+
+def test_earlier_turns_go_to_opencode_as_a_transcript() -> None:
+    from machine._runs import Message
+    from machine.clients.opencode import _prompt
+
+    history = [Message(role="user", content="I am Ada."), Message(role="assistant", content="Hello Ada.")]
+    prompt = _prompt(_request(input="What is my name?", history=history))
+    assert (
+        prompt.index("user: I am Ada.")
+        < prompt.index("assistant: Hello Ada.")
+        < prompt.index("What is my name?")
+    )
+    assert _prompt(_request(input="plain")) == "plain"
