@@ -251,8 +251,12 @@ class OpencodeHarness:
             return
         folder = Path(sandbox.path).resolve()
         lock = self._folders.setdefault(str(folder), anyio.Lock())
-        async with lock:
-            yield folder
+        try:
+            async with lock:
+                yield folder
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._folders.pop(str(folder), None)  # fresh sandboxes come and go: keep no lock for them
 
     async def run(self, request: HarnessRequest) -> HarnessResult:
         route = route_model(request.model, harness=self.name, base_url=self.base_url)

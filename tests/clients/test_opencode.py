@@ -307,3 +307,31 @@ def test_earlier_turns_go_to_opencode_as_a_transcript() -> None:
         < prompt.index("What is my name?")
     )
     assert _prompt(_request(input="plain")) == "plain"
+
+
+@pytest.mark.anyio
+async def test_a_tinker_id_goes_to_tinker_with_its_key_from_the_environment_and_the_effort(
+    workspace_root: Path, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No --base-url: red's Tinker model goes to Tinker's OpenAI-compatible path (here the fake, through
+    TINKER_BASE_URL) with TINKER_API_KEY, which opencode reads from its environment, never from a file."""
+    key = "tk-" + "k" * 40
+    monkeypatch.setenv("TINKER_API_KEY", key)
+    monkeypatch.setenv("TINKER_BASE_URL", fake.url)
+    fake.push(text("no red here"))
+    harness = OpencodeHarness(binary=host_binary("opencode"))
+    ws = Workspace(workspace_root, harness=harness, effort="high")
+    try:
+        with anyio.fail_after(RUN_LIMIT_S):
+            run = await ws.run("red", "a blue sky")
+        assert run.status == "ok", run.error
+        [sent] = fake.requests
+        assert sent.path == "/oai/api/v1/chat/completions"
+        assert sent.headers["authorization"] == f"Bearer {key}"
+        assert sent.body["model"] == ws.load("red").model == run.model
+        assert sent.body.get("reasoning_effort") == "high"
+        server = harness._server
+        assert server is not None
+        assert not [p for p in server.home.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    finally:
+        await harness.aclose()
