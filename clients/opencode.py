@@ -15,8 +15,9 @@ Each run gets a fresh session in its own sandbox folder, which opencode treats a
 its own; the run's tools are added to that instance as the remote MCP server
 ``machine`` (served by ``serve_run_tools`` on 127.0.0.1 behind the run's bearer token), so the model calls
 them as ``machine_<tool>`` and they act in the run's sandbox. After the run the session is deleted and the
-instance disposed. The trajectory is read back from the session's messages; events are emitted when the
-run ends. Earlier turns of a conversation are sent as a transcript before the new message.
+instance disposed. Each step is passed on as events when it finishes; the trajectory is read back from
+the session's messages at the end. Earlier turns of a conversation are sent as a transcript before the
+new message.
 """
 
 from __future__ import annotations
@@ -291,31 +292,37 @@ class OpencodeHarness:
                     "parts": [{"type": "text", "text": _prompt(request)}],
                 }
                 error: str | None = None
-                limit = _StepLimit(http, where, session, request.max_steps)
+                watch = _Watch(http, where, session, request)
                 try:
                     async with anyio.create_task_group() as tasks:
-                        await tasks.start(limit.watch)
+                        await tasks.start(watch.watch)
                         reply = await http.post(f"/session/{session}/message", params=where, json=body)
                         tasks.cancel_scope.cancel()
-                    if not limit.reached:
+                    if not watch.reached:
                         _check(reply, "opencode could not run the message")
                 except httpx.TimeoutException:
                     error = f"opencode did not finish the run within {timeout:g} s"
                     await _quietly(http.post(f"/session/{session}/abort", params=where))
                 messages = await http.get(f"/session/{session}/message", params=where)
                 _check(messages, "opencode could not list the session's messages")
-        result = to_result(request, messages.json(), max_steps_reached=limit.reached)
+        result = to_result(request, messages.json(), max_steps_reached=watch.reached, emitted=watch.emitted)
         if error is not None:
             result.error, result.stop_reason = error, "error"
         return result
 
 
-class _StepLimit:
-    """Counts the session's finished model calls from opencode's event stream and aborts the session
-    after ``max_steps`` of them (the tools of the last one have run by then, as in the in-process loop)."""
+class _Watch:
+    """Follows the session on opencode's event stream: passes on each step (a model call and the tools it
+    called) as soon as it finishes, and aborts the session after ``max_steps`` of them (the tools of the
+    last one have run by then, as in the in-process loop)."""
 
-    def __init__(self, http: httpx.AsyncClient, where: dict[str, str], session: str, max_steps: int) -> None:
-        self.http, self.where, self.session, self.max_steps = http, where, session, max_steps
+    def __init__(
+        self, http: httpx.AsyncClient, where: dict[str, str], session: str, request: HarnessRequest
+    ) -> None:
+        self.http, self.where, self.session, self.request = http, where, session, request
+        self.parts: dict[str, dict[str, dict[str, Any]]] = {}
+        """The parts seen so far, by message and part id (a tool part is updated as it runs)."""
+        self.emitted: set[str] = set()
         self.steps = 0
         self.reached = False
 
@@ -326,12 +333,18 @@ class _StepLimit:
                 if not line.startswith("data:"):
                     continue
                 part = json.loads(line[5:]).get("properties", {}).get("part") or {}
-                if part.get("sessionID") == self.session and part.get("type") == "step-finish":
-                    self.steps += 1
-                    if self.steps >= self.max_steps and part.get("reason") == "tool-calls":
-                        self.reached = True
-                        await self.http.post(f"/session/{self.session}/abort", params=self.where)
-                        return
+                if part.get("sessionID") != self.session or "messageID" not in part:
+                    continue
+                self.parts.setdefault(part["messageID"], {})[str(part.get("id"))] = part
+                if part.get("type") != "step-finish":
+                    continue
+                self.steps += 1
+                emit_step(self.request, *step_messages(list(self.parts.pop(part["messageID"]).values())))
+                self.emitted.add(part["messageID"])
+                if self.steps >= self.request.max_steps and part.get("reason") == "tool-calls":
+                    self.reached = True
+                    await self.http.post(f"/session/{self.session}/abort", params=self.where)
+                    return
 
 
 async def _quietly(call: Any) -> None:
@@ -369,12 +382,50 @@ def _error_text(error: Mapping[str, Any]) -> str:
     return f"{error.get('name', 'error')}: {message or json.dumps(data)[:300]}"
 
 
+def step_messages(parts: list[dict[str, Any]]) -> tuple[Message | None, list[Message]]:
+    """One step's assistant message (text, reasoning, tool calls under our tools' names) and its tool
+    results, from the step's parts; no message for a step that said and called nothing."""
+    text = "".join(p.get("text", "") for p in parts if p.get("type") == "text")
+    reasoning = "".join(p.get("text", "") for p in parts if p.get("type") == "reasoning") or None
+    calls, results = [], []
+    for part in parts:
+        if part.get("type") != "tool":
+            continue
+        state = part.get("state") or {}
+        name = str(part.get("tool", "")).removeprefix(f"{MCP_NAME}_")
+        call_id = str(part.get("callID") or part.get("id"))
+        raw = state.get("input")
+        calls.append(ToolCall(id=call_id, name=name, arguments=raw if isinstance(raw, dict) else None))
+        failed = state.get("status") != "completed"
+        content = state.get("output") if not failed else state.get("error") or state.get("status")
+        results.append(
+            Message(role="tool", content=str(content or ""), tool_call_id=call_id, name=name, is_error=failed)
+        )
+    if not (text or reasoning or calls):
+        return None, []
+    return Message(role="assistant", content=text, reasoning=reasoning, tool_calls=calls), results
+
+
+def emit_step(request: HarnessRequest, message: Message | None, results: list[Message]) -> None:
+    """A step's events in the in-process loop's order: the reply, then each call and its result."""
+    if message is None:
+        return
+    request.emit("assistant", message)
+    for call, result in zip(message.tool_calls, results, strict=True):
+        request.emit("tool_call", Message(role="assistant", tool_calls=[call]))
+        request.emit("tool_result", result)
+
+
 def to_result(
-    request: HarnessRequest, messages: list[dict[str, Any]], *, max_steps_reached: bool = False
+    request: HarnessRequest,
+    messages: list[dict[str, Any]],
+    *,
+    max_steps_reached: bool = False,
+    emitted: set[str] | frozenset[str] = frozenset(),
 ) -> HarnessResult:
     """Our trajectory from a session's messages: the user's input, then each step's assistant message
-    (text, reasoning, tool calls under our tools' names) followed by its tool results."""
-    prefix = f"{MCP_NAME}_"
+    followed by its tool results. Steps not yet passed on as events (``emitted`` holds those that were)
+    are passed on now."""
     trajectory = [Message(role="user", content=request.input)]
     usage, finish, error, steps = Usage(), None, None, 0
     for entry in messages:
@@ -388,33 +439,11 @@ def to_result(
             continue  # a step that began before the abort landed: paid for, not part of the run
         if info.get("error"):
             error = _error_text(info["error"])
-        text = "".join(p.get("text", "") for p in parts if p.get("type") == "text")
-        reasoning = "".join(p.get("text", "") for p in parts if p.get("type") == "reasoning") or None
-        calls, results = [], []
-        for part in parts:
-            if part.get("type") != "tool":
-                continue
-            state = part.get("state") or {}
-            name = str(part.get("tool", "")).removeprefix(prefix)
-            call_id = str(part.get("callID") or part.get("id"))
-            raw = state.get("input")
-            calls.append(ToolCall(id=call_id, name=name, arguments=raw if isinstance(raw, dict) else None))
-            failed = state.get("status") != "completed"
-            content = state.get("output") if not failed else state.get("error") or state.get("status")
-            results.append(
-                Message(
-                    role="tool", content=str(content or ""), tool_call_id=call_id, name=name, is_error=failed
-                )
-            )
-        if not (text or reasoning or calls):
-            continue
-        message = Message(role="assistant", content=text, reasoning=reasoning, tool_calls=calls)
-        trajectory.append(message)
-        request.emit("assistant", message)
-        for call, result in zip(calls, results, strict=True):
-            request.emit("tool_call", Message(role="assistant", tool_calls=[call]))
-            trajectory.append(result)
-            request.emit("tool_result", result)
+        message, results = step_messages(parts)
+        if info.get("id") not in emitted:
+            emit_step(request, message, results)
+        if message is not None:
+            trajectory += [message, *results]
     cost = request.budget.charge(request.model, usage)
     output = next((m.content for m in reversed(trajectory) if m.role == "assistant"), "")
     if error is not None:

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -335,3 +336,29 @@ async def test_a_tinker_id_goes_to_tinker_with_its_key_from_the_environment_and_
         assert not [p for p in server.home.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
     finally:
         await harness.aclose()
+
+
+@pytest.mark.anyio
+async def test_each_step_reaches_on_event_as_soon_as_it_finishes(
+    workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
+) -> None:
+    """The model's second call waits until the first step's tool result has reached ``on_event``: it
+    answers "live" only if the event came while the run was still going."""
+    seen = threading.Event()
+
+    def model(request: Recorded) -> Item:
+        if request.body["messages"][-1]["role"] != "tool":
+            return tool_call("machine_red_mentioned", {})
+        return text("live" if seen.wait(10) else "late")
+
+    fake.responder = model
+
+    def on_event(event: Any) -> None:
+        if event.type == "tool_result":
+            seen.set()
+
+    ws = Workspace(workspace_root, harness=harness)
+    with anyio.fail_after(RUN_LIMIT_S):
+        run = await ws.run("red", "red", on_event=on_event)
+    assert run.status == "ok", run.error
+    assert run.output == "live"
