@@ -3,12 +3,15 @@ and the chat endpoint the judges use when the runs' model is served by one we de
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from machine._errors import HarnessError
+from machine._harness import HarnessRequest
 
 from ._routes import Route
 from .chat import Endpoint
@@ -59,3 +62,21 @@ def judge_endpoint(base_url: str | None) -> Endpoint | None:
     if not base_url:
         return None
     return Endpoint("openai", base_url.rstrip("/"), os.environ.get("OPENAI_API_KEY"))
+
+
+@contextlib.asynccontextmanager
+async def served_tools(request: HarnessRequest) -> AsyncIterator[Any]:
+    """The run's tools on a per-run MCP server (``ServedTools``: URL and token), or None for a run
+    without tools."""
+    if not request.tools:
+        yield None
+        return
+    try:
+        from machine.server.run_tools import serve_run_tools
+    except ImportError as error:
+        raise HarnessError(
+            f"this harness serves the run's tools over MCP, which needs the mcp extra ({error}): "
+            "pip install 'machine[mcp]'"
+        ) from None
+    async with serve_run_tools(request.tools, request.tool_context) as served:
+        yield served

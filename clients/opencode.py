@@ -23,6 +23,7 @@ new message.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -31,9 +32,11 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
+import time
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,11 +45,12 @@ import anyio
 import anyio.abc
 import httpx
 
+from machine._effort import LEVELS
 from machine._errors import HarnessError
 from machine._harness import HarnessRequest, HarnessResult
 from machine._runs import Message, ToolCall, Usage
 
-from ._hosts import find_binary, host_environment, judge_endpoint
+from ._hosts import find_binary, host_environment, judge_endpoint, served_tools
 from ._routes import Route, route_model
 from .chat import Endpoint, _timeout
 
@@ -54,6 +58,11 @@ MCP_NAME = "machine"
 """The name of the run's tool server in opencode: the model sees each tool as ``machine_<tool>``."""
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 5.0
+CONTROL_TIMEOUT_S = 30.0
+"""Each request that sets up or tears down a run (the run's own message is bounded by its time limit)."""
+CLEANUP_TIMEOUT_S = 5.0
+MAX_RETRIES = 4
+"""A failed model call is retried this many times (opencode's own backoff), as the chat harness does."""
 INSTALL = "npm install -g opencode-ai"
 SWITCHES = (
     "OPENCODE_DISABLE_PROJECT_CONFIG",
@@ -102,12 +111,25 @@ def _stop(process: subprocess.Popen[bytes], home: Path) -> None:
     shutil.rmtree(home, ignore_errors=True)
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: the server gets SIGTERM if this process dies without stopping it."""
-    with contextlib.suppress(Exception):
+def _pdeathsig() -> Any:
+    """Linux: a function for the child (between fork and exec) that asks for SIGTERM when this process
+    dies without stopping the server. Resolved here, in the parent: the child only calls it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return functools.partial(prctl, 1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+async def _shielded(call: Callable[[], Awaitable[Any]], seconds: float = CLEANUP_TIMEOUT_S) -> None:
+    """A clean-up call: it runs even when the run was cancelled, for a bounded time, and its failure
+    never hides the run's own outcome."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(seconds), contextlib.suppress(httpx.HTTPError):
+        await call()
 
 
 class OpencodeHarness:
@@ -119,16 +141,22 @@ class OpencodeHarness:
         binary: str | Path | None = None,
         base_url: str | None = None,
         config: Mapping[str, Any] | None = None,
+        max_retries: int = MAX_RETRIES,
     ) -> None:
         """``base_url``: send every model to this OpenAI-compatible endpoint. ``config``: extra opencode
-        configuration merged into the server's (a custom provider, say)."""
-        self.binary = binary
+        configuration merged into the server's (a custom provider, say). ``max_retries``: how many times
+        opencode may retry a failed model call before the run fails (opencode itself never stops)."""
+        self.binary = find_binary("opencode", "MACHINE_OPENCODE", INSTALL, binary)
         self.base_url = base_url
         self.config = dict(config or {})
+        self.max_retries = max_retries
         self._server: _Server | None = None
         self._start_lock = anyio.Lock()
-        self._config_lock = anyio.Lock()
+        self._gate = anyio.Condition()
+        self._running = 0
+        self._declaring = 0
         self._declared: set[str] = set()
+        self._checked: set[str] = set()
         self._folders: dict[str, anyio.Lock] = {}
 
     @property
@@ -137,11 +165,13 @@ class OpencodeHarness:
         return judge_endpoint(self.base_url)
 
     async def aclose(self) -> None:
-        """Stop the server (runs still going fail) and remove its private home."""
+        """Stop the server (runs still going fail) and remove its private home, even when cancelled."""
         server, self._server = self._server, None
         self._declared.clear()
+        self._checked.clear()
         if server is not None:
-            await anyio.to_thread.run_sync(_stop, server.process, server.home)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_stop, server.process, server.home)
 
     # --- the server ----------------------------------------------------------------------------
 
@@ -149,95 +179,157 @@ class OpencodeHarness:
         async with self._start_lock:
             if self._server is not None and self._server.process.poll() is None:
                 return self._server
-            if self._server is not None:  # it died: say so once, start afresh
+            if self._server is not None:  # it died: start afresh
                 await self.aclose()
             self._server = await self._start()
             return self._server
 
     async def _start(self) -> _Server:
-        binary = find_binary("opencode", "MACHINE_OPENCODE", INSTALL, self.binary)
         home = Path(tempfile.mkdtemp(prefix="machine-opencode-"))
-        password = secrets.token_urlsafe(32)
-        base = {
-            "$schema": "https://opencode.ai/config.json",
-            "share": "disabled",
-            "autoupdate": False,
-            "snapshot": False,
-            **self.config,
-        }
-        extra = {
-            "OPENCODE_CONFIG_CONTENT": json.dumps(base),
-            "OPENCODE_SERVER_PASSWORD": password,
-            **{switch: "1" for switch in SWITCHES},
-        }
-        env = host_environment(None, home, extra, own_keys=True)
-        log = (home / "serve.log").open("wb")
+        process: subprocess.Popen[bytes] | None = None
         try:
-            process = subprocess.Popen(
-                [binary, "serve", "--pure", "--hostname", "127.0.0.1", "--port", "0"],
-                cwd=home,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent if os.name == "posix" else None,
-            )
-        finally:
-            log.close()
-        weakref.finalize(self, _stop, process, home)  # a harness never closed still stops its server
-        server = _Server(process, "", password, home)
-        with anyio.move_on_after(START_TIMEOUT_S):
-            while process.poll() is None:
-                found = LISTENING.search(server.log_tail(4000))
-                if found:
-                    server.url = found.group(1)
-                    return server
-                await anyio.sleep(0.02)
-        tail = server.log_tail()
-        await anyio.to_thread.run_sync(_stop, process, home)
-        raise HarnessError(f"opencode serve did not start: {tail or 'it printed nothing'}")
+            password = secrets.token_urlsafe(32)
+            base = {
+                "$schema": "https://opencode.ai/config.json",
+                "share": "disabled",
+                "autoupdate": False,
+                "snapshot": False,
+                **self.config,
+            }
+            extra = {
+                "OPENCODE_CONFIG_CONTENT": json.dumps(base),
+                "OPENCODE_SERVER_PASSWORD": password,
+                **{switch: "1" for switch in SWITCHES},
+            }
+            env = host_environment(None, home, extra, own_keys=True)
+            with (home / "serve.log").open("wb") as log:
+                try:
+                    process = subprocess.Popen(
+                        [self.binary, "serve", "--pure", "--hostname", "127.0.0.1", "--port", "0"],
+                        cwd=home,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                        preexec_fn=_pdeathsig(),
+                    )
+                except OSError as error:
+                    raise HarnessError(f"could not start {self.binary}: {error}") from None
+            weakref.finalize(self, _stop, process, home)  # a harness never closed still stops its server
+            server = _Server(process, "", password, home)
+            with anyio.move_on_after(START_TIMEOUT_S):
+                while process.poll() is None:
+                    found = LISTENING.search(server.log_tail(4000))
+                    if found:
+                        server.url = found.group(1)
+                        return server
+                    await anyio.sleep(0.02)
+            raise HarnessError(f"opencode serve did not start: {server.log_tail() or 'it printed nothing'}")
+        except BaseException:  # failed or cancelled: nothing of this start is left behind
+            with anyio.CancelScope(shield=True):
+                if process is not None:
+                    await anyio.to_thread.run_sync(_stop, process, home)
+                shutil.rmtree(home, ignore_errors=True)
+            raise
 
-    async def _declare(self, http: httpx.AsyncClient, key: str, patch: dict[str, Any]) -> None:
-        """Add ``patch`` to the server's configuration once (agents and providers are per machine)."""
-        async with self._config_lock:
-            if key in self._declared:
-                return
-            reply = await http.patch("/global/config", json=patch)
-            _check(reply, "could not configure opencode")
-            self._declared.add(key)
+    # --- configuration: agents and providers, declared while no run is in flight ---------------
 
-    async def _agent(self, http: httpx.AsyncClient, request: HarnessRequest) -> str:
+    def _needs(self, route: Route, request: HarnessRequest) -> tuple[str, dict[str, dict[str, Any]]]:
+        """The run's agent name, and the configuration it needs (by key: the patch that declares it)."""
         digest = hashlib.sha256(request.instructions.encode()).hexdigest()[:12]
-        name = f"machine-{digest}"
-        agent = {
-            "description": f"the machine {request.machine}",
-            "mode": "primary",
-            "prompt": request.instructions or " ",  # an empty prompt would bring back opencode's own
-            "tools": {"*": False, f"{MCP_NAME}_*": True},
+        agent = f"machine-{digest}"
+        needs = {
+            f"agent {agent}": {
+                "agent": {
+                    agent: {
+                        "description": f"the machine {request.machine}",
+                        "mode": "primary",
+                        "prompt": request.instructions or " ",  # empty would bring back opencode's own
+                        "tools": {"*": False, f"{MCP_NAME}_*": True},
+                    }
+                }
+            }
         }
-        await self._declare(http, name, {"agent": {name: agent}})
-        return name
+        if not route.own:
+            key = route.key_env if route.key_env and os.environ.get(route.key_env) else None
+            provider = {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": route.provider,
+                # opencode reads the key from its environment; the SDK insists on one, a local endpoint
+                # ignores it
+                "options": {"baseURL": route.base_url, "apiKey": f"{{env:{key}}}" if key else "none"},
+                "models": {
+                    route.model: {
+                        "name": route.model,
+                        "tool_call": True,
+                        "variants": {level: {"reasoningEffort": level} for level in LEVELS},
+                    }
+                },
+            }
+            needs[json.dumps(["provider", route.provider, route.model, route.base_url])] = {
+                "provider": {route.provider: provider}
+            }
+        return agent, needs
 
-    async def _provider(self, http: httpx.AsyncClient, route: Route, request: HarnessRequest) -> None:
-        if route.own:
+    @contextlib.asynccontextmanager
+    async def _admitted(
+        self, http: httpx.AsyncClient, needs: dict[str, dict[str, Any]]
+    ) -> AsyncIterator[None]:
+        """Hold a place among the runs in flight, after declaring what this run needs.
+
+        Changing opencode's configuration restarts its instances, which aborts every session running, so
+        a declaration waits until no run is in flight, and runs arriving meanwhile wait for it."""
+        async with self._gate:
+            waiting = False
+            try:
+                while True:
+                    missing = {k: v for k, v in needs.items() if k not in self._declared}
+                    if not missing and self._declaring == int(waiting):
+                        break
+                    if missing and self._running == 0:
+                        for key, patch in missing.items():
+                            reply = await http.patch("/global/config", json=patch)
+                            _check(reply, "could not configure opencode")
+                            self._declared.add(key)
+                        break
+                    if missing and not waiting:
+                        waiting = True
+                        self._declaring += 1
+                    await self._gate.wait()
+            finally:
+                if waiting:
+                    self._declaring -= 1
+                    self._gate.notify_all()
+            self._running += 1
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                async with self._gate:
+                    self._running -= 1
+                    self._gate.notify_all()
+
+    async def _check_model(self, http: httpx.AsyncClient, route: Route) -> None:
+        """A model of opencode's own providers must be one it knows, else the run fails with a clear
+        message rather than opencode's "unknown error" (checked once per model)."""
+        key = f"{route.provider}/{route.model}"
+        if not route.own or key in self._checked:
             return
-        model: dict[str, Any] = {"name": route.model, "tool_call": True}
-        if request.effort is not None:
-            model["options"] = {"reasoningEffort": request.effort.name}
-        options: dict[str, Any] = {"baseURL": route.base_url}
-        if route.key_env and os.environ.get(route.key_env):
-            options["apiKey"] = f"{{env:{route.key_env}}}"  # opencode reads the key from its environment
-        else:
-            options["apiKey"] = "none"  # the SDK insists on one; a local endpoint ignores it
-        provider = {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": route.provider,
-            "options": options,
-            "models": {route.model: model},
-        }
-        key = json.dumps([route.provider, route.model, route.base_url, model], sort_keys=True)
-        await self._declare(http, key, {"provider": {route.provider: provider}})
+        reply = await http.get("/config/providers")
+        _check(reply, "could not list opencode's providers")
+        providers = {p.get("id"): p for p in reply.json().get("providers", [])}
+        hint = "(is its key set?), or give a Tinker id, openrouter/<id>, or --base-url URL"
+        if route.provider not in providers:
+            known = ", ".join(sorted(str(p) for p in providers)) or "none"
+            raise HarnessError(f"opencode has no provider {route.provider!r} {hint}; its providers: {known}")
+        models = providers[route.provider].get("models") or {}
+        if route.model not in models:
+            some = ", ".join(sorted(models)[:12]) or "none"
+            raise HarnessError(
+                f"opencode's provider {route.provider!r} has no model {route.model!r}; it has: {some}"
+            )
+        self._checked.add(key)
 
     # --- one run -------------------------------------------------------------------------------
 
@@ -262,69 +354,88 @@ class OpencodeHarness:
     async def run(self, request: HarnessRequest) -> HarnessResult:
         route = route_model(request.model, harness=self.name, base_url=self.base_url)
         server = await self._ensure_server()
-        timeout = _timeout() * max(request.max_steps, 1) + 30.0
-        async with self._folder(request) as folder, server.client(timeout) as http:
+        agent, needs = self._needs(route, request)
+        limit = _timeout() * (request.max_steps + 1)  # a model call a step, and one more for the tools
+        async with self._folder(request) as folder, server.client(CONTROL_TIMEOUT_S) as http:
             where = {"directory": str(folder)}
-            agent = await self._agent(http, request)
-            await self._provider(http, route, request)
-            async with contextlib.AsyncExitStack() as stack:
-                if request.tools:
-                    from machine.server.run_tools import serve_run_tools
-
-                    served = await stack.enter_async_context(
-                        serve_run_tools(request.tools, request.tool_context)
-                    )
+            await self._check_model(http, route)
+            async with self._admitted(http, needs), contextlib.AsyncExitStack() as stack:
+                # Undone in reverse: the session aborted and deleted, the instance disposed (its MCP
+                # client gone), then the run's tool server stopped and its token revoked.
+                served = await stack.enter_async_context(served_tools(request))
+                stack.push_async_callback(_shielded, lambda: http.post("/instance/dispose", params=where))
+                if served is not None:
                     mcp = {"type": "remote", "url": served.url, "headers": served.headers, "oauth": False}
                     reply = await http.post("/mcp", params=where, json={"name": MCP_NAME, "config": mcp})
                     _check(reply, "opencode could not reach the run's tool server")
                     status = reply.json().get(MCP_NAME, {}).get("status")
                     if status != "connected":
-                        raise HarnessError(f"opencode could not connect to the run's tools: {reply.json()}")
-                    stack.push_async_callback(_quietly, http.post("/instance/dispose", params=where))
+                        raise HarnessError(f"opencode could not connect to the run's tools: {status}")
                 title = {"title": f"machine run {request.run_id}"}  # a given title spares a model call
                 reply = await http.post("/session", params=where, json=title)
                 _check(reply, "opencode could not open a session")
                 session = reply.json()["id"]
-                stack.push_async_callback(_quietly, http.delete(f"/session/{session}", params=where))
-                body = {
+                stack.push_async_callback(_shielded, lambda: http.delete(f"/session/{session}", params=where))
+                stack.push_async_callback(
+                    _shielded, lambda: http.post(f"/session/{session}/abort", params=where)
+                )
+                body: dict[str, Any] = {
                     "agent": agent,
                     "model": {"providerID": route.provider, "modelID": route.model},
                     "parts": [{"type": "text", "text": _prompt(request)}],
                 }
-                error: str | None = None
-                watch = _Watch(http, where, session, request)
-                try:
-                    async with anyio.create_task_group() as tasks:
-                        await tasks.start(watch.watch)
-                        reply = await http.post(f"/session/{session}/message", params=where, json=body)
-                        tasks.cancel_scope.cancel()
-                    if not watch.reached:
-                        _check(reply, "opencode could not run the message")
-                except httpx.TimeoutException:
-                    error = f"opencode did not finish the run within {timeout:g} s"
-                    await _quietly(http.post(f"/session/{session}/abort", params=where))
+                if request.effort is not None and not route.own:
+                    body["variant"] = request.effort.name
+                watch = _Watch(http, where, session, request, self.max_retries)
+                async with anyio.create_task_group() as tasks:
+                    await tasks.start(watch.watch)
+                    with anyio.move_on_after(limit) as timer:
+                        reply = await http.post(
+                            f"/session/{session}/message", params=where, json=body, timeout=None
+                        )
+                    tasks.cancel_scope.cancel()
+                error = watch.gave_up
+                if timer.cancelled_caught:
+                    error = (
+                        f"opencode did not finish the run within {limit:g} s (MACHINE_MODEL_TIMEOUT per step)"
+                    )
+                elif error is None and not watch.reached:
+                    _check(reply, "opencode could not run the message")
                 messages = await http.get(f"/session/{session}/message", params=where)
                 _check(messages, "opencode could not list the session's messages")
-        result = to_result(request, messages.json(), max_steps_reached=watch.reached, emitted=watch.emitted)
+        result = to_result(request, messages.json(), watch)
         if error is not None:
             result.error, result.stop_reason = error, "error"
         return result
 
 
 class _Watch:
-    """Follows the session on opencode's event stream: passes on each step (a model call and the tools it
-    called) as soon as it finishes, and aborts the session after ``max_steps`` of them (the tools of the
-    last one have run by then, as in the in-process loop)."""
+    """Follows the session on opencode's event stream while it runs.
+
+    Each finished step (a model call and the tools it called) is passed on as events and charged to the
+    budget at once, so a run that fails or is cancelled later has paid for what it used. After
+    ``max_steps`` steps the session is aborted (the tools of the last one have run by then, as in the
+    in-process loop); so is a model call that failed more than ``max_retries`` times (opencode would
+    retry it for ever)."""
 
     def __init__(
-        self, http: httpx.AsyncClient, where: dict[str, str], session: str, request: HarnessRequest
+        self,
+        http: httpx.AsyncClient,
+        where: dict[str, str],
+        session: str,
+        request: HarnessRequest,
+        max_retries: int,
     ) -> None:
         self.http, self.where, self.session, self.request = http, where, session, request
+        self.max_retries = max_retries
         self.parts: dict[str, dict[str, dict[str, Any]]] = {}
         """The parts seen so far, by message and part id (a tool part is updated as it runs)."""
-        self.emitted: set[str] = set()
-        self.steps = 0
+        self.seen: set[str] = set()
+        """The steps (assistant messages) passed on and charged."""
+        self.usage, self.cost, self.steps = Usage(), 0.0, 0
+        self.retries: list[dict[str, Any]] = []
         self.reached = False
+        self.gave_up: str | None = None
 
     async def watch(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with self.http.stream("GET", "/event", params=self.where, timeout=None) as events:
@@ -332,25 +443,49 @@ class _Watch:
             async for line in events.aiter_lines():
                 if not line.startswith("data:"):
                     continue
-                part = json.loads(line[5:]).get("properties", {}).get("part") or {}
+                event = json.loads(line[5:])
+                found = event.get("properties") or {}
+                mine = found.get("sessionID") == self.session
+                if (
+                    event.get("type") == "session.status"
+                    and mine
+                    and await self._status(found.get("status") or {})
+                ):
+                    return
+                part = found.get("part") or {}
                 if part.get("sessionID") != self.session or "messageID" not in part:
                     continue
                 self.parts.setdefault(part["messageID"], {})[str(part.get("id"))] = part
-                if part.get("type") != "step-finish":
-                    continue
-                self.steps += 1
-                emit_step(self.request, *step_messages(list(self.parts.pop(part["messageID"]).values())))
-                self.emitted.add(part["messageID"])
-                if self.steps >= self.request.max_steps and part.get("reason") == "tool-calls":
-                    self.reached = True
-                    await self.http.post(f"/session/{self.session}/abort", params=self.where)
+                if part.get("type") == "step-finish" and await self._step(part):
                     return
 
+    async def _step(self, finish: dict[str, Any]) -> bool:
+        message_id = finish["messageID"]
+        self.steps += 1
+        self.seen.add(message_id)
+        usage = _usage(finish.get("tokens") or {})
+        self.usage, self.cost = (
+            self.usage + usage,
+            self.cost + self.request.budget.charge(self.request.model, usage),
+        )
+        emit_step(self.request, *step_messages(list(self.parts.pop(message_id).values())))
+        if self.steps >= self.request.max_steps and finish.get("reason") == "tool-calls":
+            self.reached = True
+            await self.http.post(f"/session/{self.session}/abort", params=self.where)
+            return True
+        return False
 
-async def _quietly(call: Any) -> None:
-    """Clean-up calls: a failure here must not hide the run's own outcome."""
-    with contextlib.suppress(httpx.HTTPError):
-        await call
+    async def _status(self, status: dict[str, Any]) -> bool:
+        if status.get("type") != "retry":
+            return False
+        attempt, message = int(status.get("attempt") or 0), str(status.get("message") or "")
+        wait = max((float(status.get("next") or 0) / 1000) - time.time(), 0.0)
+        self.retries.append({"attempt": attempt, "error": message, "wait_s": round(wait, 3)})
+        if attempt <= self.max_retries:
+            return False
+        self.gave_up = f"the model call failed after {attempt} attempts: {message}"
+        await self.http.post(f"/session/{self.session}/abort", params=self.where)
+        return True
 
 
 def _check(reply: httpx.Response, what: str) -> None:
@@ -417,39 +552,41 @@ def emit_step(request: HarnessRequest, message: Message | None, results: list[Me
 
 
 def to_result(
-    request: HarnessRequest,
-    messages: list[dict[str, Any]],
-    *,
-    max_steps_reached: bool = False,
-    emitted: set[str] | frozenset[str] = frozenset(),
+    request: HarnessRequest, messages: list[dict[str, Any]], watch: _Watch | None = None
 ) -> HarnessResult:
     """Our trajectory from a session's messages: the user's input, then each step's assistant message
-    followed by its tool results. Steps not yet passed on as events (``emitted`` holds those that were)
-    are passed on now."""
+    followed by its tool results. Steps the ``watch`` did not pass on and charge are passed on and
+    charged now."""
     trajectory = [Message(role="user", content=request.input)]
-    usage, finish, error, steps = Usage(), None, None, 0
+    seen = watch.seen if watch is not None else set()
+    reached = watch is not None and watch.reached
+    usage, cost = (watch.usage, watch.cost) if watch is not None else (Usage(), 0.0)
+    finish, error, steps = None, None, 0
     for entry in messages:
         info, parts = entry.get("info", {}), entry.get("parts", [])
         if info.get("role") != "assistant":
             continue
-        usage = usage + _usage(info.get("tokens") or {})
+        message, results = step_messages(parts)
+        if info.get("id") not in seen:
+            used = _usage(info.get("tokens") or {})
+            usage, cost = usage + used, cost + request.budget.charge(request.model, used)
+            emit_step(request, message, results)
         finish = info.get("finish") or finish
         steps += 1
-        if max_steps_reached and steps > request.max_steps:
+        if reached and steps > request.max_steps:
             continue  # a step that began before the abort landed: paid for, not part of the run
         if info.get("error"):
             error = _error_text(info["error"])
-        message, results = step_messages(parts)
-        if info.get("id") not in emitted:
-            emit_step(request, message, results)
         if message is not None:
             trajectory += [message, *results]
-    cost = request.budget.charge(request.model, usage)
     output = next((m.content for m in reversed(trajectory) if m.role == "assistant"), "")
-    if error is not None:
-        stop = "error"
-    else:
-        stop = "max_steps" if max_steps_reached or finish == "tool-calls" else "end_turn"
+    stopped = "max_steps" if reached or finish == "tool-calls" else "end_turn"
     return HarnessResult(
-        trajectory=trajectory, output=output, usage=usage, cost_usd=cost, stop_reason=stop, error=error
+        trajectory=trajectory,
+        output=output,
+        usage=usage,
+        cost_usd=cost,
+        stop_reason="error" if error is not None else stopped,
+        error=error,
+        retries=watch.retries if watch is not None else [],
     )

@@ -29,7 +29,7 @@ import signal
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,11 +37,10 @@ from typing import Any
 
 import anyio
 
-from machine._errors import HarnessError
 from machine._harness import HarnessRequest, HarnessResult
 from machine._runs import Message, ToolCall, Usage
 
-from ._hosts import find_binary, host_environment, judge_endpoint
+from ._hosts import find_binary, host_environment, judge_endpoint, served_tools
 from ._routes import Route, route_model
 from .chat import Endpoint, _timeout
 
@@ -497,8 +496,11 @@ class _Progress:
         """Stream a reply's text (``message_update`` lines are only read when someone listens)."""
         if self.request.on_event is None:
             return
-        update = json.loads(line).get("assistantMessageEvent") or {}
-        if update.get("type") == "text_delta" and update.get("delta"):
+        try:
+            update = json.loads(line).get("assistantMessageEvent") or {}
+        except (ValueError, AttributeError):  # a line cut short: the whole message still comes at its end
+            return
+        if isinstance(update, dict) and update.get("type") == "text_delta" and update.get("delta"):
             self.request.emit("text", Message(role="assistant", content=str(update["delta"])))
 
 
@@ -509,23 +511,6 @@ def _private_dir() -> Iterator[Path]:
         yield root
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-@contextlib.asynccontextmanager
-async def _served(request: HarnessRequest) -> AsyncIterator[tuple[str, str] | None]:
-    """The run's tools on a per-run MCP server (URL and token), or None for a run without tools."""
-    if not request.tools:
-        yield None
-        return
-    try:
-        from machine.server.run_tools import serve_run_tools
-    except ImportError as error:
-        raise HarnessError(
-            f"the pi harness serves the run's tools over MCP, which needs the mcp extra ({error}): "
-            "pip install 'machine[mcp]'"
-        ) from None
-    async with serve_run_tools(request.tools, request.tool_context) as served:
-        yield served.url, served.token
 
 
 async def _stop(process: asyncio.subprocess.Process, grace_s: float) -> None:
@@ -556,7 +541,7 @@ class PiHarness:
         stop_grace_s: float = 2.0,
     ) -> None:
         self.base_url = base_url
-        self.binary = binary
+        self.binary = find_binary("pi", "MACHINE_PI", INSTALL, binary)
         self.max_retries = max_retries
         """Pi's retries of a failed model call (429, 5xx, network), waiting ``retry_delay_s`` doubling."""
         self.retry_delay_s = retry_delay_s
@@ -571,19 +556,19 @@ class PiHarness:
         """Nothing to close: each run's pi process and tool server end with the run."""
 
     async def run(self, request: HarnessRequest) -> HarnessResult:
-        binary = find_binary("pi", "MACHINE_PI", INSTALL, self.binary)
+        binary = self.binary
         route = route_model(request.model, harness=self.name, base_url=self.base_url)
         progress = _Progress(request, [Message(role="user", content=request.input)])
         if request.max_steps <= 0:
             return self._result(progress, "max_steps", None)
         timeout_s = _timeout()
         with _private_dir() as root:
-            async with _served(request) as served:
+            async with served_tools(request) as served:
                 stop_reason, error = await self._run_pi(
                     binary, route, request, root, served, progress, timeout_s
                 )
         if served is not None and error:
-            error = error.replace(served[1], "<token>")
+            error = error.replace(served.token, "<token>")
         return self._result(progress, stop_reason, error)
 
     def _result(self, progress: _Progress, stop_reason: str, error: str | None) -> HarnessResult:
@@ -662,7 +647,7 @@ class PiHarness:
         route: Route,
         request: HarnessRequest,
         root: Path,
-        served: tuple[str, str] | None,
+        served: Any,
         progress: _Progress,
         timeout_s: float,
     ) -> tuple[str, str | None]:
@@ -674,7 +659,7 @@ class PiHarness:
         cwd.mkdir()
         args, extra = self._arguments(route, request, root, cwd, timeout_s)
         if served is not None:
-            extra[URL_ENV], extra[TOKEN_ENV] = served
+            extra[URL_ENV], extra[TOKEN_ENV] = served.url, served.token
         (root / "home").mkdir(mode=0o700)
         env = host_environment(route, root / "home", extra, own_keys=route.own)
         process = await asyncio.create_subprocess_exec(

@@ -7,6 +7,7 @@ run's own tool server and act in the run's sandbox, and the stored trajectory sh
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -22,12 +23,13 @@ from typing import Any
 import anyio
 import pytest
 
+from machine._effort import parse_effort
 from machine._workspace import Workspace
 from machine.clients.opencode import OpencodeHarness
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
 from hosts import host_binary
-from openai_server import FakeOpenAI, Item, Recorded, status, text, tool_call
+from openai_server import FakeOpenAI, Item, Recorded, hang, status, text, tool_call
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_LIMIT_S = 60.0
@@ -64,6 +66,16 @@ async def harness(fake: FakeOpenAI) -> AsyncIterator[OpencodeHarness]:
 
 def model_requests(fake: FakeOpenAI) -> list[dict[str, Any]]:
     return [r.body for r in fake.requests]
+
+
+def opencode_processes(temp: Path) -> list[str]:
+    """Processes whose private home lies under ``temp`` (found by their environment)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and f"HOME={temp}/".encode() in (entry / "environ").read_bytes():
+                found.append(entry.name)
+    return found
 
 
 @pytest.mark.anyio
@@ -192,10 +204,13 @@ def test_machine_suite_runs_concurrent_runs_through_one_opencode_server(workspac
     """The command line finds opencode by MACHINE_OPENCODE, runs every case of red two at a time through
     one server, each run with only its own tools, and stops the server when it ends."""
     binary = host_binary("opencode")
+    temp = workspace_root.parent / "temp"
+    temp.mkdir()
     with FakeOpenAI(responder=red_model) as fake:
         scrubbed = ("MACHINE_", "TINKER_", "OPENROUTER_")
         env = {k: v for k, v in os.environ.items() if not k.startswith(scrubbed)}
         env["MACHINE_OPENCODE"] = str(binary)
+        env["TMPDIR"] = str(temp)  # the server's private home is made here: nothing may be left in it
         argv = [str(Path(sys.executable).parent / "machine"), "--workspace", str(workspace_root)]
         argv += ["suite", "red", "--harness", "opencode", "--base-url", fake.url + "/v1"]
         argv += ["--concurrency", "2", "--json"]
@@ -206,8 +221,7 @@ def test_machine_suite_runs_concurrent_runs_through_one_opencode_server(workspac
     assert summary["runs"] == len(cases) and summary["errors"] == 0
     assert summary["pass_rate"] == 1.0
     assert summary["cost_usd"] > 0  # the endpoint's usage, charged at red's model's listed price
-    leftover = subprocess.run(["pgrep", "-f", f"{binary}.*serve"], capture_output=True, text=True)
-    assert leftover.stdout.strip() == ""
+    assert not opencode_processes(temp) and not list(temp.iterdir())
 
 
 @pytest.mark.anyio
@@ -362,3 +376,105 @@ async def test_each_step_reaches_on_event_as_soon_as_it_finishes(
         run = await ws.run("red", "red", on_event=on_event)
     assert run.status == "ok", run.error
     assert run.output == "live"
+
+
+@pytest.mark.anyio
+async def test_two_machines_at_once_each_with_its_own_agent_and_effort(
+    workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
+) -> None:
+    """A second machine's agent is declared while the first machine's run is in flight: the declaration
+    waits for it (changing opencode's configuration would abort it), and both runs finish. Each run's
+    effort goes with its own request only."""
+    fake.latency_ms = 1500
+    fake.default = text("done")
+    ws = Workspace(workspace_root, harness=harness)
+    red = ws.load("red")
+    other = dataclasses.replace(red, instructions="You are the other machine.")
+    runs: dict[str, Any] = {}
+
+    async def one(label: str, spec: Any, effort: str | None) -> None:
+        runs[label] = await ws.run(spec, f"input of {label}", effort=parse_effort(effort))
+
+    with anyio.fail_after(RUN_LIMIT_S):
+        async with anyio.create_task_group() as group:
+            group.start_soon(one, "red-high", red, "high")
+            while not fake.requests:  # the first run's model call is out
+                await anyio.sleep(0.02)
+            group.start_soon(one, "other-none", other, None)
+            group.start_soon(one, "red-low", red, "low")
+    assert {label: run.status for label, run in runs.items()} == dict.fromkeys(runs, "ok")
+    sent = {r["messages"][-1]["content"]: r for r in model_requests(fake)}
+    assert sent["input of red-high"]["messages"][0]["content"].startswith(red.instructions.strip())
+    assert sent["input of other-none"]["messages"][0]["content"].startswith("You are the other machine.")
+    efforts = {label: sent[f"input of {label}"].get("reasoning_effort") for label in runs}
+    assert efforts == {"red-high": "high", "other-none": None, "red-low": "low"}
+
+
+@pytest.mark.anyio
+async def test_a_model_call_that_keeps_failing_fails_the_run_after_the_retries(
+    workspace_root: Path, fake: FakeOpenAI
+) -> None:
+    fake.default = status(500, "the model is down")
+    harness = OpencodeHarness(binary=host_binary("opencode"), base_url=fake.url + "/v1", max_retries=1)
+    ws = Workspace(workspace_root, harness=harness)
+    try:
+        with anyio.fail_after(RUN_LIMIT_S):
+            run = await ws.run("red", "red")
+    finally:
+        await harness.aclose()
+    assert run.status == "error"
+    assert "failed after 2 attempts" in (run.error or "") and "the model is down" in (run.error or "")
+    assert [r["attempt"] for r in run.retries] == [1, 2]
+
+
+@pytest.mark.anyio
+async def test_the_time_limit_ends_the_run_with_the_reason(
+    workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MACHINE_MODEL_TIMEOUT", "1")
+    fake.default = hang(4)
+    ws = Workspace(workspace_root, harness=harness)
+    spec = dataclasses.replace(ws.load("red"), max_steps=1)
+    with anyio.fail_after(RUN_LIMIT_S):
+        run = await ws.run(spec, "red")
+    assert run.status == "error"
+    assert "did not finish the run within 2 s" in (run.error or "")
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_run_aborts_its_session(
+    workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
+) -> None:
+    """Cancelled while opencode retries a failing model call: the session is aborted, so no further
+    model call goes out, and the server is left ready for the next run."""
+    fake.default = status(500, "down")
+    ws = Workspace(workspace_root, harness=harness)
+    with anyio.fail_after(RUN_LIMIT_S):
+        async with anyio.create_task_group() as group:
+            group.start_soon(ws.run, "red", "red")
+            while not fake.requests:
+                await anyio.sleep(0.05)
+            group.cancel_scope.cancel()
+    settled = len(fake.requests)
+    await anyio.sleep(3)  # opencode's first retry would go out after 2 s
+    assert len(fake.requests) == settled
+    fake.default = text("back")
+    with anyio.fail_after(RUN_LIMIT_S):
+        run = await ws.run("red", "no colour here")
+    assert run.status == "ok" and run.output == "back"
+
+
+@pytest.mark.anyio
+async def test_a_model_opencode_does_not_know_is_refused_clearly(
+    workspace_root: Path, fake: FakeOpenAI
+) -> None:
+    harness = OpencodeHarness(binary=host_binary("opencode"))
+    ws = Workspace(workspace_root, harness=harness)
+    try:
+        with anyio.fail_after(RUN_LIMIT_S):
+            run = await ws.run("red", "red", model="nosuch/model-1")
+    finally:
+        await harness.aclose()
+    assert run.status == "error"
+    assert "opencode has no provider 'nosuch'" in (run.error or "")
+    assert not fake.requests

@@ -439,13 +439,15 @@ async def test_a_cancelled_run_leaves_no_pi_and_no_folder(fake: FakeOpenAI, priv
 async def test_a_missing_pi_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MACHINE_PI", str(tmp_path / "no-pi-here"))
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(HarnessError) as raised:
-        await PiHarness(base_url="http://127.0.0.1:9/v1").run(request())
+    with pytest.raises(HarnessError) as raised:  # when the harness is made: a command fails before any run
+        PiHarness(base_url="http://127.0.0.1:9/v1")
     assert "`pi` program" in str(raised.value) and INSTALL in str(raised.value)
     assert "MACHINE_PI" in str(raised.value)
 
 
-def test_the_judges_share_the_endpoint_only_when_one_was_given(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_judges_share_the_endpoint_only_when_one_was_given(
+    monkeypatch: pytest.MonkeyPatch, pi: Path
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     endpoint = PiHarness(base_url="http://127.0.0.1:9/v1/").endpoint
     assert endpoint is not None

@@ -66,3 +66,13 @@ def test_default_tinker_without_key_fails_clearly(monkeypatch: pytest.MonkeyPatc
 
 def test_every_listed_harness_is_known() -> None:
     assert set(HARNESSES) >= {"echo", "scripted", "tinker"}
+
+
+@pytest.mark.parametrize(("name", "variable"), [("opencode", "MACHINE_OPENCODE"), ("pi", "MACHINE_PI")])
+def test_a_host_harness_without_its_program_says_how_to_install_it_up_front(
+    monkeypatch: pytest.MonkeyPatch, name: str, variable: str
+) -> None:
+    monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(HarnessError, match=f"npm install -g .*{variable}"):
+        make_harness(name)
