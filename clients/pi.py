@@ -719,7 +719,14 @@ class PiHarness:
         async with anyio.create_task_group() as group:
             group.start_soon(feed)
             group.start_soon(drain)
-            while line := await stdout.readline():
+            while True:
+                try:
+                    line = await stdout.readline()
+                except ValueError:  # an event longer than LINE_LIMIT: pi is stopped, the run fails
+                    progress.error = f"pi printed an event longer than {LINE_LIMIT} bytes"
+                    break
+                if not line:
+                    break
                 if line.startswith(b'{"type":"message_update"'):
                     progress.text_delta(line.decode())
                     continue
