@@ -387,13 +387,19 @@ class OpencodeHarness:
                 if request.effort is not None and not route.own:
                     body["variant"] = request.effort.name
                 watch = _Watch(http, where, session, request, self.max_retries)
+                failed: str | None = None
                 async with anyio.create_task_group() as tasks:
                     await tasks.start(watch.watch)
                     with anyio.move_on_after(limit) as timer:
-                        reply = await http.post(
-                            f"/session/{session}/message", params=where, json=body, timeout=None
-                        )
+                        try:
+                            reply = await http.post(
+                                f"/session/{session}/message", params=where, json=body, timeout=None
+                            )
+                        except httpx.HTTPError as problem:  # opencode went away mid-run
+                            failed = f"opencode stopped answering: {type(problem).__name__}: {problem}"
                     tasks.cancel_scope.cancel()
+                if failed is not None:
+                    raise HarnessError(f"{failed} {server.log_tail(300)}".strip())
                 error = watch.gave_up
                 if timer.cancelled_caught:
                     error = (
@@ -438,26 +444,40 @@ class _Watch:
         self.gave_up: str | None = None
 
     async def watch(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with self.http.stream("GET", "/event", params=self.where, timeout=None) as events:
-            task_status.started()  # the stream is open: no step of this run can be missed
-            async for line in events.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
+        """Until the run ends, the limit is reached, or the stream breaks (then the session's messages,
+        read at the end, still give every step)."""
+        started = False
+        try:
+            async with self.http.stream("GET", "/event", params=self.where, timeout=None) as events:
+                task_status.started()  # the stream is open: no step of this run can be missed
+                started = True
+                await self._follow(events)
+        except httpx.HTTPError:
+            if not started:  # the run goes on without live events
+                task_status.started()
+
+    async def _follow(self, events: httpx.Response) -> None:
+        async for line in events.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            try:
                 event = json.loads(line[5:])
-                found = event.get("properties") or {}
-                mine = found.get("sessionID") == self.session
-                if (
-                    event.get("type") == "session.status"
-                    and mine
-                    and await self._status(found.get("status") or {})
-                ):
-                    return
-                part = found.get("part") or {}
-                if part.get("sessionID") != self.session or "messageID" not in part:
-                    continue
-                self.parts.setdefault(part["messageID"], {})[str(part.get("id"))] = part
-                if part.get("type") == "step-finish" and await self._step(part):
-                    return
+            except ValueError:
+                continue
+            found = event.get("properties") or {}
+            mine = found.get("sessionID") == self.session
+            if (
+                event.get("type") == "session.status"
+                and mine
+                and await self._status(found.get("status") or {})
+            ):
+                return
+            part = found.get("part") or {}
+            if part.get("sessionID") != self.session or "messageID" not in part:
+                continue
+            self.parts.setdefault(part["messageID"], {})[str(part.get("id"))] = part
+            if part.get("type") == "step-finish" and await self._step(part):
+                return
 
     async def _step(self, finish: dict[str, Any]) -> bool:
         message_id = finish["messageID"]

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -478,3 +479,32 @@ async def test_a_model_opencode_does_not_know_is_refused_clearly(
     assert run.status == "error"
     assert "opencode has no provider 'nosuch'" in (run.error or "")
     assert not fake.requests
+
+
+@pytest.mark.anyio
+async def test_opencode_dying_mid_run_fails_that_run_and_the_next_one_starts_it_afresh(
+    workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
+) -> None:
+    fake.latency_ms = 1500
+    fake.default = text("done")
+    ws = Workspace(workspace_root, harness=harness)
+    failed: list[Any] = []
+
+    async def doomed() -> None:
+        failed.append(await ws.run("red", "red"))
+
+    with anyio.fail_after(RUN_LIMIT_S):
+        async with anyio.create_task_group() as group:
+            group.start_soon(doomed)
+            while not fake.requests:
+                await anyio.sleep(0.02)
+            first = harness._server
+            assert first is not None
+            os.killpg(first.process.pid, signal.SIGKILL)
+        [run] = failed
+        assert run.status == "error" and "opencode stopped answering" in (run.error or "")
+        fake.latency_ms = 0
+        again = await ws.run("red", "no colour")
+    assert again.status == "ok" and again.output == "done"
+    assert harness._server is not None and harness._server is not first
+    assert not first.home.exists()
