@@ -7,6 +7,7 @@ so a broken install step can never pass silently.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -25,3 +26,14 @@ def host_binary(name: str) -> Path:
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)
+
+
+def processes_with(variable: str) -> list[str]:
+    """The ids of the processes whose environment holds ``variable`` (``NAME=value...``, a prefix): how a
+    test finds what a host left running when the host renames itself or its command line says little."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and variable.encode() in (entry / "environ").read_bytes():
+                found.append(entry.name)
+    return found

@@ -7,7 +7,6 @@ run's own tool server and act in the run's sandbox, and the stored trajectory sh
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -29,7 +28,7 @@ from machine._workspace import Workspace
 from machine.clients.opencode import OpencodeHarness
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from hosts import host_binary
+from hosts import host_binary, processes_with
 from openai_server import FakeOpenAI, Item, Recorded, hang, status, text, tool_call
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,13 +69,8 @@ def model_requests(fake: FakeOpenAI) -> list[dict[str, Any]]:
 
 
 def opencode_processes(temp: Path) -> list[str]:
-    """Processes whose private home lies under ``temp`` (found by their environment)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        with contextlib.suppress(OSError):
-            if entry.name.isdigit() and f"HOME={temp}/".encode() in (entry / "environ").read_bytes():
-                found.append(entry.name)
-    return found
+    """Processes whose private home lies under ``temp``."""
+    return processes_with(f"HOME={temp}/")
 
 
 @pytest.mark.anyio

@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
-from hosts import host_binary
+from hosts import host_binary, processes_with
 
 import machine.server.run_tools as run_tools
 from machine import (
@@ -134,15 +134,7 @@ def red_workspace(tmp_path: Path, runner: PiHarness, **kw: Any) -> Workspace:
 def pi_processes(temp: Path) -> list[str]:
     """Processes whose agent directory is one of the private folders under ``temp`` (pi renames itself
     ``pi``, overwriting its command line, so its environment tells)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        with contextlib.suppress(OSError):
-            if (
-                entry.name.isdigit()
-                and f"PI_CODING_AGENT_DIR={temp}/".encode() in (entry / "environ").read_bytes()
-            ):
-                found.append(entry.name)
-    return found
+    return processes_with(f"PI_CODING_AGENT_DIR={temp}/")
 
 
 async def test_red_runs_through_pi_with_exactly_its_instructions_and_tools(
