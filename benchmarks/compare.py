@@ -23,9 +23,9 @@ from pathlib import Path
 
 import anyio
 
-from machine import Workspace
-from machine._compare import compare
+from machine import open_workspace
 from machine.clients.scripted import ScriptedHarness, load_script
+from machine.measure import compare
 
 TARGET_S = 2.0
 
@@ -87,7 +87,7 @@ def make_repo(root: Path, cases: int) -> Path:
 
 def library(root: Path, script: Path, trials: int, concurrency: int) -> tuple[float, int]:
     start = time.perf_counter()
-    ws = Workspace(root, harness=ScriptedHarness(load_script(script)))
+    ws = open_workspace(root, harness=ScriptedHarness(load_script(script)))
     report = anyio.run(lambda: compare(ws, "bench", trials=trials, concurrency=concurrency))
     wall = time.perf_counter() - start
     return wall, report.a.runs + report.b.runs

@@ -1,7 +1,7 @@
 """The chat-completions harness against a local OpenAI-compatible endpoint: our overhead per model call,
 and the wall time of graded runs at concurrency. Prints figures next to their targets; asserts nothing.
 
-The endpoint is the fake server of the tests (``tests/fakes/openai_server.py``) on 127.0.0.1, run in a
+The endpoint is the fake server of the tests (``tests/helpers/openai_server.py``) on 127.0.0.1, run in a
 process of its own (forked), as a real endpoint is: in this process its threads would compete with ours
 for the GIL and the figures would count its time as ours. The same client code as against Tinker or
 OpenRouter runs here; only the base URL differs. Nothing leaves the machine.
@@ -50,19 +50,19 @@ from machine import (
     Run,
     ToolCall,
     ToolContext,
-    Workspace,
     check,
     define_evaluator,
     define_machine,
     define_rubric,
     judge,
+    open_workspace,
     run_suite,
 )
 from machine.clients.chat import ChatCompletionsHarness, Endpoint, ModelRouter
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "fakes"))
-from openai_server import FakeOpenAI, Item, Recorded, text  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers.openai_server import FakeOpenAI, Item, Recorded, text  # noqa: E402
 
 TARGET_OVERHEAD_MS = 2.0
 TARGET_RATIO = 1.2
@@ -232,7 +232,7 @@ class Stored:
 
     def __init__(self, url: str, root: str) -> None:
         self.harness = ChatCompletionsHarness(endpoint(url))
-        self.ws = Workspace(root, harness=self.harness, budget=Budget(None))
+        self.ws = open_workspace(root, harness=self.harness, budget=Budget(None))
         self.spec = machine(with_judge=False)
 
     async def __call__(self, i: int) -> object:
@@ -282,7 +282,7 @@ async def part_b(runs: int, latency_ms: float, concurrency: int) -> None:
         where = endpoint(server.url)
         h = ChatCompletionsHarness(where)
         router = ModelRouter(default=where)  # the judge's calls go to the same endpoint
-        ws = Workspace(tmp, harness=h, budget=Budget(100.0), judge_model=JUDGE_MODEL, models=router)
+        ws = open_workspace(tmp, harness=h, budget=Budget(100.0), judge_model=JUDGE_MODEL, models=router)
         spec = machine()
         cases = [Case(id=f"c{i}", input=f"question {i}") for i in range(runs)]
         finished: list[Run] = []

@@ -1,7 +1,7 @@
 """The opencode and pi harnesses: what running the agent loop in another program costs per run.
 
 Every harness runs the ``red`` machine against the same local OpenAI-compatible endpoint
-(``tests/fakes/openai_server.py``, answering at once): a tool call to ``red_mentioned``, then a reply, so
+(``tests/helpers/openai_server.py``, answering at once): a tool call to ``red_mentioned``, then a reply, so
 each run is two model calls and one tool call. Runs are sequential, RUNS per harness after WARMUP
 uncounted ones; the figure is the median wall time of ``Workspace.run`` (sandbox, run, store included).
 
@@ -32,12 +32,12 @@ from typing import Any
 import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "fakes"))
+sys.path.insert(0, str(ROOT / "tests"))
 NPM_BIN = ROOT / ".venv" / "npm" / "node_modules" / ".bin"
 
-from openai_server import FakeOpenAI, Item, Recorded, text, tool_call  # noqa: E402
+from helpers.openai_server import FakeOpenAI, Item, Recorded, text, tool_call  # noqa: E402
 
-from machine._workspace import Workspace  # noqa: E402
+from machine import open_workspace  # noqa: E402
 from machine.clients.chat import ChatCompletionsHarness, Endpoint  # noqa: E402
 
 WARMUP = 2
@@ -69,7 +69,7 @@ async def time_runs(name: str, root: Path, runs: int) -> list[float]:
     prefix = "machine_" if name == "opencode" else ""
     with FakeOpenAI(responder=red_model(prefix)) as fake:
         h = harness(name, fake.url + "/v1")
-        ws = Workspace(root, harness=h)
+        ws = open_workspace(root, harness=h)
         times: list[float] = []
         try:
             for i in range(WARMUP + runs):
@@ -90,7 +90,7 @@ async def opencode_start(root: Path) -> list[float]:
     starts = []
     with FakeOpenAI(responder=red_model("machine_")) as fake:
         for _ in range(STARTS):
-            ws = Workspace(root, harness=harness("opencode", fake.url + "/v1"))
+            ws = open_workspace(root, harness=harness("opencode", fake.url + "/v1"))
             try:
                 first = time.perf_counter()
                 await ws.run("red", "red")

@@ -1,4 +1,4 @@
-"""A per-run tool server (``machine.server.run_tools.serve_run_tools``): how fast it starts and stops, and
+"""A per-run tool server (``machine.clients.tool_server.serve_run_tools``): how fast it starts and stops, and
 what a tool call through it costs over calling the tool directly. Loopback only (127.0.0.1).
 
 - **Start**: entering ``serve_run_tools([echo], ctx)`` until it yields ``served`` (uvicorn bound to a free
@@ -32,8 +32,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from machine._tools import ToolContext, tool
-from machine.server.run_tools import ServedTools, serve_run_tools
+from machine.clients.tool_server import ServedTools, serve_run_tools
+from machine.runs import ToolContext, tool
 
 TARGET_START_MS = 150.0
 TARGET_OVERHEAD_MS = 10.0

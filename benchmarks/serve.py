@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import httpx  # noqa: E402
 from store import START, make_run  # noqa: E402
 
-from machine._store import SQLiteStore  # noqa: E402
+from machine.runs import SQLiteStore  # noqa: E402
 
 MACHINE_BIN = Path(sys.executable).parent / "machine"
 TARGET_START = 1.25

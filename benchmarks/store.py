@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from machine._runs import CriterionScore, Message, Run, Scorecard, Timings, ToolCall, Usage
-from machine._store import NEWEST_RUNS_SQL, SQLiteStore
+from machine.runs import CriterionScore, Message, Run, Scorecard, SQLiteStore, Timings, ToolCall, Usage
+from machine.runs._rows import NEWEST_RUNS_SQL
 
 TARGET_NEWEST_MS = 2.0
 TARGET_PUT_MS = 2.0

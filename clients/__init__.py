@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from machine._errors import BadInputError
-from machine._harness import Harness
+from machine.errors import BadInputError
+from machine.runs import Harness
 
 HARNESSES = ("echo", "scripted", "tinker", "openrouter", "openai", "opencode", "pi")
 
 
 def default_harness_name() -> str:
+    """The harness used when none is named: ``MACHINE_HARNESS``, else ``tinker``."""
     return os.environ.get("MACHINE_HARNESS") or "tinker"
 
 

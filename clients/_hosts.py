@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from machine._errors import HarnessError
-from machine._harness import HarnessRequest
+from machine.errors import HarnessError
+from machine.runs import HarnessRequest
 
 from ._routes import Route
 from .chat import Endpoint
@@ -72,7 +72,7 @@ async def served_tools(request: HarnessRequest) -> AsyncIterator[Any]:
         yield None
         return
     try:
-        from machine.server.run_tools import serve_run_tools
+        from .tool_server import serve_run_tools  # the mcp extra: only for runs with tools
     except ImportError as error:
         raise HarnessError(
             f"this harness serves the run's tools over MCP, which needs the mcp extra ({error}): "

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from machine._harness import HarnessRequest, HarnessResult
-from machine._loop import Turn, run_loop
-from machine._runs import Message
+from machine.runs import HarnessRequest, HarnessResult, Message, Turn, run_loop
 
 
 class EchoHarness:

@@ -16,10 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from machine._errors import HarnessError
-from machine._harness import HarnessRequest, HarnessResult
-from machine._loop import Turn, run_loop
-from machine._runs import Message, ToolCall, Usage
+from machine.errors import HarnessError
+from machine.runs import HarnessRequest, HarnessResult, Message, ToolCall, Turn, Usage, run_loop
 
 
 class _Strict(BaseModel):

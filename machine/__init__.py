@@ -1,8 +1,11 @@
-"""machine: small agent loops defined in code, with a rubric, an evaluator and stored, graded runs."""
+"""machine: small agent loops defined in code, with a rubric, an evaluator and stored, graded runs.
 
-from ._budget import Budget
-from ._cases import Case
-from ._errors import (
+The names here are the ones a machine file and a program using machines need; each concept's subpackage
+(``machine.runs``, ``machine.grade``, ``machine.spec``, ``machine.workspace``, ``machine.measure``,
+``machine.versions``, ``machine.ops``) has the rest.
+"""
+
+from .errors import (
     BadInputError,
     BudgetExceeded,
     CommitRefused,
@@ -13,21 +16,55 @@ from ._errors import (
     NotFoundError,
     UnknownPriceError,
 )
-from ._evaluator import Evaluator, define_evaluator
-from ._graders import GradeContext, Grader, check
-from ._handle import MachineHandle, RunMessage, RunStream, Session, load
-from ._harness import Event, Harness, HarnessRequest, HarnessResult
-from ._jev import jev
-from ._judge import judge, judge_panel
-from ._policy import Consent, SpendingPolicy
-from ._rubric import Criterion, Rubric, define_rubric
-from ._runs import CriterionScore, Message, Run, Scorecard, Tag, ToolCall, Usage
-from ._spec import Counterpart, Machine, define_child, define_machine, instructions_from, model_from
-from ._store import ChatSession, SQLiteStore, Store
-from ._suite import SuiteReport, run_suite
-from ._tools import Tool, ToolContext, ToolFailure, tool
-from ._versions import Candidate, GateReport, Version
-from ._workspace import Workspace
+from .grade import (
+    Criterion,
+    Evaluator,
+    GradeContext,
+    Grader,
+    Rubric,
+    check,
+    define_evaluator,
+    define_rubric,
+    jev,
+    judge,
+    judge_panel,
+)
+from .measure import SuiteReport, run_suite
+from .ops import Consent, MachineHandle, RunMessage, RunStream, Session, SpendingPolicy, load, open_workspace
+from .runs import (
+    Budget,
+    ChatSession,
+    CriterionScore,
+    Event,
+    Harness,
+    HarnessRequest,
+    HarnessResult,
+    Message,
+    Run,
+    Scorecard,
+    SQLiteStore,
+    Store,
+    Tag,
+    Tool,
+    ToolCall,
+    ToolContext,
+    ToolFailure,
+    Usage,
+    tool,
+)
+from .spec import (
+    Case,
+    Counterpart,
+    GateReport,
+    Machine,
+    Version,
+    define_child,
+    define_machine,
+    instructions_from,
+    model_from,
+)
+from .versions import Candidate
+from .workspace import Workspace
 
 __all__ = [
     "BadInputError",
@@ -87,6 +124,7 @@ __all__ = [
     "judge_panel",
     "load",
     "model_from",
+    "open_workspace",
     "run_suite",
     "tool",
 ]

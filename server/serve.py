@@ -7,10 +7,12 @@ import hmac
 import ipaddress
 import logging
 import os
-import secrets
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from machine.clients.tool_server import loopback_security, new_token
+from machine.errors import BadInputError
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
@@ -20,11 +22,6 @@ TOKEN_ENV = "MACHINE_SERVER_TOKEN"
 DEFAULT_PORT = 8765
 SCOPE = "machine"
 MIN_TOKEN_CHARS = 32
-
-
-def new_token() -> str:
-    """A fresh bearer token: 32 random bytes (256 bits), URL-safe."""
-    return secrets.token_urlsafe(32)
 
 
 class StaticTokenVerifier:
@@ -64,17 +61,12 @@ def is_loopback(host: str) -> bool:
 
 def transport_security(host: str) -> Any:
     """DNS-rebinding protection for ``host``: only requests naming this server (and loopback) are served."""
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
-    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    settings = loopback_security()
     if not is_loopback(host) and host not in ("0.0.0.0", "::"):
         shown = f"[{host}]" if ":" in host else host
-        hosts += [shown, f"{shown}:*"]
-        origins += [f"http://{shown}:*", f"https://{shown}:*"]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-    )
+        settings.allowed_hosts += [shown, f"{shown}:*"]
+        settings.allowed_origins += [f"http://{shown}:*", f"https://{shown}:*"]
+    return settings
 
 
 def http_auth(token: str, host: str, port: int) -> tuple[Any, Any]:
@@ -83,7 +75,7 @@ def http_auth(token: str, host: str, port: int) -> tuple[Any, Any]:
 
     shown = f"[{host}]" if ":" in host else host
     settings = AuthSettings(
-        issuer_url=f"http://{shown}:{port or DEFAULT_PORT}",  # type: ignore[arg-type]
+        issuer_url=f"http://{shown}:{port or DEFAULT_PORT}",
         resource_server_url=None,
         required_scopes=[SCOPE],
     )
@@ -95,20 +87,18 @@ def token_from_env(echo: Callable[[str], None]) -> str:
     token = os.environ.get(TOKEN_ENV, "").strip()
     if token:
         if len(token) < MIN_TOKEN_CHARS:
-            from machine._errors import BadInputError
-
             raise BadInputError(
                 f"{TOKEN_ENV} is too short to be a safe bearer token ({len(token)} characters): use at least "
                 f"{MIN_TOKEN_CHARS}, e.g. from `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
             )
         return token
-    token = new_token()
+    fresh: str = new_token()
     echo(
         f"bearer token for this server (shown once; set {TOKEN_ENV} to choose your own):\n"
-        f"  {token}\n"
+        f"  {fresh}\n"
         f'clients send it as the header "Authorization: Bearer <token>"'
     )
-    return token
+    return fresh
 
 
 async def serve_http(

@@ -24,7 +24,24 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PACKAGE_DIRS: dict[str, str] = PYPROJECT["tool"]["setuptools"]["package-dir"]
-SUBPACKAGES = ["machine.cli", "machine.server", "machine.clients", "machine.sandboxes", "machine.machinist"]
+SUBPACKAGES = [
+    "machine.runs",
+    "machine.grade",
+    "machine.spec",
+    "machine.workspace",
+    "machine.measure",
+    "machine.versions",
+    "machine.ops",
+    "machine.cli",
+    "machine.server",
+    "machine.clients",
+    "machine.clients.opencode",
+    "machine.sandboxes",
+    "machine.sandboxes.tools",
+    "machine.machinist",
+]
+PACKAGE_DATA = ["machine/py.typed", "machine/clients/pi_extension.ts"]
+"""Files besides the modules that the wheel must ship (pyproject's package-data)."""
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
 
 
@@ -64,7 +81,7 @@ def _expected_files() -> set[str]:
     """Every .py file under the mapped folders, at the path the mapping gives it inside the wheel.
 
     A new subfolder that pyproject.toml does not list as a package shows up here as missing."""
-    expected = {"machine/py.typed"}
+    expected = set(PACKAGE_DATA)
     for package, folder in PACKAGE_DIRS.items():
         base = ROOT / folder
         for file in base.rglob("*.py"):
@@ -86,7 +103,8 @@ def test_wheel_holds_every_subpackage_and_module(wheel: Path) -> None:
         init = package.replace(".", "/") + "/__init__.py"
         assert init in names, f"{init} is missing from the wheel"
         assert init in record, f"{init} is missing from the wheel's RECORD"
-    assert "machine/py.typed" in names and "machine/py.typed" in record
+    for data in PACKAGE_DATA:
+        assert data in names and data in record, f"{data} is missing from the wheel"
     missing = sorted(_expected_files() - names)
     assert not missing, (
         f"source files missing from the wheel (add their package to pyproject.toml): {missing}"

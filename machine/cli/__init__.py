@@ -1,9 +1,5 @@
-"""The ``machine`` command."""
+"""The ``machine`` command: parse, call the operations, render."""
 
-from __future__ import annotations
+from ._app import cli, main
 
-
-def main() -> None:
-    from ._app import main as run
-
-    run()
+__all__ = ["cli", "main"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .._agree import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, AgreementReport, agree
+from machine.measure import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, AgreementReport, agree
+
 from ._options import handle_errors, print_spend, with_workspace, workspace_from
 from ._render import dump_json
 
@@ -105,7 +106,7 @@ def agree_command(
         )
     )
     if as_json:
-        dump_json(report.to_json())
+        dump_json(report)
     else:
         _print_report(report)
     print_spend(ws.budget)
@@ -145,7 +146,7 @@ def _print_report(report: AgreementReport) -> None:
         f"{'bits':>5}  {bases}"
     )
     for row in report.thresholds:
-        s = row.stats
+        s = row
         kept = "  ".join(f"{_pct(share):>12}" for share in row.kept_bad.values())
         click.echo(
             f"{row.threshold:>9.2f}  {_pct(s.agreement):>5}  {_f(s.kappa):>5}  {_pct(s.false_pass_rate):>6}  "

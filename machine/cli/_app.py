@@ -7,7 +7,7 @@ import click
 from ._agree import agree_command
 from ._compare import compare_command
 from ._converse import converse_command
-from ._machines import list_machines, show, tree
+from ._machines import list_machines_command, show, tree
 from ._options import workspace_option
 from ._runs import eval_run, run, runs
 from ._serve import serve_command
@@ -22,7 +22,7 @@ def cli() -> None:
 
 
 COMMANDS = (
-    list_machines,
+    list_machines_command,
     show,
     tree,
     run,
@@ -43,4 +43,5 @@ for command in COMMANDS:
 
 
 def main() -> None:
+    """The console script."""
     cli(prog_name="machine")

@@ -1,16 +1,16 @@
-"""Talking to a machine in the terminal. Every exchange is a stored run in one conversation."""
+"""Talking to a machine in the terminal: a ``Session`` (the SDK's), every exchange a stored run."""
 
 from __future__ import annotations
 
 import functools
-import uuid
 
 import click
 
-from .._runs import Run, now
-from .._spec import Machine
-from .._store import ChatSession
-from .._workspace import Workspace
+from machine.ops import Session, describe
+from machine.runs import Run
+from machine.spec import Machine
+from machine.workspace import Workspace
+
 from ._render import print_run, scorecard_lines
 
 HELP = "/score grade the last exchange · /good /bad mark it · /correct NOTE · /machine · /quit"
@@ -19,13 +19,14 @@ HELP = "/score grade the last exchange · /good /bad mark it · /correct NOTE ·
 def chat(
     ws: Workspace, spec: Machine, *, grade: bool, resume: bool, pass_score: float, model: str | None = None
 ) -> None:
-    session = ws.store.latest_session(spec.name) if resume else None
-    if resume and session is None:
+    """Read lines from the person and answer each with a run, until /quit or the end of input."""
+    earlier = (
+        Session.resume(ws, spec, auto_grade=grade, pass_score=pass_score, model=model) if resume else None
+    )
+    if resume and earlier is None:
         click.echo(f"no earlier conversation with {spec.name}; starting a new one")
-    if session is None:
-        cid = uuid.uuid4().hex[:12]
-        session = ChatSession(name=cid, machine=spec.name, conversation_id=cid)
-    else:
+    session = earlier or Session(ws, spec, auto_grade=grade, pass_score=pass_score, model=model)
+    if earlier is not None:
         click.echo(f"resuming conversation {session.conversation_id} ({len(session.history)} messages)")
     click.secho(f"{spec.name} — {spec.intent}", bold=True)
     click.secho(HELP, dim=True)
@@ -43,24 +44,8 @@ def chat(
                 break
             last = _command(ws, spec, command, arg.strip(), last, pass_score)
             continue
-        exchange = functools.partial(
-            ws.run,
-            spec,
-            line,
-            history=session.history,
-            conversation_id=session.conversation_id,
-            grade=grade,
-            pass_score=pass_score,
-            interactive=True,
-            model=model,
-        )
-        last = ws.call(exchange)
+        last = ws.call(functools.partial(session.send, line, interactive=True))
         print_run(last)
-        if last.status == "ok":
-            session = session.model_copy(
-                update={"history": [*session.history, *last.trajectory], "updated_at": now()}
-            )
-            ws.store.put_session(session)
     click.echo(ws.budget.describe(), err=True)
 
 
@@ -68,11 +53,11 @@ def _command(
     ws: Workspace, spec: Machine, command: str, arg: str, last: Run | None, pass_score: float
 ) -> Run | None:
     if command == "/machine":
-        info = ws.describe(spec.name)
-        click.echo(f"{info['name']} on {info['model']}: {info['intent']}")
-        for c in info["criteria"]:
-            click.echo(f"  {c['name']} ×{c['weight']:g} ({c['grader']})")
-        click.echo("  tools: " + (", ".join(t["name"] for t in info["tools"]) or "none"))
+        info = describe(ws, spec.name)
+        click.echo(f"{info.name} on {info.model}: {info.intent}")
+        for c in info.criteria:
+            click.echo(f"  {c.name} ×{c.weight:g} ({c.grader})")
+        click.echo("  tools: " + (", ".join(t.name for t in info.tools) or "none"))
         click.echo("  " + ws.budget.describe())
         return last
     if command not in ("/score", "/good", "/bad", "/correct"):

@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from .._compare import Comparison, Plan, Side, compare
+from machine.measure import Comparison, Plan, Side, compare
+
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._render import dump_json, fmt_score
 
@@ -61,7 +62,7 @@ def compare_command(
         )
     )
     if as_json:
-        dump_json(report.to_json())
+        dump_json(report)
     else:
         _print_report(report)
     print_spend(ws.budget)

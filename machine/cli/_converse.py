@@ -8,10 +8,11 @@ from typing import Any
 
 import click
 
-from .._cases import Case
-from .._conversation import Conversation, converse, counterpart_of
-from .._errors import NotFoundError
-from .._runs import Run
+from machine.errors import NotFoundError
+from machine.runs import Run
+from machine.spec import Case
+from machine.workspace import Conversation, converse, counterpart_of
+
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._render import dump_json, scorecard_lines
 
@@ -64,7 +65,7 @@ def converse_command(
         )
     )
     if as_json:
-        dump_json(_as_json(conversation))
+        dump_json(conversation)
     else:
         _print_ending(conversation, side.max_turns, grade)
     print_spend(ws.budget)
@@ -123,24 +124,7 @@ def _print_ending(conversation: Conversation, max_turns: int, grade: bool) -> No
     )
     if grade and conversation.graded is None:
         click.echo("nothing was graded: the conversation did not finish")
-    for run in (conversation.graded, conversation.counterpart_graded):
+    for run in (conversation.graded_run, conversation.counterpart_graded_run):
         if run is not None and run.scorecard is not None:
             click.echo(f"{run.machine}'s last turn (run {run.id}):")
             click.echo("\n".join(scorecard_lines(run.scorecard)))
-
-
-def _as_json(conversation: Conversation) -> dict[str, Any]:
-    def run_id(run: Run | None) -> str | None:
-        return None if run is None else run.id
-
-    return {
-        "conversation_id": conversation.conversation_id,
-        "machine": conversation.machine,
-        "counterpart": conversation.counterpart,
-        "case": conversation.case_id,
-        "ended": conversation.ended,
-        "stopped": conversation.stopped,
-        "graded": run_id(conversation.graded),
-        "counterpart_graded": run_id(conversation.counterpart_graded),
-        "turns": [run.model_dump(mode="json") for run in conversation.turns],
-    }

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
-from .._errors import MachineError
+from machine.measure import family
+from machine.ops import describe, list_machines
+
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 
@@ -17,32 +18,25 @@ from ._render import dump_json
 @with_workspace
 @click.pass_context
 @handle_errors
-def list_machines(ctx: click.Context, /, as_json: bool) -> None:
+def list_machines_command(ctx: click.Context, /, as_json: bool) -> None:
     """List the workspace's machines."""
     ws = workspace_from(ctx)
-    rows: list[dict[str, Any]] = []
-    broken = 0
-    for name in ws.names():
-        try:
-            spec = ws.load(name)
-        except MachineError as error:
-            broken += 1
-            click.echo(f"error: {error}", err=True)
-            continue
-        rows.append({"name": name, "intent": spec.intent, "model": spec.model, "criteria": list(spec.rubric)})
+    listed = list_machines(ws)
+    rows = [m for m in listed if m.error is None]
+    for broken in listed:
+        if broken.error is not None:
+            click.echo(f"error: {broken.error}", err=True)
     if as_json:
         dump_json(rows)
-    elif not rows and not broken:
+    elif not listed:
         click.echo(
             f"no machines in {ws.machines_dir} (a machine is a folder machines/<name>/ with a machine.py)"
         )
     else:
-        width = max((len(r["name"]) for r in rows), default=0)
+        width = max((len(r.name) for r in rows), default=0)
         for r in rows:
-            click.echo(
-                f"{r['name']:<{width}}  {r['model']:<28} {_criteria(len(r['criteria']))}  {r['intent']}"
-            )
-    if broken:
+            click.echo(f"{r.name:<{width}}  {r.model or '':<28} {_criteria(len(r.criteria))}  {r.intent}")
+    if len(rows) < len(listed):
         sys.exit(1)
 
 
@@ -58,27 +52,26 @@ def _criteria(count: int) -> str:
 @handle_errors
 def show(ctx: click.Context, /, name: str, as_json: bool) -> None:
     """Show a machine: intent, model, tools, and each criterion with its weight and grader."""
-    ws = workspace_from(ctx)
-    info = ws.describe(name)
+    info = describe(workspace_from(ctx), name)
     if as_json:
         dump_json(info)
         return
-    click.secho(info["name"], bold=True)
-    click.echo(f"  intent: {info['intent']}")
-    click.echo(f"  model:  {info['model']}   max steps: {info['max_steps']}")
-    if info["parent"]:
-        click.echo(f"  parent: {info['parent']}")
-    if info["counterpart"]:
-        click.echo(f"  counterpart: {info['counterpart']} (speaks first; see `machine converse {name}`)")
+    click.secho(info.name, bold=True)
+    click.echo(f"  intent: {info.intent}")
+    click.echo(f"  model:  {info.model}   max steps: {info.max_steps}")
+    if info.parent:
+        click.echo(f"  parent: {info.parent}")
+    if info.counterpart:
+        click.echo(f"  counterpart: {info.counterpart} (speaks first; see `machine converse {name}`)")
     click.echo("  criteria:")
-    for c in info["criteria"]:
-        inherited = f"  (from {c['from']})" if c["from"] != name else ""
-        click.echo(f"    {c['name']}  ×{c['weight']:g}  {c['grader']}{inherited}")
-        click.secho(f"      {c['description']}", dim=True)
-    click.echo("  tools:" + ("" if info["tools"] else " none"))
-    for t in info["tools"]:
-        inherited = f"  (from {t['from']})" if t["from"] != name else ""
-        click.echo(f"    {t['name']}{inherited}: {t['description'].splitlines()[0]}")
+    for c in info.criteria:
+        inherited = f"  (from {c.origin})" if c.origin != name else ""
+        click.echo(f"    {c.name}  ×{c.weight:g}  {c.grader}{inherited}")
+        click.secho(f"      {c.description}", dim=True)
+    click.echo("  tools:" + ("" if info.tools else " none"))
+    for t in info.tools:
+        inherited = f"  (from {t.origin})" if t.origin != name else ""
+        click.echo(f"    {t.name}{inherited}: {t.description.splitlines()[0]}")
 
 
 @click.command()
@@ -90,11 +83,9 @@ def tree(ctx: click.Context, /, name: str) -> None:
     """Show a machine family: each machine, what it inherits and what it adds."""
     ws = workspace_from(ctx)
     root = ws.load(name)
-    family = [n for n in ws.names() if n == name or n.startswith(name + "/")]
-    for member in family:
+    for member in family(ws, name):
         spec = ws.load(member) if member != name else root
-        depth = member.count("/") - name.count("/")
-        pad = "  " * depth
+        pad = "  " * (member.count("/") - name.count("/"))
         click.secho(f"{pad}{member}", bold=True)
         own = spec.own_criteria
         inherited = [c for c in spec.rubric if c not in own]

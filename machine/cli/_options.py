@@ -1,10 +1,9 @@
-"""Options shared by the commands, and the one place that builds a Workspace from them.
+"""Options shared by the commands, and the one place that builds a command's workspace from them.
 
-It is also the one place where a command's spending is logged, through the same ``SpendingPolicy`` as the
-MCP server and to the same ``.machine/spending.jsonl``: ``workspace_from`` opens the spend when it builds a
-Workspace with a budget (every command that can spend: run, suite, converse, compare, eval, agree,
-propose), and ``handle_errors``, around every command, settles it once the command is done. No command
-does either itself.
+It is also where a command's spending is logged, through the same ``Spend`` as the MCP server and to the
+same ``.machine/spending.jsonl``: ``workspace_from`` opens the spend when it builds a workspace with a
+budget (every command that can spend), and ``handle_errors``, around every command, settles it once the
+command is done. No command does either itself.
 """
 
 from __future__ import annotations
@@ -12,17 +11,15 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
-from .._errors import BadInputError
-
-if TYPE_CHECKING:
-    from .._budget import Budget
-    from .._policy import SpendingPolicy
+from machine.errors import BadInputError, Fix, MachineError
+from machine.ops import Spend, SpendingPolicy, make_harness, open_workspace
+from machine.runs import Budget, parse_budget, price_of
+from machine.workspace import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -134,20 +131,23 @@ def spending_options(fn: F) -> F:
     )
 
 
-def workspace_from(ctx: click.Context, **options: Any) -> Any:
-    """The Workspace for this invocation, with its harness, budget and judges as the options say."""
-    from .._budget import Budget, parse_budget
-    from .._workspace import Workspace
-
-    root = (ctx.find_root().obj or {}).get("workspace")
+def workspace_root_option(ctx: click.Context) -> str | None:
+    """The ``--workspace`` folder given, which must exist."""
+    root: str | None = (ctx.find_root().obj or {}).get("workspace")
     if root is not None and not Path(root).is_dir():
-        raise BadInputError(f"workspace {root} is not a folder; pass --workspace DIR with an existing folder")
+        raise BadInputError(
+            f"workspace {root} is not a folder", fixes=[Fix("workspace", "DIR", "(a folder that exists)")]
+        )
+    return root
+
+
+def workspace_from(ctx: click.Context, **options: Any) -> Workspace:
+    """The workspace for this invocation, with its harness, budget and judges as the options say."""
+    root = workspace_root_option(ctx)
     if "budget" not in options:
-        return Workspace(root)
+        return open_workspace(root)
     budget = Budget(parse_budget(options["budget"]))
     if options.get("price_as"):
-        from .._pricing import price_of
-
         if price_of(options["price_as"]) is None:
             raise BadInputError(
                 f"--price-as {options['price_as']!r} has no listed price either: name a model in the "
@@ -156,12 +156,10 @@ def workspace_from(ctx: click.Context, **options: Any) -> Any:
         budget.price_as[options.get("model") or "*"] = options["price_as"]
     harness = None
     if "harness" in options:
-        from machine.clients import make_harness
-
         harness = make_harness(
             options["harness"], script=options.get("script"), base_url=options.get("base_url")
         )
-    ws = Workspace(
+    ws = open_workspace(
         root,
         harness=harness,
         budget=budget,
@@ -170,54 +168,18 @@ def workspace_from(ctx: click.Context, **options: Any) -> Any:
         judge_effort=options.get("judge_effort"),
         keep_sandboxes=bool(options.get("keep_sandbox")),
     )
-    _open_spend(ctx, ws.data_dir / "spending.jsonl", budget)
+    policy = SpendingPolicy.from_env(ws.data_dir / "spending.jsonl")
+    command = ctx.command.name or ctx.info_name or "machine"
+    ctx.meta[_SPEND_KEY] = Spend.by_command(policy, budget, command=command, machine=ctx.params.get("name"))
     return ws
 
 
-@dataclass
-class _Spend:
-    policy: SpendingPolicy
-    correlation_id: str
-    budget: Budget
-
-
-def _open_spend(ctx: click.Context, log_path: Path, budget: Budget) -> None:
-    """Record the person's consent to this command's spending: typing the command is the consent.
-
-    The cap per call (``MACHINIST_MAX_BUDGET``, $10) is for tools a model calls; the person's own
-    ``--budget`` on the command line is not held to it, so it goes into the log uncapped (``capped=False``).
-    """
-    from .._policy import SpendingPolicy
-
-    policy = SpendingPolicy.from_env(log_path)
-    command = ctx.command.name or ctx.info_name or "machine"
-    cap = "none" if budget.usd is None else f"{budget.usd:g}"
-    correlation_id, _ = policy.consented(
-        "command",
-        f"machine {command} --budget {cap}",
-        budget_usd=budget.usd,
-        tool=command,
-        machine=ctx.params.get("name"),
-        capped=False,
-    )
-    ctx.meta[_SPEND_KEY] = _Spend(policy, correlation_id, budget)
-
-
 def _settle_spend(*, finished: bool) -> None:
-    """Write the spending log line of the spend ``workspace_from`` opened in this invocation, if any.
-
-    The line is written when the command finished (even at $0: an echo or scripted run, or judges that
-    were not needed) or when it spent anything however it ended (a failure or Ctrl-C midway still logs
-    what was spent). A command that failed before spending anything (bad input, an unknown machine, a
-    refusal) writes nothing.
-    """
+    """Settle the spend ``workspace_from`` opened in this invocation, if any (see ``Spend.settle``)."""
     ctx = click.get_current_context(silent=True)
     spend = ctx.meta.pop(_SPEND_KEY, None) if ctx is not None else None
-    if not isinstance(spend, _Spend):
-        return
-    spent = spend.budget.spent
-    if finished or spent > 0:
-        spend.policy.settle(spend.correlation_id, spent_usd=spent)
+    if isinstance(spend, Spend):
+        spend.settle(finished=finished)
 
 
 def print_spend(budget: Any) -> None:
@@ -225,12 +187,35 @@ def print_spend(budget: Any) -> None:
     click.echo(budget.describe(), err=True)
 
 
+COMMANDS = {
+    "suite": "machine suite {machine}",
+    "run": "machine run {machine} INPUT",
+    "propose": "machine propose {machine} --model MODEL",
+    "record": "machine versions {machine} --record",
+}
+"""The command for each operation a fix can name."""
+
+
+def cli_spelling(fix: Fix) -> str:
+    """``--force``, ``--budget USD``, ```machine suite NAME```: how the command line does it."""
+    if fix.operation:
+        command = COMMANDS.get(fix.operation, "machine " + fix.operation + " {machine}")
+        return "`" + command.format(machine=fix.machine or "NAME") + "`"
+    flag = "--" + fix.argument.replace("_", "-")
+    return f"pass {flag}" + (f" {fix.value}" if fix.value is not None else "")
+
+
+def fail(error: MachineError) -> None:
+    """The error in one line on stderr, with each fix as a flag, and exit status 2."""
+    click.echo(f"error: {error.explain(cli_spelling)}", err=True)
+    sys.exit(2)
+
+
 def handle_errors(fn: F) -> F:
     """Turn the library's errors into one clear line and exit status 2; nothing else is printed.
 
     Around every command, it also settles the command's spend (``_settle_spend``) once the command is done.
     """
-    from .._errors import MachineError
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -243,7 +228,6 @@ def handle_errors(fn: F) -> F:
             _settle_spend(finished=True)
             return result
         except MachineError as error:
-            click.echo(f"error: {error}", err=True)
-            sys.exit(2)
+            fail(error)
 
     return wrapper  # type: ignore[return-value]

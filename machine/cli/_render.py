@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
 
 import click
+from pydantic import BaseModel
 
-from .._runs import Run, Scorecard
+from machine.runs import Run, Scorecard
 
 
-def dump_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+def dump_json(value: BaseModel | Sequence[BaseModel]) -> None:
+    """A model (or a list of them) as ``--json`` prints it: the model's own dump, aliases and computed
+    fields included, the same as the MCP server's structured results."""
+    data = (
+        value.model_dump(mode="json", by_alias=True)
+        if isinstance(value, BaseModel)
+        else [item.model_dump(mode="json", by_alias=True) for item in value]
+    )
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def fmt_score(score: float | None) -> str:
+    """A score with two decimals, or UNSCORED."""
     return "UNSCORED" if score is None else f"{score:.2f}"
 
 
 def scorecard_lines(scorecard: Scorecard) -> list[str]:
+    """A scorecard as lines: each criterion with its mark, weight, grader, score and reason; the total."""
     lines = []
     for name, c in scorecard.criteria.items():
         mark = "?" if c.score is None else ("✓" if c.score >= 1.0 else "✗")
@@ -30,6 +40,7 @@ def scorecard_lines(scorecard: Scorecard) -> list[str]:
 
 
 def print_run(run: Run, *, verbose: bool = True) -> None:
+    """A run's steps (with ``verbose``), output, scorecard and cost."""
     if run.status == "error":
         click.echo(f"run {run.id} failed: {run.error}")
         return

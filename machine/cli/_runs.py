@@ -8,7 +8,9 @@ from typing import Any
 
 import click
 
-from .._errors import BadInputError
+from machine.errors import BadInputError
+
+from ._chat import chat
 from ._options import (
     grading_options,
     handle_errors,
@@ -55,15 +57,13 @@ def run(
             )
         ws.project = here
     if input is None:
-        from ._chat import chat
-
         chat(ws, spec, grade=grade, resume=resume, pass_score=pass_score, model=spending["model"])
         return
     if resume:
         raise BadInputError("--continue resumes an interactive conversation: leave out INPUT")
     result = ws.call(lambda: ws.run(spec, input, model=spending["model"], grade=grade, pass_score=pass_score))
     if as_json:
-        dump_json(result.model_dump(mode="json"))
+        dump_json(result)
     else:
         print_run(result)
     print_spend(ws.budget)
@@ -85,7 +85,7 @@ def runs(ctx: click.Context, /, name: str, limit: int, as_json: bool) -> None:
         ws.load(name)  # raises, listing the known machines
     found = ws.store.summaries(name, limit)  # the listed fields only: no run is validated
     if as_json:
-        dump_json([r.as_json() for r in found])
+        dump_json(found)
         return
     if not found:
         click.echo(f"no runs of {name} yet; `machine run {name} INPUT` makes one")
@@ -93,8 +93,9 @@ def runs(ctx: click.Context, /, name: str, limit: int, as_json: bool) -> None:
         verdict = {True: "pass", False: "fail", None: "-"}[r.passed]
         status = "ERROR" if r.status == "error" else fmt_score(r.score) if r.graded else "ungraded"
         case = f" case {r.case_id}" if r.case_id else ""
+        when = r.created_at.strftime("%Y-%m-%dT%H:%M:%S")
         click.echo(
-            f"{r.id}  {r.created_at[:19]}  {status:<8} {verdict:<4} ${r.cost_usd:.4f}"
+            f"{r.id}  {when}  {status:<8} {verdict:<4} ${r.cost_usd:.4f}"
             f"  {r.model}{case}  {r.input_preview[:50]!r}"
         )
 
@@ -119,7 +120,7 @@ def eval_run(
         raise BadInputError(f"run {run_id} belongs to {stored.machine!r}, not {name!r}")
     graded = ws.call(lambda: ws.grade(stored, spec, pass_score=pass_score))
     if as_json:
-        dump_json(graded.model_dump(mode="json"))
+        dump_json(graded)
     else:
         print_run(graded, verbose=False)
     print_spend(ws.budget)

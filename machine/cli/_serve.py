@@ -11,7 +11,8 @@ from typing import Any
 
 import click
 
-from .._errors import BadInputError
+from machine.errors import BadInputError
+
 from ._options import handle_errors, with_workspace
 
 

@@ -7,11 +7,12 @@ from typing import Any
 
 import click
 
-from .._errors import BadInputError
-from .._family import FamilyReport, run_family
-from .._runs import Run
-from .._suite import SuiteReport, run_suite
-from .._workspace import Workspace
+from machine.errors import BadInputError
+from machine.measure import FamilyReport, SuiteReport, run_family
+from machine.ops import plan_suite, run_planned
+from machine.runs import Run
+from machine.workspace import Workspace
+
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._render import dump_json, fmt_score
 
@@ -66,53 +67,59 @@ def suite(
             )
         _family(ws, name, trials, concurrency, pass_score, as_json, verbose, spending["model"])
         return
-    spec = ws.load(name)
-    cases = ws.cases(spec, cases_file)
-    total = len(cases) * trials
-    show_progress = not as_json and not verbose and sys.stderr.isatty()
-    done = 0
-
-    def on_start(report: SuiteReport, remaining: int) -> None:
-        nonlocal total
-        total = remaining
-        if resume is not None:
-            click.echo(
-                f"resuming suite {report.suite_id}: {report.resumed} pairs done, {remaining} to run",
-                err=True,
-            )
-
-    def on_run(run: Run) -> None:
-        nonlocal done
-        done += 1
-        if verbose:
-            _print_verbose(run, done, total)
-        elif show_progress:
-            width = 30
-            filled = width * done // total
-            click.echo(
-                f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", err=True, nl=done == total
-            )
-
+    plan = plan_suite(
+        ws,
+        name,
+        cases=cases_file,
+        trials=trials,
+        model=spending["model"],
+        concurrency=concurrency,
+        pass_score=pass_score,
+    )
+    progress = _Progress(plan.runs, verbose=verbose, bar=not as_json and not verbose and sys.stderr.isatty())
+    announce = resume is not None
+    resumed = False if resume is None else True if resume == "latest" else resume
     report = ws.call(
-        lambda: run_suite(
+        lambda: run_planned(
             ws,
-            spec,
-            cases,
-            trials=trials,
-            concurrency=concurrency,
-            pass_score=pass_score,
-            model=spending["model"],
-            on_run=on_run,
-            resume=False if resume is None else True if resume == "latest" else resume,
-            cases_file=str(cases_file or ws.machines_dir / name / "cases.json"),
-            on_start=on_start,
+            plan,
+            resume=resumed,
+            on_run=progress.run,
+            on_start=lambda r, n: progress.start(r, n, announce),
         )
     )
     if as_json:
-        dump_json(report.to_json())
+        dump_json(report)
     else:
         _print_report(report)
     print_spend(ws.budget)
+
+
+class _Progress:
+    """What ``machine suite`` shows while it runs: each run (``--verbose``), or a bar on a terminal."""
+
+    def __init__(self, total: int, *, verbose: bool, bar: bool) -> None:
+        self.total, self.done, self.verbose, self.bar = total, 0, verbose, bar
+
+    def start(self, report: SuiteReport, remaining: int, announce: bool) -> None:
+        self.total = remaining
+        if announce:
+            click.echo(
+                f"resuming suite {report.suite_id}: {report.resumed} pairs done, {remaining} to run", err=True
+            )
+
+    def run(self, run: Run) -> None:
+        self.done += 1
+        if self.verbose:
+            _print_verbose(run, self.done, self.total)
+        elif self.bar:
+            width = 30
+            filled = width * self.done // self.total
+            click.echo(
+                f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}",
+                err=True,
+                nl=self.done == self.total,
+            )
 
 
 def _family(
@@ -150,7 +157,7 @@ def _family(
         )
     )
     if as_json:
-        dump_json(report.to_json())
+        dump_json(report)
     else:
         _print_family(report)
     print_spend(ws.budget)
@@ -160,8 +167,8 @@ def _print_family(report: FamilyReport) -> None:
     for member in report.machines:
         _print_report(member)
         click.echo()
-    for skipped, reason in report.skipped:
-        click.secho(f"{skipped}: skipped ({reason})", fg="yellow")
+    for skipped in report.skipped:
+        click.secho(f"{skipped.machine}: skipped ({skipped.reason})", fg="yellow")
     members = len(report.machines)
     click.secho(
         f"inherited from {report.root}, across {members} machine{'s' if members != 1 else ''}:", bold=True

@@ -7,21 +7,18 @@ from typing import Any
 
 import click
 
-from .._errors import BadInputError, CommitRefused
-from .._versions import (
-    DEFAULT_MIN_Z,
-    UNRECORDED,
-    Version,
-    commit,
-    current,
-    format_report,
-    propose,
-    revert,
-    to_json,
-    update,
-    versions,
+from machine.errors import BadInputError, CommitRefused
+from machine.spec import DEFAULT_MIN_Z, UNRECORDED, Version
+from machine.versions import VersionList, commit, current, format_report, propose, revert, update, versions
+
+from ._options import (
+    cli_spelling,
+    handle_errors,
+    print_spend,
+    spending_options,
+    with_workspace,
+    workspace_from,
 )
-from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._render import dump_json
 
 
@@ -61,11 +58,7 @@ def versions_command(ctx: click.Context, /, name: str, record: bool, note: str, 
     matched = current(ws, name)
     if as_json:
         dump_json(
-            {
-                "machine": name,
-                "current": matched.label if matched else UNRECORDED,
-                "versions": [to_json(v) for v in listed],
-            }
+            VersionList(machine=name, current=matched.label if matched else UNRECORDED, versions=listed)
         )
         return
     for version in listed:
@@ -139,7 +132,7 @@ def propose_command(
         )
     )
     if as_json:
-        dump_json(to_json(candidate.version))
+        dump_json(candidate.version)
     else:
         click.echo(format_report(candidate.report))
         if candidate.passed:
@@ -166,7 +159,7 @@ def commit_command(ctx: click.Context, /, name: str, force: bool) -> None:
     except CommitRefused as refused:
         if refused.report is not None:
             click.echo(format_report(refused.report))
-        click.echo(f"error: {refused}", err=True)
+        click.echo(f"error: {refused.explain(cli_spelling)}", err=True)
         sys.exit(2)
     forced = " (forced past the gate)" if version.forced else ""
     click.echo(f"{version.label} is live{forced}: model {version.model}, written to model.json")

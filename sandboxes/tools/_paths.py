@@ -9,8 +9,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from machine._errors import BadInputError
-from machine._tools import ToolContext, ToolFailure
+from machine.errors import BadInputError
+from machine.runs import ToolContext, ToolFailure
 
 from .._local import SandboxEscape
 

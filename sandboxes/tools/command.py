@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from machine._tools import ToolContext, ToolFailure, tool
+from machine.runs import ToolContext, ToolFailure, tool
 
 from ._paths import _sandbox
 

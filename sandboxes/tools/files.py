@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from machine._tools import Tool, ToolContext, ToolFailure, tool
+from machine.runs import Tool, ToolContext, ToolFailure, tool
 
 from ._paths import (
     SNIFF_BYTES,

@@ -1,231 +1,25 @@
-"""A small workspace of its own for every CLI test, and ways to run the real ``machine`` command on it.
-
-The workspace holds ``greet`` (two checks, a judge criterion that is UNSCORED in this build, a tool),
-its child ``greet/loud`` (one criterion and one tool of its own), ``plain`` (no tools), the cases of
-``greet`` and scripts for the scripted harness. Nothing here reads the repository's machines folder.
-"""
+"""The CLI tests' fixtures: a fresh workspace (``helpers.cli_workspace``), the real console script in a
+subprocess, and the command in this process with click's runner."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from helpers.cli_workspace import Command, WorkspaceFolder, write_workspace
+from helpers.env import MACHINE_BIN, SCRUBBED, clean_env
 
-from machine import Run, SQLiteStore
-from machine.cli._app import cli
+from machine.cli import cli
 
-MACHINE_BIN = Path(sys.executable).parent / "machine"
 TIMEOUT = 120
-# Settings of the person running the tests that would change what the command does.
-SCRUBBED = (
-    "MACHINE_WORKSPACE",
-    "MACHINE_HARNESS",
-    "MACHINE_JUDGE_MODEL",
-    "TINKER_API_KEY",
-    "OPENROUTER_API_KEY",
-    "OPENAI_BASE_URL",
-)
-
-RUBRIC_PY = """\
-from machine import define_rubric
-
-rubric = define_rubric(
-    {
-        "greets": {"description": "The reply says hello.", "weight": 2},
-        "brief": {"description": "The reply is at most 20 characters long.", "weight": 1},
-        "warm": "The reply sounds friendly.",
-    }
-)
-"""
-
-GREET_PY = """\
-from machine import check, define_evaluator, define_machine, judge, tool
-
-from .rubric import rubric
-
-
-@tool
-def shout(text: str) -> str:
-    \"\"\"Return the text in capital letters.\"\"\"
-    return text.upper()
-
-
-def _brief(run):
-    return 1.0 if len(run.output) <= 20 else 0.5
-
-
-evaluator = define_evaluator(
-    rubric,
-    {
-        "greets": check("says_hello", lambda run: "hello" in run.output.lower()),
-        "brief": check("at_most_20", _brief),
-        "warm": judge(),
-    },
-)
-
-machine = define_machine(
-    name="greet",
-    intent="Greet the person named in the input.",
-    instructions="Say hello to the person named in the input, briefly.",
-    model="Qwen/Qwen3.8-27B",
-    rubric=rubric,
-    evaluator=evaluator,
-    tools=[shout],
-)
-"""
-
-LOUD_PY = """\
-from machine import check, define_child, define_evaluator, define_rubric, tool
-
-from ..machine import machine as parent
-
-rubric = define_rubric({"capitals": {"description": "The reply is in capital letters.", "weight": 3}})
-
-
-@tool
-def count_letters(text: str) -> int:
-    \"\"\"Count the letters in the text.\"\"\"
-    return sum(ch.isalpha() for ch in text)
-
-
-machine = define_child(
-    parent,
-    name="greet/loud",
-    intent="Greet the person loudly.",
-    instructions="Use capital letters only.",
-    rubric=rubric,
-    evaluator=define_evaluator(rubric, {"capitals": check("all_caps", lambda run: run.output.isupper())}),
-    tools=[count_letters],
-)
-"""
-
-PLAIN_PY = """\
-from machine import check, define_evaluator, define_machine, define_rubric
-
-rubric = define_rubric({"nonempty": "The reply is not empty."})
-
-machine = define_machine(
-    name="plain",
-    intent="Repeat the input.",
-    instructions="Repeat the input.",
-    model="echo",
-    rubric=rubric,
-    evaluator=define_evaluator(rubric, {"nonempty": check("nonempty", lambda run: bool(run.output))}),
-)
-"""
-
-CASES = [
-    {"id": "ann", "input": "greet ann"},  # calls the tool, then "hello ann": 1.0, passes
-    {"id": "bob", "input": "greet bob"},  # a long hello: (2 + 0.5) / 3, fails at 1.0, passes at 0.5
-    {"id": "cat", "input": "greet cat"},  # no hello: 1 / 3, fails at both
-]
-
-SCRIPT = {
-    "rules": [
-        {"match": "^hi", "turns": [{"text": "hello there"}]},
-        {
-            "match": "ann",
-            "turns": [
-                {"tool_calls": [{"name": "shout", "arguments": {"text": "hello ann"}}]},
-                {"text": "hello ann"},
-            ],
-        },
-        {"match": "bob", "turns": [{"text": "hello bob, what a long and lovely day it is"}]},
-        {"match": "cat", "turns": [{"text": "go away"}]},
-    ]
-}
-
-# Every turn uses 100,000 input tokens on the machine's model: $0.186 a run at Qwen3.8-27B's price.
-COSTLY_SCRIPT = {"rules": [{"match": ".", "turns": [{"text": "hello", "usage": {"input_tokens": 100_000}}]}]}
-
-
-@dataclass
-class WorkspaceFolder:
-    """The test workspace: its paths, and its store read from outside the command."""
-
-    root: Path
-
-    @property
-    def machines(self) -> Path:
-        return self.root / "machines"
-
-    @property
-    def script(self) -> Path:
-        return self.root / "script.json"
-
-    @property
-    def costly_script(self) -> Path:
-        return self.root / "costly.json"
-
-    @property
-    def db(self) -> Path:
-        return self.root / ".machine" / "store.db"
-
-    def count(self) -> int:
-        """Rows in the store; 0 when no command has written one (the file may not exist yet)."""
-        if not self.db.exists():
-            return 0
-        store = SQLiteStore(self.db)
-        try:
-            return store.count()
-        finally:
-            store.close()
-
-    def get(self, run_id: str) -> Run:
-        store = SQLiteStore(self.db)
-        try:
-            return store.get(run_id)
-        finally:
-            store.close()
-
-    def write(self, relative: str, text: str) -> Path:
-        path = self.root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return path
-
-    def write_json(self, relative: str, value: Any) -> Path:
-        return self.write(relative, json.dumps(value, indent=2))
-
-
-def write_workspace(root: Path) -> WorkspaceFolder:
-    ws = WorkspaceFolder(root)
-    ws.write("machines/greet/rubric.py", RUBRIC_PY)
-    ws.write("machines/greet/machine.py", GREET_PY)
-    ws.write("machines/greet/loud/machine.py", LOUD_PY)
-    ws.write("machines/plain/machine.py", PLAIN_PY)
-    ws.write_json("machines/greet/cases.json", CASES)
-    ws.write_json("script.json", SCRIPT)
-    ws.write_json("costly.json", COSTLY_SCRIPT)
-    return ws
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> WorkspaceFolder:
     return write_workspace(tmp_path / "ws")
-
-
-def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.update(extra or {})
-    return env
-
-
-Command = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import Result
 
-import machine._agree
+import machine.measure._agree  # where agree finds its judge, replaced on purpose
 from machine import Criterion, CriterionScore, GradeContext, Run
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def test_text_report_with_figures(
     ws: WorkspaceFolder, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run_suite(ws, invoke)
-    monkeypatch.setattr(machine._agree, "judge", lambda **_: ByOutput())
+    monkeypatch.setattr(machine.measure._agree, "judge", lambda **_: ByOutput())
     result = ok(invoke(*agree(ws, "greets", "--with", "judge")))
     out = result.stdout
     assert "greet · greets" in out and "check:says_hello" in out
@@ -80,7 +80,7 @@ def test_json_report_with_chosen_thresholds(
     ws: WorkspaceFolder, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run_suite(ws, invoke)
-    monkeypatch.setattr(machine._agree, "judge", lambda **_: ByOutput())
+    monkeypatch.setattr(machine.measure._agree, "judge", lambda **_: ByOutput())
     data: Any = json.loads(
         ok(invoke(*agree(ws, "greets", "--with", "judge", "--threshold", "0.5", "--json"))).stdout
     )

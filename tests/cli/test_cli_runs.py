@@ -102,6 +102,24 @@ def test_run_json_is_one_run_object(ws: WorkspaceFolder, invoke: Invoke) -> None
     assert stored.output == "hello ann"
 
 
+def test_run_and_eval_json_carry_the_weighted_score_and_passed(ws: WorkspaceFolder, invoke: Invoke) -> None:
+    """Wherever a scorecard appears, its dump says the weighted score and whether it passed: the run's and
+    the scorecard's, from ``run --json`` and from ``eval --json`` alike."""
+    ran = as_json(invoke("run", "greet", "greet bob", "--eval", "--json", *scripted(ws)))
+    # greets (x2) 1.0, brief (x1) 0.5, warm UNSCORED: (2 * 1 + 1 * 0.5) / 3
+    assert ran["score"] == pytest.approx(2.5 / 3) and ran["passed"] is False
+    assert ran["scorecard"]["score"] == ran["score"] and ran["scorecard"]["passed"] is False
+    graded = as_json(
+        invoke("eval", "greet", ran["id"], "--pass-score", "0.8", "--json", "--workspace", ws.root)
+    )
+    assert graded["id"] == ran["id"]
+    assert graded["score"] == pytest.approx(2.5 / 3) and graded["passed"] is True
+    assert graded["scorecard"]["score"] == graded["score"] and graded["scorecard"]["passed"] is True
+    assert graded["scorecard"]["pass_score"] == 0.8
+    ungraded = as_json(invoke("run", "greet", "greet ann", "--json", *scripted(ws)))
+    assert ungraded["score"] is None and ungraded["passed"] is None
+
+
 def test_run_json_without_eval_has_no_scorecard(ws: WorkspaceFolder, invoke: Invoke) -> None:
     data = as_json(invoke("run", "greet", "greet ann", "--json", *scripted(ws)))
     assert data["scorecard"] is None
@@ -166,7 +184,7 @@ def test_runs_json_newest_first_with_limit(ws: WorkspaceFolder, invoke: Invoke) 
     listed = as_json(invoke("runs", "greet", "--json", "--workspace", ws.root))
     assert [r["id"] for r in listed] == ids[::-1]
     for row in listed:
-        assert set(row) == SUMMARY_KEYS
+        assert set(row) >= SUMMARY_KEYS  # a RunSummary's dump: these and the listing's other fields
         assert row["status"] == "ok"
         assert row["score"] is None and row["passed"] is None  # ungraded
         assert row["case"] is None

@@ -117,7 +117,7 @@ def test_a_command_that_fails_after_spending_still_logs_what_it_spent(
     ws: WorkspaceFolder, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from machine import BadInputError
-    from machine.cli import _runs
+    from machine.cli import _runs  # the command's renderer, made to fail on purpose
 
     def fail(*_args: object, **_kwargs: object) -> None:
         raise BadInputError("the terminal went away")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import email.utils
 import gc
-import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -19,6 +18,19 @@ from typing import Any
 
 import anyio
 import pytest
+
+# tests/ holds no packages: the fake server is imported from its folder (benchmarks do the same).
+from helpers.openai_server import (
+    FakeOpenAI,
+    Fault,
+    Reply,
+    ScriptedCall,
+    hang,
+    rate_limited,
+    status,
+    text,
+    tool_call,
+)
 
 from machine import (
     Budget,
@@ -31,25 +43,11 @@ from machine import (
     define_evaluator,
     define_machine,
     define_rubric,
+    open_workspace,
     tool,
 )
-from machine._effort import parse_effort
-from machine._workspace import Workspace
 from machine.clients.chat import ChatClient, ChatCompletionsHarness, Endpoint, endpoint_for
-
-# tests/ holds no packages: the fake server is imported from its folder (benchmarks do the same).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from openai_server import (
-    FakeOpenAI,
-    Fault,
-    Reply,
-    ScriptedCall,
-    hang,
-    rate_limited,
-    status,
-    text,
-    tool_call,
-)
+from machine.runs import parse_effort
 
 RUN_LIMIT_S = 10.0
 INSTRUCTIONS = "You add numbers with the add tool."
@@ -163,7 +161,7 @@ async def test_tool_call_is_executed_and_its_result_fed_back(server: FakeOpenAI,
 
     first, second = server.requests
     assert first.path == "/v1/chat/completions" and first.stream is stream
-    assert first.body["tools"] == [{"type": "function", "function": add.spec()}]
+    assert first.body["tools"] == [{"type": "function", "function": add.function()}]
     assert first.messages == [
         {"role": "system", "content": INSTRUCTIONS},
         {"role": "user", "content": "add 2 and 3"},
@@ -657,7 +655,7 @@ async def test_workspace_run_is_priced_graded_and_stored(server: FakeOpenAI, tmp
         text("5", prompt_tokens=1000, cached_tokens=400, completion_tokens=200),
     )
     h = harness(local(server))
-    ws = Workspace(tmp_path, harness=h, budget=Budget(1.0))
+    ws = open_workspace(tmp_path, harness=h, budget=Budget(1.0))
     try:
         with anyio.fail_after(RUN_LIMIT_S):
             run = await ws.run(calculator(model), "add 2 and 3", grade=True)
@@ -675,7 +673,7 @@ async def test_workspace_run_is_priced_graded_and_stored(server: FakeOpenAI, tmp
 async def test_workspace_run_that_gives_up_is_stored_as_failed(server: FakeOpenAI, tmp_path: Path) -> None:
     server.push(tool_call("add", {"a": 2, "b": 3}), Fault("malformed"))
     h = harness(local(server))
-    ws = Workspace(tmp_path, harness=h, budget=Budget(None))
+    ws = open_workspace(tmp_path, harness=h, budget=Budget(None))
     try:
         with anyio.fail_after(RUN_LIMIT_S):
             run = await ws.run(calculator("Qwen/Qwen3.6-35B-A3B"), "add 2 and 3", grade=True)

@@ -22,22 +22,15 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers.hosts import host_binary, processes_with
+from helpers.openai_server import FakeOpenAI, Item, Recorded, hang, status, text, tool_call
 
-from machine._effort import parse_effort
-from machine._workspace import Workspace
+from machine import open_workspace
 from machine.clients.opencode import OpencodeHarness
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from hosts import host_binary, processes_with
-from openai_server import FakeOpenAI, Item, Recorded, hang, status, text, tool_call
+from machine.runs import parse_effort
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_LIMIT_S = 60.0
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture
@@ -81,7 +74,7 @@ async def test_red_calls_reach_our_tool_server_and_the_trajectory_shows_them(
         tool_call("machine_red_mentioned", {}, prompt_tokens=120, completion_tokens=7),
         text("Flagged it.", prompt_tokens=150, completion_tokens=4, cached_tokens=100),
     )
-    ws = Workspace(workspace_root, harness=harness)
+    ws = open_workspace(workspace_root, harness=harness)
     with anyio.fail_after(RUN_LIMIT_S):
         run = await ws.run("red", "my favourite colour is red", grade=True)
     assert run.status == "ok", run.error
@@ -116,7 +109,7 @@ async def test_a_file_edit_acts_in_the_runs_sandbox_and_failures_come_back_as_to
         tool_call("machine_run", {"command": "python3 -c 'import calc; print(calc.add(2, 3))'"}),
         text("Fixed add; it prints 5 now."),
     )
-    ws = Workspace(workspace_root, harness=harness, keep_sandboxes=True)
+    ws = open_workspace(workspace_root, harness=harness, keep_sandboxes=True)
     files = {"calc.py": "def add(a, b):\n    return a - b\n"}
     with anyio.fail_after(RUN_LIMIT_S):
         run = await ws.run("dev", "add() subtracts; fix it", files=files)
@@ -147,7 +140,7 @@ async def test_project_config_and_instruction_files_in_the_folder_never_reach_th
         "extra.md": "LEAKED-EXTRA-INSTRUCTIONS",
         ".opencode/agent/spy.md": "---\ndescription: spy\n---\nLEAKED-AGENT-FILE",
     }
-    ws = Workspace(workspace_root, harness=harness)
+    ws = open_workspace(workspace_root, harness=harness)
     with anyio.fail_after(RUN_LIMIT_S):
         run = await ws.run("red", "nothing here", files=files)
     assert run.status == "ok", run.error
@@ -161,7 +154,7 @@ async def test_max_steps_stops_a_model_that_keeps_calling_tools(
 ) -> None:
     fake.default = tool_call("machine_red_mentioned", {})
     fake.latency_ms = 300  # a model's own time: the abort lands while the third call is still out
-    ws = Workspace(workspace_root, harness=harness)
+    ws = open_workspace(workspace_root, harness=harness)
     spec = dataclasses.replace(ws.load("red"), max_steps=2)
     with anyio.fail_after(RUN_LIMIT_S):
         run = await ws.run(spec, "red red red")
@@ -177,7 +170,7 @@ async def test_an_endpoint_error_fails_the_run_with_the_reason(
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
 ) -> None:
     fake.default = status(400, "model m does not exist")
-    ws = Workspace(workspace_root, harness=harness)
+    ws = open_workspace(workspace_root, harness=harness)
     with anyio.fail_after(RUN_LIMIT_S):
         run = await ws.run("red", "red")
     assert run.status == "error"
@@ -224,9 +217,9 @@ async def test_the_runs_token_stays_out_of_runs_events_and_opencodes_files_and_c
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     token = "T0KEN-" + "x" * 40
-    monkeypatch.setattr("machine.server.run_tools.new_token", lambda: token)
+    monkeypatch.setattr("machine.clients.tool_server.new_token", lambda: token)
     fake.push(tool_call("machine_red_mentioned", {}), text("Flagged."))
-    ws = Workspace(workspace_root, harness=harness)
+    ws = open_workspace(workspace_root, harness=harness)
     events: list[Any] = []
     with anyio.fail_after(RUN_LIMIT_S):
         run = await ws.run("red", "red", on_event=events.append)
@@ -243,9 +236,7 @@ async def test_the_runs_token_stays_out_of_runs_events_and_opencodes_files_and_c
 
 
 def _request(**kw: Any) -> Any:
-    from machine._budget import Budget
-    from machine._harness import HarnessRequest
-    from machine._tools import ToolContext
+    from machine.runs import Budget, HarnessRequest, ToolContext
 
     fields: dict[str, Any] = {
         "run_id": "r1",
@@ -306,8 +297,8 @@ def test_an_endpoint_error_and_a_failed_tool_read_back_from_the_session() -> Non
 
 
 def test_earlier_turns_go_to_opencode_as_a_transcript() -> None:
-    from machine._runs import Message
-    from machine.clients.opencode import _prompt
+    from machine.clients.opencode._mapping import _prompt  # the transcript opencode is sent, on purpose
+    from machine.runs import Message
 
     history = [Message(role="user", content="I am Ada."), Message(role="assistant", content="Hello Ada.")]
     prompt = _prompt(_request(input="What is my name?", history=history))
@@ -330,7 +321,7 @@ async def test_a_tinker_id_goes_to_tinker_with_its_key_from_the_environment_and_
     monkeypatch.setenv("TINKER_BASE_URL", fake.url)
     fake.push(text("no red here"))
     harness = OpencodeHarness(binary=host_binary("opencode"))
-    ws = Workspace(workspace_root, harness=harness, effort="high")
+    ws = open_workspace(workspace_root, harness=harness, effort="high")
     try:
         with anyio.fail_after(RUN_LIMIT_S):
             run = await ws.run("red", "a blue sky")
@@ -366,7 +357,7 @@ async def test_each_step_reaches_on_event_as_soon_as_it_finishes(
         if event.type == "tool_result":
             seen.set()
 
-    ws = Workspace(workspace_root, harness=harness)
+    ws = open_workspace(workspace_root, harness=harness)
     with anyio.fail_after(RUN_LIMIT_S):
         run = await ws.run("red", "red", on_event=on_event)
     assert run.status == "ok", run.error
@@ -382,7 +373,7 @@ async def test_two_machines_at_once_each_with_its_own_agent_and_effort(
     effort goes with its own request only."""
     fake.latency_ms = 1500
     fake.default = text("done")
-    ws = Workspace(workspace_root, harness=harness)
+    ws = open_workspace(workspace_root, harness=harness)
     red = ws.load("red")
     other = dataclasses.replace(red, instructions="You are the other machine.")
     runs: dict[str, Any] = {}
@@ -411,7 +402,7 @@ async def test_a_model_call_that_keeps_failing_fails_the_run_after_the_retries(
 ) -> None:
     fake.default = status(500, "the model is down")
     harness = OpencodeHarness(binary=host_binary("opencode"), base_url=fake.url + "/v1", max_retries=1)
-    ws = Workspace(workspace_root, harness=harness)
+    ws = open_workspace(workspace_root, harness=harness)
     try:
         with anyio.fail_after(RUN_LIMIT_S):
             run = await ws.run("red", "red")
@@ -428,7 +419,7 @@ async def test_the_time_limit_ends_the_run_with_the_reason(
 ) -> None:
     monkeypatch.setenv("MACHINE_MODEL_TIMEOUT", "1")
     fake.default = hang(4)
-    ws = Workspace(workspace_root, harness=harness)
+    ws = open_workspace(workspace_root, harness=harness)
     spec = dataclasses.replace(ws.load("red"), max_steps=1)
     with anyio.fail_after(RUN_LIMIT_S):
         run = await ws.run(spec, "red")
@@ -443,7 +434,7 @@ async def test_a_cancelled_run_aborts_its_session(
     """Cancelled while opencode retries a failing model call: the session is aborted, so no further
     model call goes out, and the server is left ready for the next run."""
     fake.default = status(500, "down")
-    ws = Workspace(workspace_root, harness=harness)
+    ws = open_workspace(workspace_root, harness=harness)
     with anyio.fail_after(RUN_LIMIT_S):
         async with anyio.create_task_group() as group:
             group.start_soon(ws.run, "red", "red")
@@ -464,7 +455,7 @@ async def test_a_model_opencode_does_not_know_is_refused_clearly(
     workspace_root: Path, fake: FakeOpenAI
 ) -> None:
     harness = OpencodeHarness(binary=host_binary("opencode"))
-    ws = Workspace(workspace_root, harness=harness)
+    ws = open_workspace(workspace_root, harness=harness)
     try:
         with anyio.fail_after(RUN_LIMIT_S):
             run = await ws.run("red", "red", model="nosuch/model-1")
@@ -481,7 +472,7 @@ async def test_opencode_dying_mid_run_fails_that_run_and_the_next_one_starts_it_
 ) -> None:
     fake.latency_ms = 1500
     fake.default = text("done")
-    ws = Workspace(workspace_root, harness=harness)
+    ws = open_workspace(workspace_root, harness=harness)
     failed: list[Any] = []
 
     async def doomed() -> None:

@@ -9,7 +9,6 @@ import contextlib
 import json
 import shutil
 import stat
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -17,9 +16,10 @@ from typing import Any
 
 import anyio
 import pytest
-from hosts import host_binary, processes_with
+from helpers.hosts import host_binary, processes_with
+from helpers.openai_server import FakeOpenAI, hang, status, text, tool_call
 
-import machine.server.run_tools as run_tools
+import machine.clients.tool_server as run_tools
 from machine import (
     Budget,
     Event,
@@ -33,17 +33,14 @@ from machine import (
     define_evaluator,
     define_machine,
     define_rubric,
+    open_workspace,
     tool,
 )
-from machine._effort import parse_effort
-from machine._errors import HarnessError
-from machine._pricing import price_of
-from machine._workspace import Workspace
 from machine.clients.pi import INSTALL, PiHarness
+from machine.errors import HarnessError
+from machine.runs import parse_effort, price_of
 from machine.sandboxes.tools import edit_file, read_file, write_file
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from openai_server import FakeOpenAI, hang, status, text, tool_call
+from machine.workspace import Workspace
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -73,11 +70,6 @@ def shouter(max_steps: int = 4, tools: list[Any] | None = None) -> Any:
         tools=tools if tools is not None else [shout],
         max_steps=max_steps,
     )
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(autouse=True)
@@ -128,7 +120,7 @@ def request(model: str = "fake-model", **kw: Any) -> HarnessRequest:
 
 def red_workspace(tmp_path: Path, runner: PiHarness, **kw: Any) -> Workspace:
     shutil.copytree(REPO / "machines" / "red", tmp_path / "ws" / "machines" / "red")
-    return Workspace(tmp_path / "ws", harness=runner, **kw)
+    return open_workspace(tmp_path / "ws", harness=runner, **kw)
 
 
 def pi_processes(temp: Path) -> list[str]:
@@ -171,7 +163,7 @@ async def test_red_runs_through_pi_with_exactly_its_instructions_and_tools(
     assert first["model"] == spec.model
     assert first["messages"][0] == {"role": "system", "content": spec.instructions}
     assert [m["role"] for m in first["messages"]] == ["system", "user"]
-    assert [t["function"] for t in first["tools"]] == [t.spec() for t in spec.tools]
+    assert [t["function"] for t in first["tools"]] == [t.function() for t in spec.tools]
     assert not {"max_completion_tokens", "store", "reasoning_effort"} & set(first)
     assert [e.type for e in events if e.type != "text"] == [
         "assistant",
@@ -191,7 +183,7 @@ async def test_file_tools_change_the_runs_sandbox(fake: FakeOpenAI, tmp_path: Pa
         text("Changed notes.txt and wrote out/hello.txt."),
     )
     editor = shouter(max_steps=6, tools=[read_file, write_file, edit_file])
-    ws = Workspace(tmp_path / "ws", harness=harness(fake), keep_sandboxes=True)
+    ws = open_workspace(tmp_path / "ws", harness=harness(fake), keep_sandboxes=True)
     with anyio.fail_after(LIMIT_S):
         run = await ws.run(editor, "make the colour red", files={"notes.txt": "colour: blue\n"})
 
@@ -207,7 +199,7 @@ async def test_file_tools_change_the_runs_sandbox(fake: FakeOpenAI, tmp_path: Pa
 
 async def test_a_tool_failure_reaches_the_model_as_an_error_result(fake: FakeOpenAI, tmp_path: Path) -> None:
     fake.push(tool_call("shout", {"text": "bad"}), text("It could not be shouted.", reasoning="It refused."))
-    ws = Workspace(tmp_path / "ws", harness=harness(fake))
+    ws = open_workspace(tmp_path / "ws", harness=harness(fake))
     with anyio.fail_after(LIMIT_S):
         run = await ws.run(shouter(), "shout bad")
 
@@ -230,7 +222,7 @@ async def test_an_endpoint_failure_fails_the_run_with_the_reason(
     fake: FakeOpenAI, tmp_path: Path, fault: Any, calls: int, said: str
 ) -> None:
     fake.default = fault
-    ws = Workspace(tmp_path / "ws", harness=harness(fake, max_retries=1, retry_delay_s=0.01))
+    ws = open_workspace(tmp_path / "ws", harness=harness(fake, max_retries=1, retry_delay_s=0.01))
     with anyio.fail_after(LIMIT_S):
         run = await ws.run(shouter(), "shout hello")
 
@@ -250,7 +242,7 @@ async def test_max_steps_stops_pi_before_another_model_call(
         tool_call("shout", {"text": "three"}),
         text("never asked for"),
     )
-    ws = Workspace(tmp_path / "ws", harness=harness(fake))
+    ws = open_workspace(tmp_path / "ws", harness=harness(fake))
     with anyio.fail_after(LIMIT_S):
         run = await ws.run(shouter(max_steps=2), "shout twice")
 
@@ -360,7 +352,7 @@ async def test_the_token_is_never_written_sent_or_stored(
 
     fake.push(tool_call("look", {}), text("looked"))
     events: list[Event] = []
-    ws = Workspace(tmp_path / "ws", harness=harness(fake))
+    ws = open_workspace(tmp_path / "ws", harness=harness(fake))
     with anyio.fail_after(LIMIT_S):
         run = await ws.run(shouter(tools=[look]), "look around", on_event=events.append)
 
@@ -466,7 +458,7 @@ async def test_settings_and_instruction_files_in_the_runs_folder_never_reach_pi(
         ".pi/APPEND_SYSTEM.md": "LEAKED-APPEND",
         ".pi/settings.json": json.dumps(retries),
     }
-    ws = Workspace(tmp_path / "ws", harness=harness(fake))
+    ws = open_workspace(tmp_path / "ws", harness=harness(fake))
     with anyio.fail_after(LIMIT_S):
         run = await ws.run(shouter(), "hello", files=files)
     assert run.status == "error" and "first call fails" in (run.error or "")

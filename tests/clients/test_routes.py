@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from machine._errors import BadInputError, HarnessError
-from machine.clients._hosts import find_binary, host_environment
+from machine.clients._hosts import find_binary, host_environment  # the hosts' plumbing, on purpose
 from machine.clients._routes import Route, route_model
+from machine.errors import BadInputError, HarnessError
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from machine import Case, Message, Run, Workspace, run_suite
+from machine import Case, Message, Run, Workspace, open_workspace, run_suite
 from machine.clients.scripted import ScriptedHarness
 from machine.sandboxes import bubblewrap
 
@@ -28,7 +28,7 @@ needs_bubblewrap = pytest.mark.skipif(
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     for setting in ("MACHINE_JUDGE_MODEL", "TINKER_API_KEY", "OPENROUTER_API_KEY"):
         monkeypatch.delenv(setting, raising=False)  # the judges stay UNSCORED
-    return Workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
+    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 def make_run(output: str) -> Run:

@@ -12,18 +12,18 @@ from types import ModuleType
 import pytest
 from click.testing import CliRunner
 
-from machine import Message, Run, Workspace, run_suite
-from machine._conversation import converse
-from machine._graders import CheckGrader
-from machine.cli._app import cli
+from machine import Message, Run, Workspace, open_workspace, run_suite
+from machine.cli import cli
 from machine.clients.scripted import ScriptedHarness
+from machine.grade import CheckGrader
+from machine.workspace import converse
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    return Workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
+    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 def chatbot_module(ws: Workspace) -> ModuleType:
@@ -149,11 +149,14 @@ async def test_every_scenario_is_a_conversation_the_script_finishes(ws: Workspac
         assert conversation.ended == "until", (case.id, [t.output for t in turns])
         assert [t.machine for t in turns] == ["persona", "chatbot"] * (len(turns) // 2) + ["persona"]
         assert turns[-1].output.endswith("[done]")
-        graded = conversation.graded
+        graded = conversation.graded_run
         assert graded is turns[-2] and graded.case_id == case.id
         assert graded.score == 1.0, (case.id, graded.scorecard)  # the checks; the judges are UNSCORED here
         assert len(graded.history) == len(turns) - 3  # every earlier exchange of the conversation
-        assert conversation.counterpart_graded is not None and conversation.counterpart_graded.score == 1.0
+        assert (
+            conversation.counterpart_graded_run is not None
+            and conversation.counterpart_graded_run.score == 1.0
+        )
 
 
 @pytest.mark.anyio

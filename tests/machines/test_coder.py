@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from machine import Message, Run, ToolCall, ToolContext, Workspace, run_suite
+from machine import Message, Run, ToolCall, ToolContext, Workspace, open_workspace, run_suite
 from machine.clients.scripted import ScriptedHarness
 from machine.sandboxes import LocalSandbox, bubblewrap
 from machine.sandboxes.tools import run as run_tool
@@ -37,7 +37,7 @@ def require_bubblewrap() -> None:
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     for setting in ("MACHINE_JUDGE_MODEL", "TINKER_API_KEY", "OPENROUTER_API_KEY"):
         monkeypatch.delenv(setting, raising=False)  # the judges stay UNSCORED
-    return Workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
+    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 @pytest.fixture

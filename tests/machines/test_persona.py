@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from machine import Message, Run, Workspace
+from machine import Message, Run, Workspace, open_workspace
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    return Workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
+    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 def last_turn(*said: str) -> Run:

@@ -8,8 +8,8 @@ from types import ModuleType
 
 import pytest
 
-from machine import Message, Run, Workspace
-from machine._graders import CheckGrader
+from machine import Message, Run, Workspace, open_workspace
+from machine.grade import CheckGrader
 
 REPO = Path(__file__).resolve().parents[2]
 FLAG = "\U0001f3f4\u200d\u2620\ufe0f"  # 🏴‍☠️: black flag, ZWJ, skull and crossbones, VS16
@@ -20,7 +20,7 @@ SWORDS = "\u2694\ufe0f"  # ⚔️
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    return Workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
+    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 def pirate_module(ws: Workspace) -> ModuleType:

@@ -9,10 +9,10 @@ from types import ModuleType
 
 import pytest
 
-from machine import Message, Run, ToolCall, ToolContext, Workspace, run_suite
-from machine._graders import CheckGrader
+from machine import Message, Run, ToolCall, ToolContext, Workspace, open_workspace, run_suite
 from machine.clients.echo import EchoHarness
 from machine.clients.scripted import ScriptedHarness
+from machine.grade import CheckGrader
 
 REPO = Path(__file__).resolve().parents[2]
 RED = REPO / "machines" / "red"
@@ -51,7 +51,7 @@ TABLE = [
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
-    return Workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
+    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 def red_module(ws: Workspace) -> ModuleType:

@@ -10,11 +10,6 @@ from machine.sandboxes import LocalSandbox
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def sandbox(tmp_path: Path) -> LocalSandbox:
     """An isolated sandbox; only for tests whose module skips or fails where bubblewrap does not work."""
     box = LocalSandbox.create(tmp_path / "sandboxes", "run-1")

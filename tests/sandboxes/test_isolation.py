@@ -24,7 +24,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from machine._errors import BadInputError
+from machine.errors import BadInputError
 from machine.sandboxes import LocalSandbox, Mount, SandboxEscape, bubblewrap
 from machine.sandboxes._local import ENVIRONMENT, ETC_ALLOWED, WORKDIR, system_args
 

@@ -16,15 +16,15 @@ import pytest
 
 from machine import (
     ToolContext,
-    Workspace,
     check,
     define_evaluator,
     define_machine,
     define_rubric,
+    open_workspace,
     tool,
 )
-from machine._errors import BadInputError
 from machine.clients.scripted import Script, ScriptedHarness
+from machine.errors import BadInputError
 from machine.sandboxes import LocalSandbox, SandboxEscape
 from machine.sandboxes._local import ENVIRONMENT
 
@@ -126,7 +126,7 @@ def machine_that_writes(seen: list[Any]) -> Any:
 @pytest.mark.parametrize("keep", [True, False])
 async def test_the_workspace_keeps_the_sandbox_only_when_asked(tmp_path: Path, keep: bool) -> None:
     seen: list[LocalSandbox] = []
-    ws = Workspace(tmp_path, harness=CALL_THE_TOOL, keep_sandboxes=keep)
+    ws = open_workspace(tmp_path, harness=CALL_THE_TOOL, keep_sandboxes=keep)
     run = await ws.run(machine_that_writes(seen), "go")
     assert run.status == "ok", run.error
     assert run.tool_results[0].is_error is False

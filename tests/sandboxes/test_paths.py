@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from machine._errors import BadInputError
+from machine.errors import BadInputError
 from machine.sandboxes import LocalSandbox, SandboxEscape
 
 ESCAPES = [

@@ -1,104 +1,16 @@
-"""A small workspace for the server tests: the repository's ``red`` machine copied into a temporary
-folder, with its script for the scripted harness, a costly script (every turn is priced) and a
-malformed cases file."""
+"""The server tests' fixture: a fresh copy of red to serve (``helpers.server_workspace``)."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from machine._policy import SpendingPolicy
-from machine.server.app import build_server
-
-REPO = Path(__file__).resolve().parents[2]
-MACHINE_BIN = Path(sys.executable).parent / "machine"
-SCRUBBED = (
-    "MACHINE_WORKSPACE",
-    "MACHINE_HARNESS",
-    "MACHINE_JUDGE_MODEL",
-    "MACHINE_ALLOW_SPEND_USD",
-    "MACHINIST_MAX_BUDGET",
-    "MACHINE_SERVER_TOKEN",
-    "TINKER_API_KEY",
-    "OPENROUTER_API_KEY",
-    "OPENAI_BASE_URL",
-)
-# Every turn uses 100,000 input tokens at red's model (Qwen/Qwen3.8-27B): $0.186 a run.
-COSTLY_SCRIPT = {
-    "rules": [{"match": "(?s).*", "turns": [{"text": "ok", "usage": {"input_tokens": 100_000}}]}]
-}
-RUN_COST = 0.186
-
-
-@dataclass
-class Folder:
-    root: Path
-
-    @property
-    def script(self) -> Path:
-        return self.root / "machines" / "red" / "script.json"
-
-    @property
-    def costly(self) -> Path:
-        return self.root / "costly.json"
-
-    @property
-    def spending_log(self) -> Path:
-        return self.root / ".machine" / "spending.jsonl"
-
-    def serve_args(self, *transport: str) -> list[str]:
-        """``machine serve`` arguments for this workspace with red's script as the default harness."""
-        return [
-            "serve",
-            *transport,
-            "--workspace",
-            str(self.root),
-            "--harness",
-            "scripted",
-            "--script",
-            str(self.script),
-        ]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+from helpers.env import SCRUBBED
+from helpers.server_workspace import Folder, copy_red
 
 
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Folder:
     for name in SCRUBBED:
         monkeypatch.delenv(name, raising=False)
-    root = tmp_path / "ws"
-    shutil.copytree(
-        REPO / "machines" / "red", root / "machines" / "red", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    (root / "machines" / "red" / "broken.json").write_text("[{not json", encoding="utf-8")
-    (root / "costly.json").write_text(json.dumps(COSTLY_SCRIPT), encoding="utf-8")
-    return Folder(root)
-
-
-def make_server(
-    folder: Folder,
-    *,
-    allowance: float | None = None,
-    script: Path | None = None,
-    policy: SpendingPolicy | None = None,
-) -> tuple[object, SpendingPolicy]:
-    policy = policy or SpendingPolicy(allowance=allowance, log_path=folder.spending_log)
-    server = build_server(folder.root, harness="scripted", script=script or folder.script, policy=policy)
-    return server, policy
-
-
-def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.update(extra or {})
-    return env
+    return copy_red(tmp_path / "ws")

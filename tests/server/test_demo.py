@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import MACHINE_BIN, REPO, clean_env
+from helpers.env import MACHINE_BIN, REPO, clean_env
 
-from machine._workspace import Workspace
+from machine import open_workspace
 
 pytestmark = pytest.mark.slow
 TOUR = REPO / "demo" / "mcp_tour.py"
@@ -55,7 +55,7 @@ def test_the_mcp_tour_drives_machine_serve_and_stores_the_runs(tmp_path: Path) -
     assert "17 runs" in out and "consent: allowance" in out
     assert "isError:" in out and "MACHINE_ALLOW_SPEND_USD" in out  # the refusal past the allowance
 
-    stored = Workspace(root).store.runs("red", limit=100)
+    stored = open_workspace(root).store.runs("red", limit=100)
     assert len(stored) == 17
     assert {run.harness for run in stored} == {"scripted"}
     for run in stored[:5]:

@@ -17,8 +17,9 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import MACHINE_BIN, Folder, clean_env, make_server
-from hosts import host_binary
+from helpers.env import MACHINE_BIN, clean_env
+from helpers.hosts import host_binary
+from helpers.server_workspace import Folder, make_server
 from mcp import Client
 
 pytestmark = pytest.mark.slow

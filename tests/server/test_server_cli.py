@@ -5,14 +5,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import MACHINE_BIN, Folder, clean_env
+from helpers.env import MACHINE_BIN, clean_env
+from helpers.server_workspace import Folder
 
 
 def test_help_does_not_import_the_sdk() -> None:
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from machine.cli._app import cli\n"
+        "from machine.cli import cli\n"
         "result = CliRunner().invoke(cli, ['--help'])\n"
         "assert 'serve' in result.output, result.output\n"
         "CliRunner().invoke(cli, ['serve', '--help'])\n"

@@ -7,13 +7,13 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import RUN_COST, Folder, make_server
+from helpers.server_workspace import RUN_COST, Folder, make_server
 from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult
 
-from machine import Workspace
-from machine._versions import propose
+from machine import open_workspace
 from machine.clients import make_harness
+from machine.versions import propose
 
 pytestmark = pytest.mark.anyio
 LIMIT = 60  # seconds any one test's calls may take
@@ -225,7 +225,7 @@ async def test_elicitation_is_not_asked_for_bad_input(folder: Folder) -> None:
 
 async def _candidate(folder: Folder) -> None:
     """A pending candidate of red (the same answers on another model): it does not pass the gate."""
-    ws = Workspace(folder.root, harness=make_harness("scripted", script=folder.script))
+    ws = open_workspace(folder.root, harness=make_harness("scripted", script=folder.script))
     await propose(ws, "red", model="Qwen/Qwen3.6-27B", trials=1)
     await ws.aclose()
     ws.store.close()  # type: ignore[attr-defined]

@@ -14,7 +14,8 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from conftest import MACHINE_BIN, Folder, clean_env
+from helpers.env import MACHINE_BIN, clean_env
+from helpers.server_workspace import Folder
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 

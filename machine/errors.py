@@ -1,0 +1,134 @@
+"""The exceptions users see: one shallow tree under ``MachineError``.
+
+A message says what is wrong in the operation's own terms. Where the caller can get past it by giving an
+argument, the error carries a ``Fix`` naming that argument, and each face spells it its own way: the
+command line as ``--force``, an MCP tool as ``force: true``, Python as ``force=True`` (``str(error)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "BadInputError",
+    "BudgetExceeded",
+    "CommitRefused",
+    "ConsentRequired",
+    "DefinitionError",
+    "Fix",
+    "HarnessError",
+    "MachineError",
+    "NotFoundError",
+    "UnknownPriceError",
+    "plain_spelling",
+    "python_spelling",
+]
+
+
+@dataclass(frozen=True)
+class Fix:
+    """What gets past an error: an ``argument`` of the operation (``force``, a switch; or ``budget`` with an
+    example ``value``), or another ``operation`` on the ``machine`` to do first (``suite``); ``purpose``
+    says what it does ("to commit it anyway", "makes some")."""
+
+    argument: str = ""
+    value: str | None = None
+    purpose: str = ""
+    operation: str = ""
+    machine: str = ""
+
+
+PYTHON_OPERATIONS = {
+    "suite": "handle.suite()",
+    "run": "handle.run(input)",
+    "propose": "handle.propose(model=...)",
+    "record": "handle.update()",
+}
+"""How a Python caller does each operation a fix can name (``handle = machine.load(name)``)."""
+
+
+def python_spelling(fix: Fix) -> str:
+    """``force=True``, ``budget=2.5``, ``harness='echo'``, ``handle.suite()``: how a Python caller does it."""
+    if fix.operation:
+        return f"`{PYTHON_OPERATIONS.get(fix.operation, fix.operation)}`"
+    return f"pass {fix.argument}={_python_value(fix.value)}"
+
+
+def _python_value(value: str | None) -> str:
+    if value is None:
+        return "True"
+    if value == "none":
+        return "None"
+    if value.replace("_", "").isupper() or value.replace(".", "", 1).isdigit():
+        return value  # a placeholder (MODEL, USD) or a number
+    return repr(value)
+
+
+def plain_spelling(fix: Fix) -> str:
+    """``give judge model MODEL``: a fix in words, for text any face may show (a grader's reason)."""
+    if fix.operation:
+        return f"{fix.operation} {fix.machine}".strip()
+    return f"give {fix.argument.replace('_', ' ')}" + (f" {fix.value}" if fix.value is not None else "")
+
+
+class MachineError(Exception):
+    """Base of every error this library raises on purpose."""
+
+    def __init__(self, message: str, *, fixes: Sequence[Fix] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fixes = tuple(fixes)
+
+    def explain(self, spell: Callable[[Fix], str | None]) -> str:
+        """The message with each fix spelt by ``spell`` (a face's own way to give an argument; None for an
+        argument that face does not have)."""
+        ways = [(spell(fix), fix.purpose) for fix in self.fixes]
+        shown = [f"{way} {purpose}".strip() for way, purpose in ways if way is not None]
+        return f"{self.message}; {' or '.join(shown)}" if shown else self.message
+
+    def __str__(self) -> str:
+        return self.explain(python_spelling)
+
+
+class DefinitionError(MachineError):
+    """A machine, rubric or evaluator is defined wrongly (raised when it is defined or loaded)."""
+
+
+class NotFoundError(MachineError):
+    """A machine, run, case file or session that does not exist."""
+
+
+class BadInputError(MachineError):
+    """An argument or file that cannot be used as given."""
+
+
+class BudgetExceeded(MachineError):
+    """The budget is spent: no new work may start."""
+
+
+class UnknownPriceError(BudgetExceeded):
+    """Usage at a model with no known price, under a budget."""
+
+
+class ConsentRequired(MachineError):
+    """A spending or changing call lacks the person's consent; the message says how to give it."""
+
+
+class HarnessError(MachineError):
+    """A harness could not run at all (missing key, missing binary, unusable script)."""
+
+
+class CommitRefused(MachineError):
+    """A candidate did not pass the promotion gate, so it was not committed (``force`` overrides).
+
+    ``report`` is the candidate's GateReport and ``version`` the candidate, for showing why.
+    """
+
+    def __init__(
+        self, message: str, *, fixes: Sequence[Fix] = (), report: Any = None, version: Any = None
+    ) -> None:
+        super().__init__(message, fixes=fixes)
+        self.report = report
+        self.version = version

@@ -1,0 +1,360 @@
+"""Compare: the working tree's machine (B) against the same machine at a git revision (A), paired by case.
+
+Both versions run on the same cases, interleaved (A and B alternate per case and trial) through the same
+harness and model options, and BOTH are graded with the current rubric and evaluator: the comparison
+measures the change in behaviour and nothing else. Every run is stored; A's with the ref's commit as its
+revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import Field, computed_field
+
+from machine.errors import BadInputError
+from machine.runs import Model, Run
+from machine.spec import Case, Machine, machine_at
+from machine.workspace import Workspace, converse
+
+from ._pool import BatchWriter, run_pool
+from ._tally import CaseResult
+from .stats import Paired, paired
+
+EVIDENCE_Z = 2.0
+"""A difference within about this many standard errors of zero is not evidence either way."""
+
+
+class Side(Model):
+    """One version's runs, tallied per case."""
+
+    label: str
+    """How the report names it: the ref (``HEAD``) or ``working tree``."""
+    revision: str | None
+    """What its runs record as their revision."""
+    cases: dict[str, CaseResult] = Field(default_factory=dict)
+
+    @property
+    def scores(self) -> dict[str, list[float]]:
+        """Each case's scored trials."""
+        return {case_id: list(result.scores) for case_id, result in self.cases.items()}
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def runs(self) -> int:
+        """Runs counted, failed ones included."""
+        return sum(c.trials for c in self.cases.values())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def mean(self) -> float | None:
+        """The mean over every scored run."""
+        scores = [s for c in self.cases.values() for s in c.scores]
+        return sum(scores) / len(scores) if scores else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pass_rate(self) -> float | None:
+        """The share of scored runs that passed."""
+        scored = sum(len(c.scores) for c in self.cases.values())
+        return sum(c.passes for c in self.cases.values()) / scored if scored else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def unscored(self) -> int:
+        """Criterion grades that came back UNSCORED (left out of their runs' scores)."""
+        return sum(c.unscored_grades for c in self.cases.values())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def unscored_runs(self) -> int:
+        """Runs with no scored criterion at all (left out of the comparison)."""
+        return sum(c.unscored for c in self.cases.values())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def errors(self) -> int:
+        """Failed runs."""
+        return sum(c.errors for c in self.cases.values())
+
+
+class Plan(Model):
+    """What is about to be compared: known before any run starts, so a front end can say it first."""
+
+    machine: str
+    ref: str
+    commit: str
+    changes: list[str]
+    """What differs between A and B: instructions, model, tools, max_steps, rubric."""
+    cases: int
+    trials: int
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def rubric_changed(self) -> bool:
+        """Whether the rubric differs (both sides are graded with the current one)."""
+        return "rubric" in self.changes
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def unchanged(self) -> bool:
+        """Whether nothing that decides behaviour or grading differs."""
+        return not self.changes
+
+
+class Comparison(Model):
+    """A comparison's result: both sides, the paired difference B - A, and the verdict in words."""
+
+    plan: Plan
+    a: Side
+    b: Side
+    paired: Paired | None = None
+    """None when no case has a scored run of both versions."""
+    cost_usd: float = 0.0
+    stopped: str | None = None
+    """Why scheduling stopped early (the budget), or None."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def machine(self) -> str:
+        """The machine compared."""
+        return self.plan.machine
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ref(self) -> str:
+        """The git revision A was read from, as given."""
+        return self.plan.ref
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def commit(self) -> str:
+        """The commit the ref named: A's revision."""
+        return self.plan.commit
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def rubric_changed(self) -> bool:
+        """Whether the rubric differs between the two versions."""
+        return self.plan.rubric_changed
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def unchanged(self) -> bool:
+        """Whether nothing that decides behaviour or grading differs."""
+        return self.plan.unchanged
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def changes(self) -> list[str]:
+        """What differs between A and B."""
+        return list(self.plan.changes)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def diff(self) -> float | None:
+        """The mean over cases of B's per-case mean minus A's."""
+        return None if self.paired is None else self.paired.diff
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def se(self) -> float | None:
+        """The standard error of ``diff`` over cases."""
+        return None if self.paired is None else self.paired.se
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def z(self) -> float | None:
+        """``diff / se``; None when the standard error is 0 or too few cases were compared."""
+        return None if self.paired is None else self.paired.z
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cases(self) -> int:
+        """Cases with scored runs of both versions (the only ones compared)."""
+        return 0 if self.paired is None else self.paired.cases
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def unscored(self) -> int:
+        """UNSCORED criterion grades of both sides."""
+        return self.a.unscored + self.b.unscored
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def errors(self) -> int:
+        """Failed runs of both sides."""
+        return self.a.errors + self.b.errors
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def verdict(self) -> str:
+        """The comparison in words, with what it is and is not evidence of."""
+        p, a, b = self.paired, f"A ({self.ref})", "B (the working tree)"
+        if p is None or p.cases == 0:
+            return "No case has a scored run of both versions, so there is nothing to compare."
+        if p.cases < 2:
+            return (
+                "Only one case has scored runs of both versions, so the difference has no standard "
+                "error and is not evidence that either version is better; compare on more cases."
+            )
+        if p.se == 0:
+            if p.diff == 0:
+                return "Every case scored the same under both versions: no difference at all."
+            better = b if p.diff > 0 else a
+            return (
+                f"Every case moved by the same {p.diff:+.3f} (standard error 0): {better} scored "
+                "higher on every case."
+            )
+        if abs(p.diff) < EVIDENCE_Z * p.se:
+            return (
+                "The difference is within about two standard errors of zero: it is not evidence that "
+                "either version is better (run more cases or trials to tell)."
+            )
+        better, worse = (b, a) if p.diff > 0 else (a, b)
+        return (
+            f"The difference is {abs(p.diff) / p.se:.1f} standard errors from zero: evidence that "
+            f"{better} scores higher than {worse}."
+        )
+
+
+def changes_between(a: Machine, b: Machine) -> list[str]:
+    """What decides behaviour or grading and differs between the two versions."""
+    changes = []
+    if a.instructions != b.instructions:
+        changes.append("instructions")
+    if a.model != b.model:
+        changes.append("model")
+    if [t.name for t in a.tools] != [t.name for t in b.tools]:
+        changes.append("tools")
+    if a.max_steps != b.max_steps:
+        changes.append("max_steps")
+    if a.rubric.fingerprint != b.rubric.fingerprint:
+        changes.append("rubric")
+    return changes
+
+
+async def compare(
+    workspace: Workspace,
+    name: str,
+    *,
+    ref: str = "HEAD",
+    cases: str | Path | Sequence[Case] | None = None,
+    trials: int = 1,
+    concurrency: int = 4,
+    pass_score: float = 1.0,
+    model: str | None = None,
+    on_run: Callable[[Run], None] | None = None,
+    on_start: Callable[[Plan], None] | None = None,
+) -> Comparison:
+    """Run the working tree's ``name`` (B) and ``name`` at ``ref`` (A) on the same cases (a cases file,
+    default cases.json, or the cases), ``trials`` each, interleaved; grade both with the current evaluator;
+    store every run; compare them paired by case. ``on_start`` sees the plan before any run starts;
+    ``on_run`` each finished run (A's record the ref's commit as their revision)."""
+    if trials < 1:
+        raise BadInputError("trials must be at least 1")
+    if concurrency < 1:
+        raise BadInputError("concurrency must be at least 1")
+    current = workspace.load(name)
+    chosen = (
+        list(cases)
+        if cases is not None and not isinstance(cases, (str, Path))
+        else workspace.cases(current, cases)
+    )
+    spent_before = workspace.budget.spent
+    with machine_at(workspace.machines_dir, name, ref) as baseline:
+        plan = Plan(
+            machine=name,
+            ref=ref,
+            commit=baseline.commit,
+            changes=changes_between(baseline.machine, current),
+            cases=len(chosen),
+            trials=trials,
+        )
+        if on_start is not None:
+            on_start(plan)
+        comparison = Comparison(
+            plan=plan,
+            a=Side(label=ref, revision=baseline.commit, cases={c.id: CaseResult(id=c.id) for c in chosen}),
+            b=Side(
+                label="working tree",
+                revision=workspace.revision,
+                cases={c.id: CaseResult(id=c.id) for c in chosen},
+            ),
+        )
+        versions = ((comparison.a, baseline.machine), (comparison.b, current))
+        jobs = [
+            (side, spec, case, trial) for trial in range(trials) for case in chosen for side, spec in versions
+        ]
+        comparison.stopped = await _run(workspace, jobs, current, concurrency, model, pass_score, on_run)
+    comparison.cost_usd = workspace.budget.spent - spent_before
+    a_scores, b_scores = comparison.a.scores, comparison.b.scores
+    if any(a_scores[c] and b_scores[c] for c in a_scores):
+        comparison.paired = paired(a_scores, b_scores)
+    return comparison
+
+
+def _side(label: str, revision: str | None, cases: list[Case]) -> Side:
+    return Side(label=label, revision=revision, cases={c.id: CaseResult(id=c.id) for c in cases})
+
+
+async def _run(
+    workspace: Workspace,
+    jobs: list[tuple[Side, Machine, Case, int]],
+    current: Machine,
+    concurrency: int,
+    model: str | None,
+    pass_score: float,
+    on_run: Callable[[Run], None] | None,
+) -> str | None:
+    """Every (version, case, trial), tallied on its side as it finishes; why it stopped early, if it did."""
+    writer = BatchWriter(workspace.store)
+
+    async def one(job: tuple[Side, Machine, Case, int]) -> str | None:
+        side, spec, case, trial = job
+        run, turns, stopped = await _version_run(
+            workspace, side, spec, current, case, trial, model, pass_score
+        )
+        if run is not None:
+            side.cases[case.id].add(run)
+        writer.add(turns)
+        if on_run is not None and run is not None:
+            on_run(run)
+        return stopped
+
+    try:
+        return await run_pool(jobs, one, concurrency=concurrency)
+    finally:
+        writer.flush()
+
+
+async def _version_run(
+    workspace: Workspace,
+    side: Side,
+    spec: Machine,
+    current: Machine,
+    case: Case,
+    trial: int,
+    model: str | None,
+    pass_score: float,
+) -> tuple[Run | None, list[Run], str | None]:
+    """Run one (version, case, trial), stamp its revision, and grade it with the CURRENT machine: its
+    result run, every turn to store, and the budget's word if it cut a conversation short."""
+    stopped = None
+    if spec.counterpart is not None:  # a case is a whole conversation; its machine's last turn counts
+        conversation = await converse(
+            workspace, spec, case, trial=trial, model=model, grade=False, store=False
+        )
+        stopped = conversation.stopped
+        turns = [t.model_copy(update={"revision": side.revision}) for t in conversation.turns]
+        result = conversation.result
+        index = next((i for i, t in enumerate(turns) if result and t.id == result.id), None)
+    else:
+        run = await workspace.run(spec, case.input, case=case, trial=trial, model=model, store=False)
+        turns, index = [run.model_copy(update={"revision": side.revision})], 0
+    if index is None:
+        return None, turns, stopped
+    if turns[index].status == "ok":
+        turns[index] = await workspace.grade(turns[index], current, pass_score=pass_score, store=False)
+    return turns[index], turns, stopped

@@ -1,0 +1,91 @@
+"""Family suites: every machine of a family on its own cases, then the criteria the root declares
+(which every member inherits) across all of their runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import Field, computed_field
+
+from machine.runs import Harness, Model, Run
+from machine.workspace import Workspace
+
+from ._suite import SuiteReport, run_suite
+from ._tally import CriterionResult
+
+
+class Skipped(Model):
+    """A family member left out, and why."""
+
+    machine: str
+    reason: str
+
+
+class FamilyReport(Model):
+    """A family suite: each member's report, the members left out and why, and the criteria the root
+    declares (which every member inherits) over every member's graded runs."""
+
+    root: str
+    machines: list[SuiteReport] = Field(default_factory=list)
+    inherited: dict[str, CriterionResult] = Field(default_factory=dict)
+    skipped: list[Skipped] = Field(default_factory=list)
+    stopped: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cost_usd(self) -> float:
+        """What every member's suite cost together."""
+        return sum(r.cost_usd for r in self.machines)
+
+
+def family(workspace: Workspace, name: str) -> list[str]:
+    """``name`` and every machine named ``name/...``, parents before their children."""
+    return [n for n in workspace.names() if n == name or n.startswith(name + "/")]
+
+
+async def run_family(
+    workspace: Workspace,
+    name: str,
+    *,
+    trials: int = 1,
+    concurrency: int = 4,
+    pass_score: float = 1.0,
+    harness: Harness | None = None,
+    model: str | None = None,
+    on_run: Callable[[Run], None] | None = None,
+    on_start: Callable[[SuiteReport, int], None] | None = None,
+) -> FamilyReport:
+    """Run every family member's own ``cases.json`` (a member without one is skipped with a note),
+    one member after another, then put the root's criteria together across all of their runs."""
+    root = workspace.load(name)
+    report = FamilyReport(root=name, inherited={c: CriterionResult() for c in root.rubric})
+    for member in family(workspace, name):
+        if report.stopped:
+            report.skipped.append(
+                Skipped(machine=member, reason="not run: the budget stopped the family suite")
+            )
+            continue
+        spec = root if member == name else workspace.load(member)
+        cases_path = workspace.cases_file(member)
+        if not cases_path.exists():
+            report.skipped.append(Skipped(machine=member, reason=f"no cases: {cases_path} does not exist"))
+            continue
+        suite = await run_suite(
+            workspace,
+            spec,
+            workspace.cases(spec),
+            trials=trials,
+            concurrency=concurrency,
+            pass_score=pass_score,
+            harness=harness,
+            model=model,
+            on_run=on_run,
+            cases_file=str(cases_path),
+            on_start=on_start,
+        )
+        report.machines.append(suite)
+        for criterion, figures in report.inherited.items():
+            if criterion in suite.criteria:
+                figures.merge(suite.criteria[criterion])
+        report.stopped = suite.stopped
+    return report

@@ -1,0 +1,295 @@
+"""Suites: every case, several trials each, graded; per-case means and pass^N.
+
+Runs stream to the store as they finish; the suite keeps only each run's score, so memory stays
+flat however many runs there are. A failed run is counted and left out of the scores; a spent
+budget stops scheduling new runs while those in flight finish.
+
+For a machine with a counterpart each (case, trial) is a whole conversation: its graded last turn (or
+the turn that failed) is tallied like a single run, and every turn of both sides is written.
+
+Every invocation is a suite with an id, recorded on each of its runs and (with its cases and trials) in
+the store, so a suite that was killed can be resumed: a (case, trial) pair is finished once the store
+holds its result run (failed, or graded), and resuming runs only the other pairs. A run is written
+whole or not at all, so a crash loses at most the batch not yet written, and exactly that is rerun.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+
+from pydantic import Field, computed_field
+
+from machine.errors import BadInputError, Fix, NotFoundError
+from machine.runs import Harness, Model, Run, SuiteRecord, new_run_id
+from machine.spec import Case, Machine
+from machine.workspace import Workspace, converse
+
+from ._pool import BatchWriter, run_pool
+from ._tally import CaseResult, CriterionResult, tally_criteria
+
+
+class SuiteSummary(Model):
+    """A suite's figures over all its cases."""
+
+    runs: int
+    mean: float | None
+    pass_rate: float | None
+    unscored: int
+    """Criterion grades that came back UNSCORED."""
+    unscored_runs: int
+    """Runs with no scored criterion at all."""
+    errors: int
+    cost_usd: float
+
+
+class SuiteReport(Model):
+    """A suite's result: each case's trials, each criterion over the graded runs, and the summary."""
+
+    machine: str
+    cases: list[CaseResult]
+    cost_usd: float = 0.0
+    stopped: str | None = None
+    """Why scheduling stopped early (the budget), or None."""
+    suite_id: str | None = None
+    resumed: int = 0
+    """(case, trial) pairs finished by an earlier invocation of this suite (``--resume``)."""
+    criteria: dict[str, CriterionResult] = Field(default_factory=dict)
+    """Each criterion over the graded runs, in rubric order."""
+
+    @property
+    def runs(self) -> int:
+        """Runs counted, failed ones included."""
+        return sum(c.trials for c in self.cases)
+
+    @property
+    def scored(self) -> list[float]:
+        """Every scored run's score."""
+        return [s for c in self.cases for s in c.scores]
+
+    @property
+    def mean(self) -> float | None:
+        """The mean over every scored run."""
+        scores = self.scored
+        return sum(scores) / len(scores) if scores else None
+
+    @property
+    def pass_rate(self) -> float | None:
+        """The share of scored runs that passed."""
+        scored = len(self.scored)
+        return sum(c.passes for c in self.cases) / scored if scored else None
+
+    @property
+    def unscored(self) -> int:
+        """Criterion grades that came back UNSCORED."""
+        return sum(c.unscored_grades for c in self.cases)
+
+    @property
+    def unscored_runs(self) -> int:
+        """Runs with no scored criterion."""
+        return sum(c.unscored for c in self.cases)
+
+    @property
+    def errors(self) -> int:
+        """Failed runs."""
+        return sum(c.errors for c in self.cases)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def summary(self) -> SuiteSummary:
+        """The figures over all cases."""
+        return SuiteSummary(
+            runs=self.runs,
+            mean=self.mean,
+            pass_rate=self.pass_rate,
+            unscored=self.unscored,
+            unscored_runs=self.unscored_runs,
+            errors=self.errors,
+            cost_usd=self.cost_usd,
+        )
+
+
+def suite_key(cases: Sequence[Case], trials: int) -> str:
+    """The fingerprint of a suite's work: its cases (all their data) and the number of trials."""
+    text = json.dumps({"cases": [c.data() for c in cases], "trials": trials}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def find_suite(
+    workspace: Workspace, machine: Machine, cases: Sequence[Case], trials: int, resume: str | bool
+) -> SuiteRecord:
+    """The suite ``--resume`` continues: the one named, else the newest of ``machine`` on the same
+    cases and trials."""
+    if isinstance(resume, str):
+        record = workspace.store.get_suite(resume)
+        if record.machine != machine.name:
+            raise BadInputError(
+                f"suite {resume} ran machine {record.machine!r}, not {machine.name!r}: resume it as a suite "
+                f"of {record.machine!r}"
+            )
+        return record
+    latest = workspace.store.latest_suite(machine.name, suite_key(cases, trials))
+    if latest is None:
+        raise NotFoundError(
+            f"no earlier suite of {machine.name!r} ran these {len(cases)} cases with {trials} trials each, "
+            "so there is nothing to resume",
+            fixes=[Fix("resume", "SUITE_ID", "to name the suite to resume")],
+        )
+    return latest
+
+
+def is_result(run: Run, machine: str) -> bool:
+    """Whether ``run`` finishes its (case, trial) pair: a failed run (of either side of a
+    conversation), or the machine's graded run. A conversation's other turns are not results."""
+    if run.case_id is None or run.trial is None:
+        return False
+    return run.status == "error" or (run.machine == machine and run.scorecard is not None)
+
+
+async def run_suite(
+    workspace: Workspace,
+    machine: Machine,
+    cases: Sequence[Case],
+    *,
+    trials: int = 1,
+    concurrency: int = 4,
+    pass_score: float = 1.0,
+    harness: Harness | None = None,
+    model: str | None = None,
+    on_run: Callable[[Run], None] | None = None,
+    resume: str | bool = False,
+    cases_file: str | None = None,
+    on_start: Callable[[SuiteReport, int], None] | None = None,
+) -> SuiteReport:
+    """Run every case ``trials`` times, graded, and report.
+
+    ``resume=True`` continues the newest suite of this machine on the same cases and trials, and a
+    suite id continues that suite (with its own cases and trials): only the pairs without a finished
+    run are run, and the report covers the runs of both invocations. ``on_start(report, remaining)``
+    is called once the plan is known (``report.resumed`` pairs are done already).
+    """
+    if concurrency < 1:
+        raise BadInputError("concurrency must be at least 1")
+    record = _record(workspace, machine, cases, trials, model, cases_file, resume)
+    cases, trials, model = [Case.model_validate(data) for data in record.cases], record.trials, record.model
+    results = {case.id: CaseResult(id=case.id) for case in cases}
+    report = SuiteReport(machine=machine.name, cases=list(results.values()), suite_id=record.id)
+    report.criteria = {name: CriterionResult() for name in machine.rubric}
+
+    def count(run: Run) -> None:
+        results[run.case_id or ""].add(run)
+        tally_criteria(report.criteria, run)
+
+    done = _finished(workspace, record, machine.name, set(results), pass_score, count) if resume else set()
+    report.resumed = len(done)
+    todo = [(case, trial) for trial in range(trials) for case in cases if (case.id, trial) not in done]
+    if on_start is not None:
+        on_start(report, len(todo))
+    spent_before = workspace.budget.spent
+    writer = BatchWriter(workspace.store)
+
+    async def one(job: tuple[Case, int]) -> str | None:
+        run, turns, stopped = await _case_run(workspace, machine, *job, harness, model, pass_score)
+        marked = {turn.id: turn.model_copy(update={"suite_id": record.id}) for turn in turns}
+        run = None if run is None else marked.get(run.id, run)
+        if run is not None:
+            count(run)
+        writer.add(marked.values())  # a conversation's turns go into one batch together
+        if on_run is not None and run is not None:
+            on_run(run)
+        return stopped
+
+    try:
+        report.stopped = await run_pool(todo, one, concurrency=concurrency)
+    finally:
+        writer.flush()
+    report.cost_usd = workspace.budget.spent - spent_before
+    return report
+
+
+def _record(
+    workspace: Workspace,
+    machine: Machine,
+    cases: Sequence[Case],
+    trials: int,
+    model: str | None,
+    cases_file: str | None,
+    resume: str | bool,
+) -> SuiteRecord:
+    """The suite this invocation continues (``resume``), or a new one, recorded before any run starts."""
+    if trials < 1:
+        raise BadInputError("trials must be at least 1")
+    if resume is not False:
+        found = find_suite(workspace, machine, cases, trials, resume)
+        return found.model_copy(update={"model": model or found.model})
+    record = SuiteRecord(
+        id=new_run_id(),
+        machine=machine.name,
+        key=suite_key(cases, trials),
+        trials=trials,
+        cases=[c.data() for c in cases],
+        cases_file=cases_file,
+        model=model,
+    )
+    workspace.store.put_suite(record)
+    return record
+
+
+def _finished(
+    workspace: Workspace,
+    record: SuiteRecord,
+    machine: str,
+    cases: set[str],
+    pass_score: float,
+    count: Callable[[Run], None],
+) -> set[tuple[str, int]]:
+    """The (case, trial) pairs an earlier invocation finished, each counted once."""
+    done: set[tuple[str, int]] = set()
+    for run in workspace.store.iter_suite_runs(record.id):
+        pair = (run.case_id or "", run.trial or 0)
+        if pair in done or run.case_id not in cases or not is_result(run, machine):
+            continue
+        if run.scorecard is not None:
+            run = run.model_copy(update={"scorecard": run.scorecard.with_pass_score(pass_score)})
+        done.add(pair)
+        count(run)
+    return done
+
+
+async def _case_run(
+    workspace: Workspace,
+    machine: Machine,
+    case: Case,
+    trial: int,
+    harness: Harness | None,
+    model: str | None,
+    pass_score: float,
+) -> tuple[Run | None, list[Run], str | None]:
+    """One (case, trial): its result run, every turn to store, and the budget's word if it cut a
+    conversation short. For a machine with a counterpart it is a whole conversation."""
+    if machine.counterpart is None:
+        run = await workspace.run(
+            machine,
+            case.input,
+            case=case,
+            trial=trial,
+            harness=harness,
+            model=model,
+            grade=True,
+            pass_score=pass_score,
+            store=False,
+        )
+        return run, [run], None
+    conversation = await converse(
+        workspace,
+        machine,
+        case,
+        trial=trial,
+        harness=harness,
+        model=model,
+        grade=True,
+        pass_score=pass_score,
+        store=False,
+    )
+    return conversation.result, conversation.turns, conversation.stopped

@@ -1,0 +1,47 @@
+"""The operations every face calls (the SDK handle, the ``machine`` command, the MCP server): plan and run
+a suite, describe and list machines, spend under the person's policy, and make harnesses, sandboxes and
+model access by name (the one place the core meets its adapters)."""
+
+from ._compose import default_harness_name, local_sandboxes, make_harness, model_access, open_workspace
+from ._describe import (
+    CriterionInfo,
+    MachineInfo,
+    MachineSummary,
+    ToolInfo,
+    cases_files,
+    describe,
+    list_machines,
+)
+from ._handle import MachineHandle, RunMessage, RunStream, Session, load
+from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, Consent, SpendingPolicy
+from ._spend import Spend
+from ._suite import CASES_NAME, SuitePlan, plan_suite, run_planned
+
+__all__ = [
+    "ALLOWANCE_ENV",
+    "CASES_NAME",
+    "MAX_BUDGET_ENV",
+    "Consent",
+    "CriterionInfo",
+    "MachineHandle",
+    "MachineInfo",
+    "MachineSummary",
+    "RunMessage",
+    "RunStream",
+    "Session",
+    "Spend",
+    "SpendingPolicy",
+    "SuitePlan",
+    "ToolInfo",
+    "cases_files",
+    "default_harness_name",
+    "describe",
+    "list_machines",
+    "load",
+    "local_sandboxes",
+    "make_harness",
+    "model_access",
+    "open_workspace",
+    "plan_suite",
+    "run_planned",
+]

@@ -1,0 +1,80 @@
+"""The one place that wires the core to its adapters by name: harnesses (``machine.clients``), sandboxes
+(``machine.sandboxes``) and the judges' model access. Every face builds its workspace here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from machine.runs import Budget, Effort, Harness, ModelAccess, Sandboxes, Store, parse_budget
+from machine.workspace import Adapters, Workspace
+
+
+def make_harness(
+    name: str | None = None, *, script: str | Path | None = None, base_url: str | None = None
+) -> Harness:
+    """The harness called ``name`` (default: ``MACHINE_HARNESS``, else ``tinker``); one that cannot be
+    made (no key, no script, no program) says what to set."""
+    from machine.clients import make_harness as make
+
+    harness: Harness = make(name, script=script, base_url=base_url)
+    return harness
+
+
+def default_harness_name() -> str:
+    """The harness used when none is named: ``MACHINE_HARNESS``, else ``tinker``."""
+    from machine.clients import default_harness_name as default
+
+    name: str = default()
+    return name
+
+
+def model_access(harness: Harness | None) -> ModelAccess:
+    """Model calls for the judges: the run harness's endpoint when it has one, else routed by model id."""
+    from machine.clients.chat import ModelRouter
+
+    models: ModelAccess = ModelRouter(default=getattr(harness, "endpoint", None))
+    return models
+
+
+def local_sandboxes() -> Sandboxes:
+    """Sandboxes in the workspace's ``.machine/sandboxes``, isolated by bubblewrap where it works."""
+    from machine.sandboxes import LocalSandbox
+
+    sandboxes: Sandboxes = LocalSandbox
+    return sandboxes
+
+
+def open_workspace(
+    root: str | Path | None = None,
+    *,
+    harness: Harness | str | None = None,
+    script: str | Path | None = None,
+    base_url: str | None = None,
+    budget: Budget | float | str | None = None,
+    effort: str | Effort | None = None,
+    judge_model: str | None = None,
+    judge_effort: str | Effort | None = None,
+    models: ModelAccess | None = None,
+    store: Store | None = None,
+    keep_sandboxes: bool = False,
+    data_dir: str | Path | None = None,
+    project: str | Path | None = None,
+) -> Workspace:
+    """A workspace with everything a run needs. ``harness`` is a harness, or its name (made now, so a
+    missing key or program is reported before any run); None makes the default harness on first use."""
+    made = make_harness(harness, script=script, base_url=base_url) if isinstance(harness, str) else harness
+    lazy = None if made is not None else (lambda: make_harness(None, script=script, base_url=base_url))
+    return Workspace(
+        root,
+        store=store,
+        harness=made,
+        budget=budget if isinstance(budget, Budget) else Budget(parse_budget(budget)),
+        judge_model=judge_model,
+        judge_effort=judge_effort,
+        effort=effort,
+        models=models,
+        adapters=Adapters(harness=lazy, models=model_access, sandboxes=local_sandboxes),
+        keep_sandboxes=keep_sandboxes,
+        data_dir=data_dir,
+        project=project,
+    )

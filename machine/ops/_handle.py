@@ -1,0 +1,321 @@
+"""The SDK handle: one machine of a workspace, and what can be done with it from code.
+
+``machine.load("dev")`` gives a handle whose methods are the operations the ``machine`` command and the
+MCP server call too:
+
+    dev = machine.load("dev")
+    async for message in dev.run("The tests fail. Fix calc.py.", files={"calc.py": ...}):
+        if message.type == "tool_call":
+            print("->", message.name)
+    run = await dev.run("What does calc.py do?")       # or await it for the finished run
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Generator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+
+from machine.measure import Comparison, SuiteReport, compare
+from machine.runs import Budget, ChatSession, Event, Harness, Message, Run, new_run_id, now
+from machine.spec import Case, Machine, Version
+from machine.versions import Candidate
+from machine.versions import commit as commit_version
+from machine.versions import propose as propose_version
+from machine.versions import revert as revert_version
+from machine.versions import update as update_version
+from machine.versions import versions as list_versions
+from machine.workspace import Workspace
+
+from ._compose import open_workspace
+from ._suite import plan_suite, run_planned
+
+MessageType = Literal["text", "assistant", "tool_call", "tool_result", "result"]
+
+
+@dataclass(frozen=True)
+class RunMessage:
+    """What a run streams: a piece of text, a whole assistant turn, a tool call, a tool result, and at
+    the end the finished run (``type == "result"``)."""
+
+    type: MessageType
+    message: Message | None = None
+    run: Run | None = None
+
+    @property
+    def name(self) -> str | None:
+        """The tool's name, for a tool call or a tool result."""
+        if self.message is None:
+            return None
+        if self.type == "tool_call" and self.message.tool_calls:
+            return self.message.tool_calls[0].name
+        return self.message.name
+
+    @property
+    def text(self) -> str:
+        return "" if self.message is None else self.message.content
+
+
+class RunStream:
+    """One run: iterate it for its messages as they happen, or await it for the finished Run."""
+
+    def __init__(self, handle: MachineHandle, input: str, options: dict[str, Any]) -> None:
+        self._handle, self._input, self._options = handle, input, options
+        self._run: Run | None = None
+
+    async def _finish(self, on_event: Any = None) -> Run:
+        if self._run is None:
+            self._run = await self._handle.workspace.run(
+                self._handle.spec, self._input, on_event=on_event, **self._options
+            )
+        return self._run
+
+    def __await__(self) -> Generator[Any, None, Run]:
+        return self._finish().__await__()
+
+    async def __aiter__(self) -> AsyncIterator[RunMessage]:
+        send, receive = anyio.create_memory_object_stream[RunMessage](max_buffer_size=math.inf)
+
+        def on_event(event: Event) -> None:
+            send.send_nowait(RunMessage(event.type, message=event.message))
+
+        async def produce() -> None:
+            async with send:
+                run = await self._finish(on_event)
+                await send.send(RunMessage("result", run=run))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(produce)
+            async with receive:
+                async for message in receive:
+                    yield message
+
+
+@dataclass
+class Session:
+    """A multi-turn conversation with a machine in one working directory; every exchange is a run, and
+    the conversation is recorded after each one, so it can be resumed (``Session.resume``)."""
+
+    workspace: Workspace
+    machine: Machine
+    auto_grade: bool = False
+    cwd: Path | None = None
+    conversation_id: str = field(default_factory=new_run_id)
+    history: list[Message] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+    pass_score: float = 1.0
+    model: str | None = None
+
+    @classmethod
+    def resume(cls, workspace: Workspace, machine: Machine, **options: Any) -> Session | None:
+        """The machine's newest recorded conversation, to go on with; None when there is none."""
+        found = workspace.store.latest_session(machine.name)
+        if found is None:
+            return None
+        return cls(
+            workspace, machine, conversation_id=found.conversation_id, history=list(found.history), **options
+        )
+
+    async def send(self, text: str, *, interactive: bool = False) -> Run:
+        """One exchange: a run with the conversation so far as its history."""
+        run = await self.workspace.run(
+            self.machine,
+            text,
+            history=list(self.history),
+            conversation_id=self.conversation_id,
+            grade=self.auto_grade,
+            pass_score=self.pass_score,
+            model=self.model,
+            interactive=interactive,
+            workdir=self.cwd,
+        )
+        self.runs.append(run)
+        if run.status == "ok":
+            self.history.extend(run.trajectory)
+            self._record()
+        return run
+
+    async def close(self) -> None:
+        """Record the conversation (each exchange already did; kept so a caller can say it is done)."""
+        if self.runs:
+            self._record()
+
+    def _record(self) -> None:
+        self.workspace.store.put_session(
+            ChatSession(
+                name=self.conversation_id,
+                machine=self.machine.name,
+                conversation_id=self.conversation_id,
+                history=self.history,
+                updated_at=now(),
+            )
+        )
+
+
+class MachineHandle:
+    """One machine of a workspace, with what can be done with it: run, talk, grade, measure, version."""
+
+    def __init__(self, workspace: Workspace, name: str) -> None:
+        self.workspace = workspace
+        self.name = name
+        self.spec: Machine = workspace.load(name)
+
+    def __repr__(self) -> str:
+        return f"<machine {self.name} in {self.workspace.root}>"
+
+    def run(
+        self,
+        input: str,
+        *,
+        files: Mapping[str, str] | None = None,
+        model: str | None = None,
+        grade: bool = False,
+        cwd: str | Path | None = None,
+    ) -> RunStream:
+        """Run once on ``input`` (in a fresh sandbox seeded with ``files``, or in the folder ``cwd``)."""
+        options: dict[str, Any] = {"model": model, "grade": grade, "files": files}
+        if cwd is not None:
+            options["workdir"] = Path(cwd)
+        return RunStream(self, input, options)
+
+    def session(self, *, auto_grade: bool = False, cwd: str | Path | None = None) -> Session:
+        """A conversation with the machine (in the folder ``cwd``, else a fresh sandbox per exchange)."""
+        folder = None if cwd is None else Path(cwd).resolve()
+        return Session(self.workspace, self.spec, auto_grade=auto_grade, cwd=folder)
+
+    async def grade(self, *, limit: int | None = None) -> list[Run]:
+        """Grade the stored runs never graded, or graded under an older rubric; returns them graded."""
+        due = self.pending()
+        return [await self.workspace.grade(run, self.spec) for run in due[:limit]]
+
+    def pending(self) -> list[Run]:
+        """The stored runs due for grading (never graded, or under an older rubric)."""
+        fingerprint = self.spec.rubric.fingerprint
+        return [
+            run
+            for run in self.workspace.store.iter_runs(self.name)
+            if run.status == "ok"
+            and (run.scorecard is None or run.scorecard.rubric_fingerprint != fingerprint)
+        ]
+
+    async def suite(
+        self,
+        *,
+        cases: str | Path | list[Case] | None = None,
+        trials: int = 1,
+        concurrency: int = 4,
+        pass_score: float = 1.0,
+        model: str | None = None,
+    ) -> SuiteReport:
+        """The machine's suite (its cases.json, another cases file, or the cases given), as ``machine
+        suite`` plans and runs it."""
+        plan = plan_suite(
+            self.workspace,
+            self.name,
+            cases=cases,
+            trials=trials,
+            model=model,
+            concurrency=concurrency,
+            pass_score=pass_score,
+        )
+        return await run_planned(self.workspace, plan)
+
+    async def compare(
+        self,
+        *,
+        ref: str = "HEAD",
+        cases: str | Path | None = None,
+        trials: int = 1,
+        concurrency: int = 4,
+        pass_score: float = 1.0,
+        model: str | None = None,
+    ) -> Comparison:
+        """The working tree against the machine at git revision ``ref``, as ``machine compare`` runs it."""
+        return await compare(
+            self.workspace,
+            self.name,
+            ref=ref,
+            cases=cases,
+            trials=trials,
+            concurrency=concurrency,
+            pass_score=pass_score,
+            model=model,
+        )
+
+    def versions(self) -> list[Version]:
+        """The machine's versions (the first call records the current machine as v1)."""
+        return list_versions(self.workspace, self.name)
+
+    async def propose(
+        self,
+        *,
+        model: str,
+        trials: int = 3,
+        cases: str | Path | None = None,
+        min_z: float = 2.0,
+        base_model: str | None = None,
+        note: str = "",
+    ) -> Candidate:
+        """A pending candidate on ``model``, measured against the live version on held-out cases;
+        the machine's files stay as they are until ``commit``."""
+        return await propose_version(
+            self.workspace,
+            self.name,
+            model=model,
+            trials=trials,
+            cases=cases,
+            min_z=min_z,
+            base_model=base_model,
+            note=note,
+        )
+
+    def commit(self, *, force: bool = False) -> Version:
+        """Make the newest pending candidate live; raises CommitRefused unless it passed the gate."""
+        return self._reloaded(commit_version(self.workspace, self.name, force=force))
+
+    def revert(self, *, to: str | int | None = None) -> Version:
+        """Make the previous live version (or ``to``) live again, writing back its files exactly."""
+        return self._reloaded(revert_version(self.workspace, self.name, to=to))
+
+    def update(
+        self,
+        *,
+        instructions: str | None = None,
+        model: str | None = None,
+        base_model: str | None = None,
+        note: str = "",
+    ) -> Version:
+        """Record a new live version by hand: write its instructions and/or model."""
+        version = update_version(
+            self.workspace,
+            self.name,
+            instructions=instructions,
+            model=model,
+            base_model=base_model,
+            note=note,
+        )
+        return self._reloaded(version)
+
+    def _reloaded(self, version: Version) -> Version:
+        self.spec = self.workspace.load(self.name)  # the files changed: later runs use them
+        return version
+
+
+def load(
+    name: str,
+    *,
+    workspace: str | Path | Workspace | None = None,
+    harness: Harness | str | None = None,
+    budget: Budget | float | None = None,
+    judge_model: str | None = None,
+) -> MachineHandle:
+    """The machine ``name`` of ``workspace`` (default: ``MACHINE_WORKSPACE``, else the current folder)."""
+    if isinstance(workspace, Workspace):
+        return MachineHandle(workspace, name)
+    return MachineHandle(
+        open_workspace(workspace, harness=harness, budget=budget, judge_model=judge_model), name
+    )

@@ -1,0 +1,141 @@
+"""A suite planned before anything runs, then run: what ``machine suite``, the MCP ``rehearse`` tool and
+``handle.suite()`` all do, so each face checks the same things and gets the same report."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from machine.errors import BadInputError, NotFoundError
+from machine.measure import SuiteReport, run_suite
+from machine.runs import Model, Run
+from machine.spec import Case, Machine
+from machine.workspace import Workspace
+
+from ._describe import cases_files
+
+CASES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.json$")
+"""A cases file named by a caller that may not name paths: a file in the machine's own folder."""
+
+
+class SuitePlan(Model):
+    """A suite checked before any run: the machine, its cases and where they came from, the trials,
+    the model runs use (``model`` overrides the machine's) and the harness."""
+
+    machine: str
+    cases_file: str
+    cases: list[Case]
+    trials: int
+    model: str | None
+    run_model: str
+    harness: str
+    concurrency: int = 4
+    pass_score: float = 1.0
+
+    @property
+    def runs(self) -> int:
+        """How many runs the suite makes."""
+        return len(self.cases) * self.trials
+
+
+def plan_suite(
+    ws: Workspace,
+    name: str,
+    *,
+    cases: str | Path | Sequence[Case] | None = None,
+    trials: int = 1,
+    model: str | None = None,
+    concurrency: int = 4,
+    pass_score: float = 1.0,
+    in_folder: bool = False,
+    max_trials: int | None = None,
+) -> SuitePlan:
+    """Check a suite of ``name``: its cases (``cases``, else cases.json; with ``in_folder`` only the name
+    of a file in the machine's own folder), ``trials`` (at most ``max_trials``), and that the model has a
+    price under the budget's cap. Raises with what is wrong."""
+    spec = ws.load(name)
+    if trials < 1 or (max_trials is not None and trials > max_trials):
+        most = f" to {max_trials}" if max_trials is not None else " or more"
+        raise BadInputError(f"trials={trials} is not allowed: give 1{most}")
+    if concurrency < 1:
+        raise BadInputError("concurrency must be at least 1")
+    if cases is not None and not isinstance(cases, str | Path):
+        return _plan(ws, spec, list(cases), "(given)", trials, model, concurrency, pass_score)
+    path = _cases_path(ws, name, cases, in_folder)
+    try:
+        chosen = ws.cases(spec, path)
+    except BadInputError as error:
+        if not in_folder:
+            raise
+        raise BadInputError(
+            f"the cases file {path.name} of machine {name!r} cannot be used: {error}"
+        ) from error
+    except (ValueError, OSError) as error:
+        raise BadInputError(
+            f"the cases file {path.name} of machine {name!r} cannot be read: {error}"
+        ) from error
+    return _plan(ws, spec, chosen, str(path), trials, model, concurrency, pass_score)
+
+
+def _plan(
+    ws: Workspace,
+    spec: Machine,
+    cases: list[Case],
+    cases_file: str,
+    trials: int,
+    model: str | None,
+    concurrency: int,
+    pass_score: float,
+) -> SuitePlan:
+    run_model = model or spec.model
+    ws.budget.probe_price(run_model)  # under a cap, an unknown price is refused before anything runs
+    return SuitePlan(
+        machine=spec.name,
+        cases_file=cases_file,
+        cases=cases,
+        trials=trials,
+        model=model,
+        run_model=run_model,
+        harness=ws.harness.name,
+        concurrency=concurrency,
+        pass_score=pass_score,
+    )
+
+
+def _cases_path(ws: Workspace, name: str, cases: str | Path | None, in_folder: bool) -> Path:
+    if not in_folder:
+        return ws.cases_file(name, cases)
+    folder = ws.machines_dir / name
+    file_name = str(cases or "cases.json")
+    if not CASES_NAME.match(file_name) or not (folder / file_name).is_file():
+        listing = ", ".join(cases_files(folder)) or "none"
+        raise NotFoundError(
+            f"{file_name!r} is not a cases file of machine {name!r}: name a .json file in its folder "
+            f"(available: {listing})"
+        )
+    return folder / file_name
+
+
+async def run_planned(
+    ws: Workspace,
+    plan: SuitePlan,
+    *,
+    resume: str | bool = False,
+    on_run: Callable[[Run], None] | None = None,
+    on_start: Callable[[SuiteReport, int], None] | None = None,
+) -> SuiteReport:
+    """Run a planned suite (or finish an earlier one, with ``resume``) and report."""
+    return await run_suite(
+        ws,
+        ws.load(plan.machine),
+        plan.cases,
+        trials=plan.trials,
+        concurrency=plan.concurrency,
+        pass_score=plan.pass_score,
+        model=plan.model,
+        on_run=on_run,
+        resume=resume,
+        cases_file=plan.cases_file,
+        on_start=on_start,
+    )

@@ -1,0 +1,83 @@
+"""What a run is and what drives it: run records and scorecards, tools and the sandboxes they act in,
+the harness protocol and the shared agent loop, effort, prices and budgets, provenance, and the store.
+
+Adapters (``machine.clients``, ``machine.sandboxes``) build on this package and ``machine.errors`` alone.
+"""
+
+from ._budget import Budget, parse_budget
+from ._effort import LEVELS, Effort, parse_effort
+from ._harness import Event, EventType, Harness, HarnessRequest, HarnessResult, ModelAccess, Turn
+from ._loop import NextTurn, call_tool, run_loop
+from ._names import NAME_SEGMENT, check_name
+from ._pricing import FREE_HARNESSES, TINKER_PRICES, Price, is_free, price_of
+from ._provenance import git_revision, library_version
+from ._records import (
+    CriterionScore,
+    Message,
+    Model,
+    Run,
+    Scorecard,
+    Tag,
+    Timings,
+    ToolCall,
+    Usage,
+    new_run_id,
+    now,
+    passes,
+    timestamp,
+)
+from ._rows import ChatSession, RunSummary, SuiteRecord
+from ._sandbox import Sandbox, Sandboxes
+from ._store import SQLiteStore, Store
+from ._tools import Tool, ToolContext, ToolFailure, tool
+
+__all__ = [
+    "FREE_HARNESSES",
+    "LEVELS",
+    "NAME_SEGMENT",
+    "TINKER_PRICES",
+    "Budget",
+    "ChatSession",
+    "CriterionScore",
+    "Effort",
+    "Event",
+    "EventType",
+    "Harness",
+    "HarnessRequest",
+    "HarnessResult",
+    "Message",
+    "Model",
+    "ModelAccess",
+    "NextTurn",
+    "Price",
+    "Run",
+    "RunSummary",
+    "SQLiteStore",
+    "Sandbox",
+    "Sandboxes",
+    "Scorecard",
+    "Store",
+    "SuiteRecord",
+    "Tag",
+    "Timings",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolFailure",
+    "Turn",
+    "Usage",
+    "call_tool",
+    "check_name",
+    "git_revision",
+    "is_free",
+    "library_version",
+    "new_run_id",
+    "now",
+    "parse_budget",
+    "parse_effort",
+    "passes",
+    "price_of",
+    "run_loop",
+    "timestamp",
+    "tool",
+]

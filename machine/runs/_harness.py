@@ -1,0 +1,100 @@
+"""The harness protocol: the agent loop of one run, whichever model or host drives it, and model access
+for the graders that ask a model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ._budget import Budget
+from ._effort import Effort
+from ._records import Message, Usage
+from ._tools import Tool, ToolContext
+
+EventType = Literal["text", "assistant", "tool_call", "tool_result"]
+"""``text`` carries a piece of a reply as it streams; the others, whole messages."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something a run did, streamed while it happens (for live views and the SDK's iterator)."""
+
+    type: EventType
+    run_id: str
+    message: Message
+
+
+@dataclass
+class HarnessRequest:
+    """Everything one run needs: instructions, input and history, model, tools bound to the run's
+    sandbox, the budget to charge, the step limit, the effort, and who listens for events."""
+
+    run_id: str
+    machine: str
+    instructions: str
+    input: str
+    model: str
+    tools: Sequence[Tool]
+    tool_context: ToolContext
+    budget: Budget
+    history: list[Message] = field(default_factory=list)
+    max_steps: int = 8
+    effort: Effort | None = None
+    on_event: Callable[[Event], None] | None = None
+
+    def emit(self, type: EventType, message: Message) -> None:
+        """Pass an event to the listener, if there is one."""
+        if self.on_event is not None:
+            self.on_event(Event(type, self.run_id, message))
+
+
+@dataclass
+class HarnessResult:
+    """What a run did: its messages, what they used and cost, and why it stopped."""
+
+    trajectory: list[Message]
+    """The messages this run added: the user's input first, then assistant turns and tool results."""
+    usage: Usage
+    cost_usd: float
+    stop_reason: str
+    error: str | None = None
+    retries: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def output(self) -> str:
+        """The last assistant message's text: the run's answer."""
+        return next((m.content for m in reversed(self.trajectory) if m.role == "assistant"), "")
+
+
+@runtime_checkable
+class Harness(Protocol):
+    """Runs one request to the end; a model call that fails for good is a result with ``error`` set."""
+
+    name: str
+
+    async def run(self, request: HarnessRequest) -> HarnessResult: ...
+
+
+@dataclass
+class Turn:
+    """One assistant reply and what it used."""
+
+    message: Message
+    usage: Usage = field(default_factory=Usage)
+    retries: list[dict[str, Any]] = field(default_factory=list)
+    """Failed attempts before this reply (status, error, wait), for the run's record."""
+
+
+class ModelAccess(Protocol):
+    """One model call for a grader, routed to the endpoint that serves ``model``."""
+
+    async def complete(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        effort: Effort | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+    ) -> Turn: ...

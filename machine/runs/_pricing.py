@@ -1,0 +1,62 @@
+"""What model calls cost: USD per million tokens, with prompt-cache hits at their own rate.
+
+Tinker's listed sampling prices (prefill, cached prefill, sample) for the models this project
+names. Where Tinker lists a temporary discount, the full price is kept, so estimates err high.
+Free OpenRouter models (ids ending in ``:free``) cost nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._records import Usage
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens: uncached input, cached input, output."""
+
+    input: float
+    cached_input: float
+    output: float
+
+    def cost(self, usage: Usage) -> float:
+        """What ``usage`` costs at this price."""
+        uncached = max(usage.input_tokens - usage.cached_input_tokens, 0)
+        return (
+            uncached * self.input
+            + usage.cached_input_tokens * self.cached_input
+            + usage.output_tokens * self.output
+        ) / 1_000_000
+
+
+FREE = Price(0.0, 0.0, 0.0)
+
+TINKER_PRICES: dict[str, Price] = {
+    "thinkingmachines/Inkling": Price(3.74, 0.374, 9.36),
+    "thinkingmachines/Inkling:peft:262144": Price(7.48, 0.748, 18.72),
+    "thinkingmachines/Inkling-Small": Price(1.16, 0.116, 2.88),
+    "thinkingmachines/Inkling-Small:peft:262144": Price(2.32, 0.232, 5.78),
+    "Qwen/Qwen3.8-27B": Price(1.86, 0.372, 5.595),
+    "Qwen/Qwen3.8-27B:peft:262144": Price(2.48, 0.496, 7.46),
+    "Qwen/Qwen3.6-35B-A3B": Price(0.54, 0.108, 1.335),
+    "Qwen/Qwen3.6-27B": Price(1.86, 0.372, 5.595),
+    "Qwen/Qwen3.5-397B-A17B": Price(3.0, 0.6, 7.5),
+}
+
+FREE_HARNESSES = frozenset({"echo", "scripted"})
+"""Harnesses that never call a model: their runs are not priced, and their model ids cost nothing."""
+
+
+def is_free(harness: str) -> bool:
+    """Whether runs of this harness call no model (so no price is needed for them)."""
+    return harness in FREE_HARNESSES
+
+
+def price_of(model: str) -> Price | None:
+    """The price of ``model``, or None when it is unknown (a checkpoint is priced as its base model)."""
+    if model in FREE_HARNESSES or model.endswith(":free"):
+        return FREE
+    if model.startswith("openrouter/"):
+        return None  # OpenRouter's own prices are not in the table: free models only, or priced as another
+    return TINKER_PRICES.get(model.removeprefix("tinker/"))  # ids are exact: Tinker's are case-sensitive

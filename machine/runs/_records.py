@@ -1,0 +1,244 @@
+"""Runs and scorecards: what one execution of a machine leaves behind.
+
+Plain data, so a run survives a round trip through the store and through JSON unchanged. Derived
+values (a scorecard's weighted ``score`` and ``passed``) are computed fields: in every dump, ignored
+when a dump is read back. An UNSCORED criterion has ``score=None`` and a reason, and stays out of
+every mean.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+PASS_TOLERANCE = 1e-9
+"""A weighted mean that should equal the pass score can land a rounding error below it."""
+
+
+def now() -> datetime:
+    """The current time, in UTC: every timestamp the product records."""
+    return datetime.now(UTC)
+
+
+def timestamp(moment: datetime) -> str:
+    """``moment`` in the one form every face prints (as a model's dump does): ISO 8601 in UTC, with Z."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def passes(score: float, pass_score: float) -> bool:
+    """Whether ``score`` reaches ``pass_score``: the one pass test of runs, criteria and reports."""
+    return score >= pass_score - PASS_TOLERANCE
+
+
+def new_run_id() -> str:
+    """A readable id that sorts by creation time: ``20261130-084912-3f9a1c2b``."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(4).hex()
+
+
+class Model(BaseModel):
+    """The base of the product's data: its schema is built on first use, not on import, so that a command
+    pays only for the models it uses (``machine --help`` uses none)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class Record(Model):
+    """Strict plain data: an unknown field is an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Derived(Model):
+    """A record with computed fields: its dump carries them, and reading a dump back ignores them.
+
+    Unknown fields are ignored rather than refused here: a validator that dropped only the computed
+    ones would make reading a stored run twice as slow."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class ToolCall(Record):
+    """One call the model asked for. ``arguments`` is None when the model's JSON did not parse."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str | None = None
+
+
+class Message(Record):
+    """One message of a run: the input, an assistant turn (text, reasoning, tool calls) or a tool result."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    reasoning: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+
+
+class Usage(Record):
+    """Tokens a model call (or a whole run) used; cached input is part of the input."""
+
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+    @property
+    def is_zero(self) -> bool:
+        return not (self.input_tokens or self.cached_input_tokens or self.output_tokens)
+
+
+class Timings(Record):
+    """When a run started and finished."""
+
+    started_at: datetime = Field(default_factory=now)
+    finished_at: datetime | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        if self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+class CriterionScore(Record):
+    """The grade of one criterion: a score in [0, 1], or None (UNSCORED) with the reason."""
+
+    criterion: str
+    weight: float
+    grader: str
+    score: float | None
+    reason: str = ""
+    cost_usd: float = 0.0
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def scored(self) -> bool:
+        return self.score is not None
+
+
+class Scorecard(Derived):
+    """Every criterion's grade of one run, under the rubric with ``rubric_fingerprint``."""
+
+    rubric_fingerprint: str
+    criteria: dict[str, CriterionScore]
+    pass_score: float = 1.0
+    graded_at: datetime = Field(default_factory=now)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def score(self) -> float | None:
+        """Weighted mean of the scored criteria; None when nothing could be scored."""
+        scored = [c for c in self.criteria.values() if c.score is not None]
+        total = sum(c.weight for c in scored)
+        if not scored or total <= 0:
+            return None
+        return sum(c.weight * c.score for c in scored if c.score is not None) / total
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def passed(self) -> bool | None:
+        """Whether the score reaches the pass score; None when nothing could be scored."""
+        score = self.score
+        return None if score is None else passes(score, self.pass_score)
+
+    @property
+    def unscored(self) -> list[str]:
+        """The criteria that came back UNSCORED."""
+        return [name for name, c in self.criteria.items() if c.score is None]
+
+    @property
+    def cost_usd(self) -> float:
+        """What grading cost (the judges' calls)."""
+        return sum(c.cost_usd for c in self.criteria.values())
+
+    def with_pass_score(self, pass_score: float) -> Scorecard:
+        """The same grades judged against another pass score."""
+        return self.model_copy(update={"pass_score": pass_score})
+
+
+class Tag(Record):
+    """A person's mark on a run: good, bad, or a correction with a note."""
+
+    kind: Literal["good", "bad", "correction"]
+    note: str | None = None
+    at: datetime = Field(default_factory=now)
+
+
+class Run(Derived):
+    """One execution of a machine: what went in, every step, what came out, what it cost, its grade."""
+
+    id: str = Field(default_factory=new_run_id)
+    machine: str
+    version: str | None = None
+    revision: str | None = None
+    library_version: str | None = None
+    model: str
+    harness: str
+    effort: float | None = None
+    """The reasoning effort the run asked for (Tinker's number); None: the endpoint's default."""
+    instructions: str = ""
+    input: str
+    history: list[Message] = Field(default_factory=list)
+    trajectory: list[Message] = Field(default_factory=list)
+    output: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    status: Literal["ok", "error"] = "ok"
+    error: str | None = None
+    stop_reason: str | None = None
+    retries: list[dict[str, Any]] = Field(default_factory=list)
+    timings: Timings = Field(default_factory=Timings)
+    case_id: str | None = None
+    case: dict[str, Any] | None = None
+    trial: int | None = None
+    conversation_id: str | None = None
+    suite_id: str | None = None
+    """The suite invocation that made this run (``machine suite``), so ``--resume`` finds its pairs."""
+    scorecard: Scorecard | None = None
+    tags: list[Tag] = Field(default_factory=list)
+
+    @property
+    def created_at(self) -> datetime:
+        """When the run started."""
+        return self.timings.started_at
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def score(self) -> float | None:
+        """The scorecard's weighted score; None when ungraded or nothing was scored."""
+        return None if self.scorecard is None else self.scorecard.score
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def passed(self) -> bool | None:
+        """Whether the scorecard passed; None when ungraded or nothing was scored."""
+        return None if self.scorecard is None else self.scorecard.passed
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """Every tool call the model made during this run, in order."""
+        return [call for message in self.trajectory for call in message.tool_calls]
+
+    @property
+    def tool_results(self) -> list[Message]:
+        """Every tool result of this run, in order."""
+        return [m for m in self.trajectory if m.role == "tool"]
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning of every assistant turn, joined."""
+        return "\n".join(m.reasoning for m in self.trajectory if m.reasoning)

@@ -1,0 +1,218 @@
+"""How the store lays runs, sessions and suites out in SQLite: the schema, the statements, the rows."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from ._names import check_name
+from ._records import Message, Model, Run, now, passes
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    machine TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    case_id TEXT,
+    trial INTEGER,
+    conversation_id TEXT,
+    score REAL,
+    data TEXT NOT NULL,
+    suite_id TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_newest ON runs (machine, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at, id);
+CREATE INDEX IF NOT EXISTS runs_conversation ON runs (conversation_id) WHERE conversation_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS sessions (
+    name TEXT PRIMARY KEY,
+    machine TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_newest ON sessions (machine, updated_at DESC);
+CREATE TABLE IF NOT EXISTS suites (
+    id TEXT PRIMARY KEY,
+    machine TEXT NOT NULL,
+    key TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS suites_newest ON suites (machine, key, created_at DESC, id DESC);
+"""
+# Stores made before runs had a suite id get the column (and then the index) when they are opened.
+SUITE_INDEX = (
+    "CREATE INDEX IF NOT EXISTS runs_suite ON runs (suite_id, created_at, id) WHERE suite_id IS NOT NULL"
+)
+
+# The statements the store runs, kept here so tests can ask SQLite how it plans them
+# (EXPLAIN QUERY PLAN) and prove that no listing scans the table.
+UPSERT_RUN_SQL = (
+    "INSERT INTO runs (id, machine, created_at, status, case_id, trial, conversation_id, score, data,"
+    " suite_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+    " machine=excluded.machine, created_at=excluded.created_at, status=excluded.status,"
+    " case_id=excluded.case_id, trial=excluded.trial, conversation_id=excluded.conversation_id,"
+    " score=excluded.score, data=excluded.data, suite_id=excluded.suite_id"
+)
+NEWEST_RUNS_SQL = "SELECT data FROM runs WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT ?"
+INPUT_PREVIEW = 100
+"""How many characters of a run's input a ``RunSummary`` keeps."""
+# The same walk as NEWEST_RUNS_SQL, reading only the fields a listing shows. One json_extract with several
+# paths parses a row's JSON once (a second call would parse it again) and answers a small JSON array,
+# which Python parses once. ``rubric_fingerprint`` is a required field of a scorecard: not null iff graded.
+NEWEST_SUMMARIES_SQL = (
+    "SELECT id, status, case_id, trial, suite_id, score,"
+    " json_extract(data, '$.timings.started_at', '$.version', '$.model', '$.harness', '$.cost_usd',"
+    " '$.error', '$.scorecard.rubric_fingerprint', '$.scorecard.pass_score', '$.input')"
+    " FROM runs WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT ?"
+)
+PAGE_SIZE = 500
+PAGE_RUNS_SQL = (
+    "SELECT created_at, id, data FROM runs WHERE (created_at, id) > (?, ?)"
+    f" ORDER BY created_at, id LIMIT {PAGE_SIZE}"
+)
+PAGE_MACHINE_RUNS_SQL = (
+    "SELECT created_at, id, data FROM runs WHERE machine = ? AND (created_at, id) > (?, ?)"
+    f" ORDER BY created_at, id LIMIT {PAGE_SIZE}"
+)
+PAGE_SUITE_RUNS_SQL = (
+    "SELECT created_at, id, data FROM runs WHERE suite_id = ? AND (created_at, id) > (?, ?)"
+    f" ORDER BY created_at, id LIMIT {PAGE_SIZE}"
+)
+LATEST_SUITE_SQL = (
+    "SELECT data FROM suites WHERE machine = ? AND key = ? ORDER BY created_at DESC, id DESC LIMIT 1"
+)
+
+
+class ChatSession(Model):
+    """A named conversation with a machine: what ``--continue`` resumes."""
+
+    name: str
+    machine: str
+    conversation_id: str
+    history: list[Message] = Field(default_factory=list)
+    updated_at: datetime = Field(default_factory=now)
+
+
+class SuiteRecord(Model):
+    """One ``machine suite`` invocation: what ``--resume`` needs to finish it. ``key`` fingerprints the
+    cases and the number of trials, so a resume finds the newest suite run on the same work."""
+
+    id: str
+    machine: str
+    key: str
+    trials: int
+    cases: list[dict[str, Any]]
+    cases_file: str | None = None
+    model: str | None = None
+    created_at: datetime = Field(default_factory=now)
+
+
+class RunSummary(Model):
+    """The fields of a stored run that a listing shows (``machine runs``, the server's ``recent_runs``),
+    read without validating the whole run (``SQLiteStore.summaries``); each equals the run's own."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    id: str
+    created_at: datetime
+    status: str
+    score: float | None
+    passed: bool | None
+    graded: bool
+    """Whether the run has a scorecard (graded, though perhaps with nothing scored)."""
+    cost_usd: float
+    case_id: str | None = Field(alias="case")
+    trial: int | None
+    suite_id: str | None
+    version: str | None
+    model: str
+    harness: str
+    error: str | None
+    input_preview: str
+    """The first ``INPUT_PREVIEW`` characters of the input."""
+
+    @classmethod
+    def of(cls, run: Run) -> RunSummary:
+        """The summary of a whole run, as the store lists it."""
+        return cls(
+            id=run.id,
+            created_at=run.created_at,
+            status=run.status,
+            score=run.score,
+            passed=run.passed,
+            graded=run.scorecard is not None,
+            cost_usd=run.cost_usd,
+            case_id=run.case_id,
+            trial=run.trial,
+            suite_id=run.suite_id,
+            version=run.version,
+            model=run.model,
+            harness=run.harness,
+            error=run.error,
+            input_preview=run.input[:INPUT_PREVIEW],
+        )
+
+
+def run_row(
+    run: Run,
+) -> tuple[str, str, str, str, str | None, int | None, str | None, float | None, str, str | None]:
+    """The columns of one run; refuses a bad machine name or run id before anything is written."""
+    check_name(run.machine)
+    check_name(run.id, "run id")
+    return (
+        run.id,
+        run.machine,
+        utc_text(run.created_at),
+        run.status,
+        run.case_id,
+        run.trial,
+        run.conversation_id,
+        run.score,
+        run.model_dump_json(),
+        run.suite_id,
+    )
+
+
+def summary_row(
+    run_id: str,
+    status: str,
+    case_id: str | None,
+    trial: int | None,
+    suite_id: str | None,
+    score: float | None,
+    fields: str,
+) -> RunSummary:
+    """One row of ``NEWEST_SUMMARIES_SQL`` as a ``RunSummary``."""
+    started_at, version, model, harness, cost_usd, error, fingerprint, pass_score, text = json.loads(fields)
+    graded = fingerprint is not None
+    passed = None
+    if graded and score is not None:
+        passed = passes(score, 1.0 if pass_score is None else pass_score)  # as Scorecard.passed
+    return RunSummary.model_construct(  # the store wrote these fields: no need to check them again
+        id=run_id,
+        created_at=datetime.fromisoformat(started_at),
+        status=status,
+        score=score,
+        passed=passed,
+        graded=graded,
+        cost_usd=float(cost_usd if cost_usd is not None else 0.0),
+        case_id=case_id,
+        trial=trial,
+        suite_id=suite_id,
+        version=version,
+        model=model,
+        harness=harness,
+        error=error,
+        input_preview=(text or "")[:INPUT_PREVIEW],
+    )
+
+
+def utc_text(moment: datetime) -> str:
+    """Fixed-width UTC text, so string order is time order."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,0 +1,237 @@
+"""The store: runs and named chat sessions in one SQLite file (standard library, WAL).
+
+Every write is an upsert. Listing the newest runs of a machine walks an index, so it costs the
+same at a hundred runs and at a million. The directory is private (0700) and the file too (0600):
+runs hold prompts and outputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+from machine.errors import NotFoundError
+
+from ._names import check_name
+from ._records import Run
+from ._rows import (
+    LATEST_SUITE_SQL,
+    NEWEST_RUNS_SQL,
+    NEWEST_SUMMARIES_SQL,
+    PAGE_MACHINE_RUNS_SQL,
+    PAGE_RUNS_SQL,
+    PAGE_SIZE,
+    PAGE_SUITE_RUNS_SQL,
+    SCHEMA,
+    SUITE_INDEX,
+    UPSERT_RUN_SQL,
+    ChatSession,
+    RunSummary,
+    SuiteRecord,
+    run_row,
+    summary_row,
+    utc_text,
+)
+
+
+class Store(Protocol):
+    """Where runs, chat sessions and suites are kept; ``SQLiteStore`` is the default."""
+
+    def put(self, run: Run) -> None: ...
+    def put_many(self, runs: Iterable[Run]) -> None: ...
+    def get(self, run_id: str) -> Run: ...
+    def runs(self, machine: str, limit: int = 20) -> list[Run]: ...
+    def summaries(self, machine: str, limit: int = 20) -> list[RunSummary]: ...
+    def iter_runs(self, machine: str | None = None) -> Iterator[Run]: ...
+    def put_session(self, session: ChatSession) -> None: ...
+    def get_session(self, name: str) -> ChatSession: ...
+    def latest_session(self, machine: str) -> ChatSession | None: ...
+    def put_suite(self, suite: SuiteRecord) -> None: ...
+    def get_suite(self, suite_id: str) -> SuiteRecord: ...
+    def latest_suite(self, machine: str, key: str) -> SuiteRecord | None: ...
+    def iter_suite_runs(self, suite_id: str) -> Iterator[Run]: ...
+
+
+class SQLiteStore:
+    """The store in one SQLite file (WAL, 0600 in a 0700 folder), safe for several processes at once."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        folder = self.path.parent
+        created = not folder.exists()
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Tighten the folder the store owns (a workspace's .machine, or one made here), never a
+        # folder the caller merely pointed into (``SQLiteStore("store.db")`` must not lock the cwd).
+        if created or folder.name == ".machine":
+            os.chmod(folder, 0o700)
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        for file in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
+            with contextlib.suppress(FileNotFoundError):  # another process may remove its WAL meanwhile
+                os.chmod(file, 0o600)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA busy_timeout=30000")
+        self._set_up()
+
+    def _set_up(self) -> None:
+        """WAL mode and the schema. Switching a new file to WAL can report 'locked' without waiting
+        while another process does the same, so that step is retried for a bounded time."""
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                # A run's row is a few KB: 8 KiB pages waste less room than 4 KiB ones (new stores only).
+                self._db.execute("PRAGMA page_size=8192")
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                with self._lock:
+                    self._db.executescript(SCHEMA)
+                    columns = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+                    if "suite_id" not in columns:
+                        try:
+                            self._db.execute("ALTER TABLE runs ADD COLUMN suite_id TEXT")
+                        except sqlite3.OperationalError as error:  # another process added it first
+                            if "duplicate column" not in str(error):
+                                raise
+                    self._db.execute(SUITE_INDEX)
+                return
+            except sqlite3.OperationalError as error:
+                if ("locked" not in str(error) and "busy" not in str(error)) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    @classmethod
+    def in_workspace(cls, root: str | Path) -> SQLiteStore:
+        return cls(Path(root) / ".machine" / "store.db")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def put(self, run: Run) -> None:
+        """Insert ``run``, or replace the stored run with the same id."""
+        row = run_row(run)
+        with self._lock:
+            self._db.execute(UPSERT_RUN_SQL, row)
+
+    def put_many(self, runs: Iterable[Run]) -> None:
+        """``put`` for many runs in one transaction: all are written, or (on any bad name) none."""
+        rows = [run_row(run) for run in runs]
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(UPSERT_RUN_SQL, rows)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def get(self, run_id: str) -> Run:
+        with self._lock:
+            found = self._db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if found is None:
+            raise NotFoundError(f"there is no run {run_id!r} in {self.path}; `machine runs NAME` lists them")
+        return Run.model_validate_json(found[0])
+
+    def runs(self, machine: str, limit: int = 20) -> list[Run]:
+        """The newest ``limit`` runs of ``machine``, newest first."""
+        with self._lock:
+            rows = self._db.execute(NEWEST_RUNS_SQL, (machine, limit)).fetchall()
+        return [Run.model_validate_json(data) for (data,) in rows]
+
+    def summaries(self, machine: str, limit: int = 20) -> list[RunSummary]:
+        """``runs`` for a listing: the newest ``limit`` runs of ``machine`` as ``RunSummary`` rows, newest
+        first, read from the index and a few JSON fields (no run is validated, no trajectory built)."""
+        with self._lock:
+            rows = self._db.execute(NEWEST_SUMMARIES_SQL, (machine, limit)).fetchall()
+        return [summary_row(*row) for row in rows]
+
+    def iter_runs(self, machine: str | None = None) -> Iterator[Run]:
+        """Every run (of ``machine``), oldest first, read in pages so memory stays flat."""
+        after: tuple[str, str] = ("", "")
+        while True:
+            with self._lock:
+                if machine is None:
+                    rows = self._db.execute(PAGE_RUNS_SQL, after).fetchall()
+                else:
+                    rows = self._db.execute(PAGE_MACHINE_RUNS_SQL, (machine, *after)).fetchall()
+            for created_at, run_id, data in rows:
+                yield Run.model_validate_json(data)
+                after = (created_at, run_id)
+            if len(rows) < PAGE_SIZE:
+                return
+
+    def iter_suite_runs(self, suite_id: str) -> Iterator[Run]:
+        """Every run of one suite invocation, oldest first, in pages (an index walk, not a scan)."""
+        after: tuple[str, str] = ("", "")
+        while True:
+            with self._lock:
+                rows = self._db.execute(PAGE_SUITE_RUNS_SQL, (suite_id, *after)).fetchall()
+            for created_at, run_id, data in rows:
+                yield Run.model_validate_json(data)
+                after = (created_at, run_id)
+            if len(rows) < PAGE_SIZE:
+                return
+
+    def put_suite(self, suite: SuiteRecord) -> None:
+        check_name(suite.machine)
+        check_name(suite.id, "suite id")
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO suites (id, machine, key, created_at, data) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (id) DO UPDATE SET machine=excluded.machine, key=excluded.key,"
+                " created_at=excluded.created_at, data=excluded.data",
+                (suite.id, suite.machine, suite.key, utc_text(suite.created_at), suite.model_dump_json()),
+            )
+
+    def get_suite(self, suite_id: str) -> SuiteRecord:
+        with self._lock:
+            found = self._db.execute("SELECT data FROM suites WHERE id = ?", (suite_id,)).fetchone()
+        if found is None:
+            raise NotFoundError(f"there is no suite {suite_id!r} in {self.path}")
+        return SuiteRecord.model_validate_json(found[0])
+
+    def latest_suite(self, machine: str, key: str) -> SuiteRecord | None:
+        """The newest suite of ``machine`` over the same cases and trials (``key``)."""
+        with self._lock:
+            found = self._db.execute(LATEST_SUITE_SQL, (machine, key)).fetchone()
+        return None if found is None else SuiteRecord.model_validate_json(found[0])
+
+    def count(self, machine: str | None = None) -> int:
+        with self._lock:
+            if machine is None:
+                return int(self._db.execute("SELECT count(*) FROM runs").fetchone()[0])
+            return int(
+                self._db.execute("SELECT count(*) FROM runs WHERE machine = ?", (machine,)).fetchone()[0]
+            )
+
+    def put_session(self, session: ChatSession) -> None:
+        check_name(session.name, "session name")
+        check_name(session.machine)
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO sessions (name, machine, updated_at, data) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET machine=excluded.machine, updated_at=excluded.updated_at,"
+                " data=excluded.data",
+                (session.name, session.machine, utc_text(session.updated_at), session.model_dump_json()),
+            )
+
+    def get_session(self, name: str) -> ChatSession:
+        with self._lock:
+            found = self._db.execute("SELECT data FROM sessions WHERE name = ?", (name,)).fetchone()
+        if found is None:
+            raise NotFoundError(f"there is no chat session {name!r}")
+        return ChatSession.model_validate_json(found[0])
+
+    def latest_session(self, machine: str) -> ChatSession | None:
+        with self._lock:
+            found = self._db.execute(
+                "SELECT data FROM sessions WHERE machine = ? ORDER BY updated_at DESC LIMIT 1", (machine,)
+            ).fetchone()
+        return None if found is None else ChatSession.model_validate_json(found[0])

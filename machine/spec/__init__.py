@@ -1,0 +1,47 @@
+"""What a machine is: its definition (machines and children, tools are in ``machine.runs``, rubrics in
+``machine.grade``), its cases, how a workspace's machines folder is loaded, a machine as it was at a git
+revision, and the versions book beside it."""
+
+from ._book import (
+    DEFAULT_MIN_Z,
+    UNRECORDED,
+    Book,
+    CriterionFigures,
+    GateReport,
+    SideFigures,
+    Version,
+    VersionStatus,
+    identity_of,
+    open_book,
+    version_label,
+)
+from ._cases import Case, load_cases
+from ._loader import MachineLoader, discover
+from ._machine import Counterpart, Machine, define_child, define_machine, instructions_from, model_from
+from ._revision import Baseline, machine_at
+
+__all__ = [
+    "DEFAULT_MIN_Z",
+    "UNRECORDED",
+    "Baseline",
+    "Book",
+    "Case",
+    "Counterpart",
+    "CriterionFigures",
+    "GateReport",
+    "Machine",
+    "MachineLoader",
+    "SideFigures",
+    "Version",
+    "VersionStatus",
+    "define_child",
+    "define_machine",
+    "discover",
+    "identity_of",
+    "instructions_from",
+    "load_cases",
+    "machine_at",
+    "model_from",
+    "open_book",
+    "version_label",
+]

@@ -1,0 +1,339 @@
+"""The versions book: ``versions.json`` beside a machine, numbering what decides how it behaves and is
+graded (its own instructions, its model, its rubric fingerprint), with the exact text of the files each
+version was made from, so a version can be written back byte for byte. Also what a run records as its
+version (``version_label``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from machine.errors import BadInputError, DefinitionError, Fix, NotFoundError
+from machine.runs._records import Record, now
+
+from ._machine import Machine
+
+VERSIONS_FILE = "versions.json"
+INSTRUCTIONS_FILE = "instructions.md"
+MODEL_FILE = "model.json"
+FILES = (INSTRUCTIONS_FILE, MODEL_FILE)
+"""The machine's files a version keeps the exact text of (None: the version had no such file)."""
+UNRECORDED = "unrecorded"
+"""What a run records as its version when the machine's files match no recorded version."""
+DEFAULT_MIN_Z = 2.0
+
+VersionStatus = Literal["live", "pending", "retired"]
+
+
+class SideFigures(Record):
+    """One version's runs on the held-out cases."""
+
+    version: str
+    model: str
+    runs: int = 0
+    """Runs counted (reused and new), failed ones included."""
+    reused: int = 0
+    """Stored runs of this version reused, graded under the current rubric."""
+    regraded: int = 0
+    """Stored runs reused after grading them again with the current evaluator."""
+    new: int = 0
+    """Runs made for this proposal."""
+    errors: int = 0
+    unscored: int = 0
+    """Runs with no scored criterion (left out of the figures)."""
+    mean: float | None = None
+    pass_rate: float | None = None
+
+
+class CriterionFigures(Record):
+    """One criterion's mean and pass rate over the scored runs, before (live) and after (candidate)."""
+
+    before: float | None = None
+    after: float | None = None
+    before_pass_rate: float | None = None
+    after_pass_rate: float | None = None
+    unscored_before: int = 0
+    unscored_after: int = 0
+
+
+class GateReport(Record):
+    """What ``propose`` found and decided: the data, each version's figures, each criterion before and
+    after, the paired difference (candidate - live) and the gate's decision in words."""
+
+    machine: str
+    live: str
+    candidate: str
+    cases_file: str
+    cases: int
+    trials: int
+    before: SideFigures
+    after: SideFigures
+    criteria: dict[str, CriterionFigures] = Field(default_factory=dict)
+    diff: float | None = None
+    se: float | None = None
+    z: float | None = None
+    paired_cases: int = 0
+    min_z: float = DEFAULT_MIN_Z
+    passed: bool = False
+    decision: str = ""
+    stopped: str | None = None
+    cost_usd: float = 0.0
+    created_at: datetime = Field(default_factory=now)
+
+
+class Version(Record):
+    """One numbered version of a machine: its own instructions, model and rubric, and where it stands."""
+
+    number: int
+    status: VersionStatus
+    model: str
+    base_model: str | None = None
+    """The model a fine-tuned checkpoint is priced as."""
+    instructions_sha: str
+    """sha256 of the machine's own instructions (as the machine sees them)."""
+    rubric: str
+    """The rubric's fingerprint."""
+    files: dict[str, str | None]
+    """instructions.md and model.json: the sha256 of the exact text (kept under ``texts``), or None
+    when the version had no such file."""
+    created_at: datetime = Field(default_factory=now)
+    note: str = ""
+    base: int | None = None
+    """A candidate's: the live version it was measured against (and may replace)."""
+    committed_at: datetime | None = None
+    forced: bool = False
+    """Committed with ``force`` although it did not pass the gate."""
+    report: GateReport | None = None
+
+    @property
+    def label(self) -> str:
+        return f"v{self.number}"
+
+    @property
+    def live(self) -> bool:
+        return self.status == "live"
+
+    @property
+    def passed(self) -> bool | None:
+        """Whether the candidate passed the promotion gate; None for a version never proposed."""
+        return None if self.report is None else self.report.passed
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        return (self.instructions_sha, self.model, self.rubric)
+
+
+class Book(Record):
+    """The whole of versions.json."""
+
+    machine: str
+    versions: list[Version] = Field(default_factory=list)
+    texts: dict[str, str] = Field(default_factory=dict)
+    """sha256 -> the exact text of a file some version had, each text once however many versions share it."""
+
+    @property
+    def live(self) -> Version:
+        found = [v for v in self.versions if v.live]
+        if len(found) != 1:
+            raise DefinitionError(
+                f"versions.json of machine {self.machine!r} must have exactly one live version, "
+                f"has {len(found)}; fix the file (git can show what changed)"
+            )
+        return found[0]
+
+    def get(self, label: str | int) -> Version:
+        text = str(label).strip().lower().removeprefix("v")
+        version = next((v for v in self.versions if str(v.number) == text), None)
+        if version is None:
+            known = ", ".join(v.label for v in self.versions)
+            raise NotFoundError(
+                f"machine {self.machine!r} has no version {label!r}; its versions are {known}"
+            )
+        return version
+
+    def match(self, identity: tuple[str, str, str]) -> Version | None:
+        """The recorded version with this identity: the live one first, then the newest pending, then
+        the newest."""
+        found = [v for v in self.versions if v.identity == identity]
+        order = {"live": 0, "pending": 1, "retired": 2}
+        return min(found, key=lambda v: (order[v.status], -v.number)) if found else None
+
+    def next_number(self) -> int:
+        return max((v.number for v in self.versions), default=0) + 1
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def identity_of(machine: Machine, model: str | None = None) -> tuple[str, str, str]:
+    """What makes a version: the own instructions' sha256, the model, the rubric fingerprint."""
+    return (sha256_text(machine.own_instructions), model or machine.model, machine.rubric.fingerprint)
+
+
+def _read_book(path: Path, name: str) -> Book | None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    return parse_book(path, data)
+
+
+def parse_book(path: Path, data: bytes) -> Book:
+    try:
+        return Book.model_validate(json.loads(data.decode("utf-8")))
+    except json.JSONDecodeError as error:
+        raise DefinitionError(
+            f"{path} is not valid JSON ({error}); fix it (git can show what changed)"
+        ) from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the file"
+        raise DefinitionError(f"{path} is malformed ({where}: {first['msg']}); fix it") from None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_bytes(data)
+    os.replace(temp, path)
+
+
+def write_book(path: Path, book: Book) -> None:
+    text = json.dumps(book.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    write_atomic(path, text.encode("utf-8"))
+
+
+def snapshot(folder: Path) -> dict[str, bytes | None]:
+    """The exact bytes of the version files as they are now (None: absent)."""
+    found: dict[str, bytes | None] = {}
+    for file in FILES:
+        try:
+            found[file] = (folder / file).read_bytes()
+        except FileNotFoundError:
+            found[file] = None
+    return found
+
+
+def restore(folder: Path, files: dict[str, bytes | None]) -> None:
+    for file, data in files.items():
+        path = folder / file
+        if data is None:
+            path.unlink(missing_ok=True)
+        elif not path.exists() or path.read_bytes() != data:
+            write_atomic(path, data)
+
+
+def keep_texts(book: Book, found: dict[str, bytes | None], folder: Path) -> dict[str, str | None]:
+    """Keep the texts ``found`` (a ``snapshot``) in the book; the version's ``files`` entry."""
+    files: dict[str, str | None] = {}
+    for file, data in found.items():
+        if data is None:
+            files[file] = None
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadInputError(
+                f"{folder / file} is not UTF-8 text; a version can only keep text files"
+            ) from None
+        key = sha256_text(text)
+        book.texts.setdefault(key, text)
+        files[file] = key
+    return files
+
+
+def files_of(book: Book, version: Version) -> dict[str, bytes | None]:
+    found: dict[str, bytes | None] = {}
+    for file in FILES:
+        key = version.files.get(file)
+        if key is None:
+            found[file] = None
+            continue
+        if key not in book.texts:
+            raise DefinitionError(
+                f"versions.json of machine {book.machine!r}: {version.label}'s {file} ({key[:12]}) is "
+                "missing from its texts, so it cannot be written back"
+            )
+        found[file] = book.texts[key].encode("utf-8")
+    return found
+
+
+def model_json(model: str, base_model: str | None = None) -> str:
+    """The text of a committed model.json."""
+    data: dict[str, str] = {"model": model}
+    if base_model:
+        data["base_model"] = base_model
+    return json.dumps(data, indent=2) + "\n"
+
+
+_LABELS: dict[Path, tuple[bytes, Book]] = {}
+"""versions.json as last read, by path: each run reads the file (it is small) but parses it only when it
+changed."""
+
+
+def version_label(machine: Machine, model: str | None = None) -> str | None:
+    """What a run of ``machine`` (with ``model``) records as its version: ``v3``, ``unrecorded`` when the
+    files match no recorded version, None when the machine has no versions.json (never versioned)."""
+    if machine.source is None:
+        return None
+    path = machine.source.parent / VERSIONS_FILE
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    cached = _LABELS.get(path)
+    if cached is not None and cached[0] == data:
+        book = cached[1]
+    else:
+        book = parse_book(path, data)
+        _LABELS[path] = (data, book)
+    found = book.match(identity_of(machine, model))
+    return found.label if found else UNRECORDED
+
+
+def open_book(folder: Path, machine: Machine, *, note: str = "") -> Book:
+    """The versions of ``machine`` (whose files are in ``folder``); the first call records the machine as
+    it is now as v1 (live)."""
+    name = machine.name
+    path = folder / VERSIONS_FILE
+    book = _read_book(path, name)
+    if book is not None:
+        if book.machine != name:
+            raise DefinitionError(f"{path} is the versions file of machine {book.machine!r}, not {name!r}")
+        return book
+    book = Book(machine=name)
+    instructions_sha, model, rubric = identity_of(machine)
+    book.versions.append(
+        Version(
+            number=1,
+            status="live",
+            model=model,
+            instructions_sha=instructions_sha,
+            rubric=rubric,
+            files=keep_texts(book, snapshot(folder), folder),
+            note=note or "the machine as it was when versions were first listed",
+        )
+    )
+    write_book(path, book)
+    return book
+
+
+def require_live(book: Book, machine: Machine, what: str) -> Version:
+    """The live version, which the machine's files must match before ``what`` may go ahead."""
+    live = book.live
+    if identity_of(machine) != live.identity:
+        found = book.match(identity_of(machine))
+        now_is = f"match {found.label} ({found.status})" if found else "match no recorded version"
+        raise BadInputError(
+            f"machine {machine.name!r}: its files (own instructions, model, rubric) {now_is}, not the live "
+            f"version {live.label}, so it cannot {what}: restore them to {live.label}, or record them as a "
+            "new live version",
+            fixes=[Fix(operation="record", machine=machine.name, purpose="records them")],
+        )
+    return live

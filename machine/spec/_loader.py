@@ -1,0 +1,134 @@
+"""Loading a workspace's machines folder.
+
+The folder is imported as a private package with a name of its own, so ``from .rubric import rubric``
+and ``from ..machine import machine as parent`` work in machine files and never collide with the
+user's own modules. A machine file that fails to import is reported with its file and line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import keyword
+import sys
+import traceback
+import types
+from pathlib import Path
+
+from machine.errors import DefinitionError, NotFoundError
+from machine.runs import NAME_SEGMENT
+
+from ._machine import Machine
+
+_SKIP = {"__pycache__"}
+
+
+def discover(machines_dir: Path) -> list[str]:
+    """Names of the machines under ``machines_dir`` (folders with a machine.py), sorted."""
+    if not machines_dir.is_dir():
+        return []
+    names = []
+    for file in machines_dir.rglob("machine.py"):
+        parts = file.parent.relative_to(machines_dir).parts
+        hidden = any(p in _SKIP or p.startswith(".") for p in parts)
+        if parts and not hidden and all(NAME_SEGMENT.match(p) for p in parts):
+            names.append("/".join(parts))
+    return sorted(names)
+
+
+class MachineLoader:
+    """Imports a machines folder's machines by name, each once, under a private package of its own."""
+
+    def __init__(self, machines_dir: Path) -> None:
+        self.machines_dir = machines_dir.resolve()
+        digest = hashlib.sha256(str(self.machines_dir).encode()).hexdigest()[:12]
+        self.package = f"_machine_workspace_{digest}"
+        self._cache: dict[str, Machine] = {}
+
+    def names(self) -> list[str]:
+        """The machines under the folder, sorted."""
+        return discover(self.machines_dir)
+
+    def unload(self) -> None:
+        """Forget every machine loaded, so the next ``load`` imports the files as they are now."""
+        self._cache.clear()
+        for module in [m for m in sys.modules if m == self.package or m.startswith(self.package + ".")]:
+            del sys.modules[module]
+        importlib.invalidate_caches()
+
+    def _package_for(self, name: str) -> str:
+        """Register a package module for each folder level of ``name`` and return the innermost."""
+        if self.package not in sys.modules:
+            root = types.ModuleType(self.package)
+            root.__path__ = [str(self.machines_dir)]
+            sys.modules[self.package] = root
+        module, folder = self.package, self.machines_dir
+        for part in name.split("/"):
+            module, folder = f"{module}.{_identifier(part)}", folder / part
+            if module not in sys.modules:
+                package = types.ModuleType(module)
+                package.__path__ = [str(folder)]
+                package.__package__ = module
+                sys.modules[module] = package
+        return module
+
+    def load(self, name: str) -> Machine:
+        """The machine ``name``, imported on first use; a missing or broken one says what is wrong."""
+        if name in self._cache:
+            return self._cache[name]
+        known = self.names()
+        if name not in known:
+            listing = (
+                ", ".join(known)
+                if known
+                else f"none (no machines/<name>/machine.py under {self.machines_dir})"
+            )
+            raise NotFoundError(f"there is no machine {name!r}; the known machines are: {listing}")
+        file = self.machines_dir / name / "machine.py"
+        try:
+            module = importlib.import_module(self._package_for(name) + ".machine")
+        except DefinitionError as error:
+            raise DefinitionError(f"{_where(error, self.machines_dir, file)}: {error}") from None
+        except Exception as error:
+            raise DefinitionError(
+                f"{_where(error, self.machines_dir, file)}: {type(error).__name__}: {error}"
+            ) from None
+        found = getattr(module, "machine", None)
+        if not isinstance(found, Machine):
+            raise DefinitionError(
+                f"{file} must define a module attribute `machine` made with define_machine or define_child"
+            )
+        if found.name != name:
+            raise DefinitionError(
+                f"{file} defines a machine named {found.name!r}; its folder makes it {name!r}"
+            )
+        found = _with_source(found, file)
+        self._cache[name] = found
+        return found
+
+
+def _identifier(part: str) -> str:
+    """A folder's module name: the folder name itself when Python can import it (so relative imports
+    between machine files reach the same modules the loader made), else a distinct escaped form."""
+    if part.isidentifier() and not keyword.iskeyword(part):
+        return part
+    escaped = part.replace("_", "_5f").replace(".", "_2e").replace("-", "_2d")
+    return "_x_" + escaped
+
+
+def _with_source(found: Machine, file: Path) -> Machine:
+    """Record where the machine was loaded from on the object itself, so a child's ``parent``
+    is the very machine that loading the parent returns."""
+    object.__setattr__(found, "source", file)
+    return found
+
+
+def _where(error: BaseException, machines_dir: Path, fallback: Path) -> str:
+    """``file:line`` of the deepest frame inside the machines folder, where the error arose."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if isinstance(error, SyntaxError) and error.filename:
+        return f"{error.filename}:{error.lineno}"
+    inside = [f for f in frames if Path(f.filename).resolve().is_relative_to(machines_dir)]
+    if inside:
+        return f"{inside[-1].filename}:{inside[-1].lineno}"
+    return str(fallback)

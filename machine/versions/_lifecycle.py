@@ -1,0 +1,275 @@
+"""The lifecycle of a machine's versions: list them, record one by hand (``update``), make a passed
+candidate live (``commit``), make an earlier version live again (``revert``). The machine's files stay
+the truth: a version is recorded from them, and a change is checked by loading the machine again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from machine.errors import BadInputError, CommitRefused, DefinitionError, Fix
+from machine.runs import Model, now
+from machine.spec import Machine
+from machine.spec._book import (
+    INSTRUCTIONS_FILE,
+    MODEL_FILE,
+    VERSIONS_FILE,
+    Book,
+    Version,
+    files_of,
+    identity_of,
+    keep_texts,
+    model_json,
+    open_book,
+    require_live,
+    restore,
+    snapshot,
+    write_book,
+)
+from machine.workspace import Workspace
+
+
+def fresh(ws: Workspace, name: str) -> Machine:
+    """Load ``name`` again from its files: they may have changed since it was imported."""
+    ws.loader.unload()
+    return ws.load(name)
+
+
+class VersionList(Model):
+    """A machine's versions, oldest first, and the one its files match now (``unrecorded``: none)."""
+
+    machine: str
+    current: str
+    versions: list[Version]
+
+
+def versions(ws: Workspace, name: str) -> list[Version]:
+    """The machine's versions, oldest first; the first call records the current machine as v1."""
+    spec = fresh(ws, name)
+    return list(open_book(ws.machines_dir / name, spec).versions)
+
+
+def current(ws: Workspace, name: str) -> Version | None:
+    """The recorded version the machine's files match now; None when they match none (their runs
+    record ``unrecorded``)."""
+    spec = fresh(ws, name)
+    return open_book(ws.machines_dir / name, spec).match(identity_of(spec))
+
+
+def texts_of(ws: Workspace, name: str, label: str | int) -> dict[str, str | None]:
+    """The exact text of each file the version had (None: it had none)."""
+    spec = fresh(ws, name)
+    book = open_book(ws.machines_dir / name, spec)
+    files = files_of(book, book.get(label))
+    return {file: None if data is None else data.decode("utf-8") for file, data in files.items()}
+
+
+def _write_and_check(
+    ws: Workspace,
+    name: str,
+    files: dict[str, bytes | None],
+    expect: Callable[[Machine], str | None],
+) -> Machine:
+    """Write ``files`` into the machine's folder and load it again; when ``expect`` finds the result
+    wrong (it returns the reason), put every file back as it was and raise."""
+    folder = ws.machines_dir / name
+    before = snapshot(folder)
+    restore(folder, files)
+    try:
+        spec = fresh(ws, name)
+        problem = expect(spec)
+    except Exception:
+        restore(folder, before)
+        fresh(ws, name)
+        raise
+    if problem is not None:
+        restore(folder, before)
+        fresh(ws, name)
+        raise DefinitionError(problem)
+    return spec
+
+
+def _model_problem(spec: Machine, model: str, default: str) -> str | None:
+    if spec.model == model:
+        return None
+    return (
+        f"{spec.source} does not take its model from model.json, so writing {model!r} there changes "
+        f"nothing (it still runs {spec.model!r}); declare model=model_from(__file__, {default!r}) in it "
+        "(from machine import model_from) and try again; the files were left as they were"
+    )
+
+
+def _instructions_problem(spec: Machine, instructions: str) -> str | None:
+    if spec.own_instructions == instructions.strip():
+        return None
+    return (
+        f"{spec.source} does not take its instructions from instructions.md, so writing them there "
+        "changes nothing; declare instructions=instructions_from(__file__) in it and try again; "
+        "the files were left as they were"
+    )
+
+
+def _switch(book: Book, new_live: Version) -> None:
+    for v in book.versions:
+        if v.live and v is not new_live:
+            v.status = "retired"
+    new_live.status = "live"
+
+
+def update(
+    ws: Workspace,
+    name: str,
+    *,
+    instructions: str | None = None,
+    model: str | None = None,
+    base_model: str | None = None,
+    note: str = "",
+) -> Version:
+    """Record a new live version by hand: write ``instructions`` to instructions.md and ``model`` to
+    model.json (each only when given), then record the machine as its files now make it. With neither,
+    record the files as they are (after editing them by hand). Returns the live version (unchanged when
+    the files already match it)."""
+    spec = fresh(ws, name)
+    book = open_book(ws.machines_dir / name, spec)
+    folder = ws.machines_dir / name
+    files: dict[str, bytes | None] = {}
+    if instructions is not None:
+        if not instructions.strip():
+            raise BadInputError(f"machine {name!r}: new instructions must not be empty")
+        files[INSTRUCTIONS_FILE] = instructions.encode("utf-8")
+    if model is not None:
+        if not model.strip():
+            raise BadInputError(f"machine {name!r}: the new model must be a model id")
+        files[MODEL_FILE] = model_json(model.strip(), base_model).encode("utf-8")
+    default = spec.model
+
+    def expect(loaded: Machine) -> str | None:
+        if model is not None and (problem := _model_problem(loaded, model.strip(), default)):
+            return problem
+        return _instructions_problem(loaded, instructions) if instructions is not None else None
+
+    if files:
+        spec = _write_and_check(ws, name, files, expect)
+    identity = identity_of(spec)
+    live = book.live
+    if identity == live.identity and live.files == keep_texts(Book(machine=name), snapshot(folder), folder):
+        return live
+    version = Version(
+        number=book.next_number(),
+        status="live",
+        model=identity[1],
+        base_model=base_model if model is not None else None,
+        instructions_sha=identity[0],
+        rubric=identity[2],
+        files=keep_texts(book, snapshot(folder), folder),
+        note=note or "recorded by hand",
+        committed_at=now(),
+    )
+    book.versions.append(version)
+    _switch(book, version)
+    write_book(folder / VERSIONS_FILE, book)
+    return version
+
+
+def commit(ws: Workspace, name: str, *, force: bool = False) -> Version:
+    """Make the newest pending candidate live, only if it passed the promotion gate (``force``
+    overrides): write its model.json and record it live; the live version is retired.
+
+    Raises CommitRefused (with the candidate's report) when it did not pass.
+    """
+    spec = fresh(ws, name)
+    book = open_book(ws.machines_dir / name, spec)
+    pending = [v for v in book.versions if v.status == "pending"]
+    if not pending:
+        raise BadInputError(
+            f"machine {name!r} has no pending candidate to commit",
+            fixes=[Fix(operation="propose", machine=name, purpose="makes one")],
+        )
+    candidate = max(pending, key=lambda v: v.number)
+    live = book.live
+    if candidate.base != live.number:
+        raise BadInputError(
+            f"candidate {candidate.label} of machine {name!r} was measured against v{candidate.base}, "
+            f"but {live.label} is live now: propose it again to measure it against {live.label}"
+        )
+    require_live(book, spec, f"commit {candidate.label}")
+    report = candidate.report
+    if report is None:
+        raise BadInputError(
+            f"candidate {candidate.label} of machine {name!r} has no report (its proposal did not finish): "
+            f"propose it again"
+        )
+    if not report.passed and not force:
+        raise CommitRefused(
+            f"candidate {candidate.label} of machine {name!r} did not pass the promotion gate "
+            f"({report.decision}), so {live.label} stays live",
+            fixes=[Fix("force", purpose="to commit it anyway")],
+            report=report,
+            version=candidate,
+        )
+    folder = ws.machines_dir / name
+    spec = _write_and_check(
+        ws,
+        name,
+        {MODEL_FILE: files_of(book, candidate)[MODEL_FILE]},  # all a candidate changes
+        lambda loaded: (
+            _model_problem(loaded, candidate.model, live.model)
+            or (
+                None
+                if identity_of(loaded) == candidate.identity
+                else f"machine {name!r} loaded from the files of {candidate.label} is not {candidate.label} "
+                "(its instructions or rubric differ); the files were left as they were"
+            )
+        ),
+    )
+    candidate.committed_at = now()
+    candidate.forced = not report.passed
+    candidate.files = keep_texts(book, snapshot(folder), folder)
+    _switch(book, candidate)
+    write_book(folder / VERSIONS_FILE, book)
+    return candidate
+
+
+def revert(ws: Workspace, name: str, *, to: str | int | None = None) -> Version:
+    """Make the previous live version (or version ``to``) live again, writing back its instructions.md
+    and model.json exactly as they were (removing one it did not have)."""
+    spec = fresh(ws, name)
+    book = open_book(ws.machines_dir / name, spec)
+    live = require_live(book, spec, "be reverted")
+    if to is not None:
+        target = book.get(to)
+        if target.status == "pending":
+            raise BadInputError(
+                f"{target.label} of machine {name!r} is a pending candidate, never live: commit it instead"
+            )
+        if target.live:
+            raise BadInputError(f"{target.label} of machine {name!r} is already live")
+    else:
+        earlier = [v for v in book.versions if v.status == "retired" and v.number < live.number]
+        if not earlier:
+            raise BadInputError(
+                f"machine {name!r} has no version before {live.label} to revert to (its versions list them)"
+            )
+        target = max(earlier, key=lambda v: v.number)
+    if target.rubric != spec.rubric.fingerprint:
+        raise BadInputError(
+            f"{target.label} of machine {name!r} was made under another rubric (fingerprint "
+            f"{target.rubric[:12]}, now {spec.rubric.fingerprint[:12]}); revert writes back instructions.md "
+            "and model.json, not the rubric: restore the rubric from git first"
+        )
+    _write_and_check(
+        ws,
+        name,
+        files_of(book, target),
+        lambda loaded: (
+            None
+            if identity_of(loaded) == target.identity
+            else (
+                f"machine {name!r} written back to {target.label}'s instructions.md and model.json still "
+                f"differs from {target.label} (its instructions or model are set in {loaded.source} itself); "
+                "the files were left as they were"
+            )
+        ),
+    )
+    _switch(book, target)
+    write_book((ws.machines_dir / name) / VERSIONS_FILE, book)
+    return target

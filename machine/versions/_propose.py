@@ -1,0 +1,255 @@
+"""Propose: a pending candidate (the live version with another model) measured against the live version on
+the held-out cases, reusing stored graded runs of either version, with the gate's decision kept beside it
+in versions.json. The machine's files are not changed until the candidate is committed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from machine.errors import BadInputError, Fix, NotFoundError
+from machine.measure import BatchWriter, run_pool
+from machine.runs import Run
+from machine.spec import Case, Machine, load_cases
+from machine.spec._book import (
+    DEFAULT_MIN_Z,
+    MODEL_FILE,
+    VERSIONS_FILE,
+    Book,
+    GateReport,
+    Version,
+    model_json,
+    open_book,
+    require_live,
+    sha256_text,
+    write_book,
+)
+from machine.workspace import Workspace
+
+from ._gate import SideTally, measured, tally_for
+from ._lifecycle import fresh
+
+
+@dataclass
+class Candidate:
+    """A pending version and what ``propose`` measured about it."""
+
+    version: Version
+    report: GateReport
+
+    @property
+    def passed(self) -> bool:
+        """Whether the candidate passed the promotion gate."""
+        return self.report.passed
+
+    @property
+    def label(self) -> str:
+        """The candidate's version label (``v3``)."""
+        return self.version.label
+
+
+def _holdout(ws: Workspace, name: str, cases: str | Path | Sequence[Case] | None) -> tuple[list[Case], str]:
+    """The held-out cases and how the report names where they came from."""
+    if cases is not None and not isinstance(cases, (str, Path)):
+        return list(cases), "(given)"
+    path = ws.cases_file(name, cases, default="holdout.json")
+    if cases is None and not path.exists():
+        raise NotFoundError(
+            f"machine {name!r} has no held-out cases: write {path} (cases never used to change the machine)",
+            fixes=[Fix("cases", "FILE", "to name another cases file")],
+        )
+    return load_cases(path), path.name if cases is None else Path(cases).as_posix()
+
+
+def _reusable(
+    ws: Workspace, name: str, chosen: list[Case], sides: dict[str, SideTally], trials: int, fingerprint: str
+) -> tuple[dict[tuple[str, str], list[Run]], dict[tuple[str, str], list[Run]]]:
+    """Stored runs of either version on these cases, made the same way (harness, model, effort, input):
+    graded under the current rubric (reused as they are) or not (graded again), at most ``trials`` a case."""
+    by_id = {c.id: c for c in chosen}
+    instructions = ws.load(name).instructions
+    effort = None if ws.effort is None else ws.effort.value
+    harness = ws.harness.name
+    graded: dict[tuple[str, str], list[Run]] = {}
+    stale: dict[tuple[str, str], list[Run]] = {}
+    for run in ws.store.iter_runs(name):
+        side = sides.get(run.version or "")
+        case = by_id.get(run.case_id or "")
+        if (
+            side is None
+            or case is None
+            or run.status != "ok"
+            or run.history
+            or run.input != case.input
+            or run.instructions != instructions
+            or run.model != side.machine_model
+            or run.harness != harness
+            or run.effort != effort
+        ):
+            continue
+        key = (run.version or "", case.id)
+        current = run.scorecard is not None and run.scorecard.rubric_fingerprint == fingerprint
+        (graded if current else stale).setdefault(key, []).append(run)
+    for found in (graded, stale):
+        for runs in found.values():
+            runs.sort(key=lambda r: r.created_at, reverse=True)
+            del runs[trials:]
+    return graded, stale
+
+
+async def propose(
+    ws: Workspace,
+    name: str,
+    *,
+    model: str,
+    trials: int = 3,
+    cases: str | Path | Sequence[Case] | None = None,
+    min_z: float = DEFAULT_MIN_Z,
+    base_model: str | None = None,
+    concurrency: int = 4,
+    pass_score: float = 1.0,
+    note: str = "",
+    on_run: Callable[[Run], None] | None = None,
+) -> Candidate:
+    """Make a pending candidate: the live version with ``model``. Run it and the live version on the
+    held-out cases (holdout.json beside the machine, or ``cases``), ``trials`` each, interleaved;
+    stored runs of either version on those cases are reused (graded again with the current evaluator
+    when they were graded under an older rubric), so only the missing trials run. Both are graded with
+    the current evaluator; the report, with the gate's decision, is kept with the candidate in
+    versions.json. The machine's files are not changed.
+    """
+    model = _checked(model, trials, concurrency, min_z)
+    spec = fresh(ws, name)
+    if spec.counterpart is not None:
+        raise BadInputError(
+            f"machine {name!r} holds conversations with a counterpart; propose measures single runs only"
+        )
+    book = open_book(ws.machines_dir / name, spec)
+    live = require_live(book, spec, "have a candidate proposed")
+    if model == live.model:
+        raise BadInputError(f"{live.label} of machine {name!r} already runs {model!r}: propose another model")
+    chosen, cases_file = _holdout(ws, name, cases)
+    if not chosen:
+        raise BadInputError(f"the held-out cases of machine {name!r} ({cases_file}) are empty")
+    if base_model:
+        ws.budget.price_as.setdefault(model, base_model)
+    candidate = _record_candidate(ws.machines_dir / name, book, live, model, base_model, note)
+    sides = {live.label: tally_for(live), candidate.label: tally_for(candidate)}
+    jobs = _jobs(ws, name, chosen, sides, trials, pass_score)
+    spent_before = ws.budget.spent
+    stopped = await _run(ws, spec, sides, jobs, concurrency, pass_score, on_run)
+    report = measured(spec, live, candidate, sides, chosen, cases_file, trials, min_z, stopped)
+    report.cost_usd = ws.budget.spent - spent_before
+    book = open_book(ws.machines_dir / name, spec)  # read again: runs may have recorded versions meanwhile
+    stored = book.get(candidate.number)
+    stored.report = report
+    write_book(ws.machines_dir / name / VERSIONS_FILE, book)
+    return Candidate(version=stored, report=report)
+
+
+def _checked(model: str, trials: int, concurrency: int, min_z: float) -> str:
+    """The candidate's model, once every setting is checked."""
+    if trials < 1:
+        raise BadInputError("trials must be at least 1")
+    if concurrency < 1:
+        raise BadInputError("concurrency must be at least 1")
+    if min_z < 0:
+        raise BadInputError(f"min_z must not be negative, got {min_z}")
+    if not model.strip():
+        raise BadInputError("propose needs the candidate's model", fixes=[Fix("model", "MODEL")])
+    return model.strip()
+
+
+async def _run(
+    ws: Workspace,
+    spec: Machine,
+    sides: dict[str, SideTally],
+    jobs: list[tuple[str, Case, int, Run | None]],
+    concurrency: int,
+    pass_score: float,
+    on_run: Callable[[Run], None] | None,
+) -> str | None:
+    """The missing runs made (and stale ones graded again), each counted on its side as it finishes; why
+    it stopped early, if it did."""
+    writer = BatchWriter(ws.store)
+
+    async def one(job: tuple[str, Case, int, Run | None]) -> None:
+        label, case, trial, old = job
+        side = sides[label]
+        if old is not None:
+            run = await ws.grade(old, spec, pass_score=pass_score, store=False)
+        else:
+            run = await ws.run(
+                spec, case.input, case=case, trial=trial, model=side.machine_model, store=False
+            )
+            run = run.model_copy(update={"version": label})
+            if run.status == "ok":
+                run = await ws.grade(run, spec, pass_score=pass_score, store=False)
+        side.add(run, how="regraded" if old is not None else "new", pass_score=pass_score)
+        writer.add([run])
+        if on_run is not None:
+            on_run(run)
+
+    try:
+        return await run_pool(jobs, one, concurrency=concurrency)
+    finally:
+        writer.flush()
+
+
+def _record_candidate(
+    folder: Path, book: Book, live: Version, model: str, base_model: str | None, note: str
+) -> Version:
+    """The pending candidate (the live version on ``model``), written to the book before any run, so
+    the candidate's runs record its number; an earlier proposal of the same candidate is reused."""
+    identity = (live.instructions_sha, model, live.rubric)
+    files = dict(live.files)
+    model_text = model_json(model, base_model)
+    files[MODEL_FILE] = sha256_text(model_text)
+    book.texts.setdefault(sha256_text(model_text), model_text)
+    candidate = next(
+        (
+            v
+            for v in book.versions
+            if v.status == "pending" and v.identity == identity and v.base == live.number
+        ),
+        None,
+    )
+    if candidate is not None:
+        candidate.files, candidate.base_model, candidate.report = files, base_model, None
+        candidate.note = note or candidate.note
+    else:
+        candidate = Version(
+            number=book.next_number(),
+            status="pending",
+            model=model,
+            base_model=base_model,
+            instructions_sha=live.instructions_sha,
+            rubric=live.rubric,
+            files=files,
+            base=live.number,
+            note=note or f"{live.label} with model {model}",
+        )
+        book.versions.append(candidate)
+    write_book(folder / VERSIONS_FILE, book)
+    return candidate
+
+
+def _jobs(
+    ws: Workspace, name: str, chosen: list[Case], sides: dict[str, SideTally], trials: int, pass_score: float
+) -> list[tuple[str, Case, int, Run | None]]:
+    """The runs still to make (or stale ones to grade again), interleaved by trial, case and version;
+    stored graded runs are counted into ``sides`` at once."""
+    graded, stale = _reusable(ws, name, chosen, sides, trials, ws.load(name).rubric.fingerprint)
+    jobs: list[tuple[str, Case, int, Run | None]] = []
+    for trial in range(trials):
+        for case in chosen:
+            for label, side in sides.items():
+                old = graded.get((label, case.id), [])
+                if trial < len(old):
+                    side.add(old[trial], how="reused", pass_score=pass_score)
+                    continue
+                again = stale.get((label, case.id), [])
+                index = trial - len(old)
+                jobs.append((label, case, trial, again[index] if index < len(again) else None))
+    return jobs

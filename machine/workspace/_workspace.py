@@ -1,0 +1,369 @@
+"""The workspace: machines bound to a store, sandboxes, a harness, model access and a budget.
+
+Every run of every face goes through ``Workspace.run``, so a run is made, priced, graded and stored the same
+way wherever it starts. The harness, the model access and the sandboxes come from outside the core: given as
+objects, or as factories called on first use (``machine.ops`` composes them by name).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+
+from machine.errors import BadInputError, BudgetExceeded, HarnessError, MachineError, plain_spelling
+from machine.grade import GradeContext
+from machine.runs import (
+    Budget,
+    Effort,
+    Event,
+    Harness,
+    HarnessRequest,
+    Message,
+    ModelAccess,
+    Run,
+    Sandbox,
+    Sandboxes,
+    SQLiteStore,
+    Store,
+    Tag,
+    Timings,
+    ToolContext,
+    git_revision,
+    is_free,
+    library_version,
+    now,
+    parse_effort,
+)
+from machine.spec import Case, Machine, MachineLoader, load_cases, version_label
+
+T = TypeVar("T")
+
+
+def workspace_root(root: str | Path | None = None) -> Path:
+    """``root``, else ``MACHINE_WORKSPACE``, else the current directory."""
+    return Path(root or os.environ.get("MACHINE_WORKSPACE") or Path.cwd()).resolve()
+
+
+@dataclass(frozen=True)
+class Adapters:
+    """Factories for what a workspace takes from outside the core, each called once, on first use: the
+    harness, the judges' model access (given the harness, whose endpoint they may share) and sandboxes."""
+
+    harness: Callable[[], Harness] | None = None
+    models: Callable[[Harness | None], ModelAccess] | None = None
+    sandboxes: Callable[[], Sandboxes] | None = None
+
+
+class Workspace:
+    """A folder of machines (``machines/``) with its store and its runs' sandboxes (``.machine/``)."""
+
+    def __init__(
+        self,
+        root: str | Path | None = None,
+        *,
+        store: Store | None = None,
+        harness: Harness | None = None,
+        budget: Budget | None = None,
+        judge_model: str | None = None,
+        judge_effort: str | Effort | None = None,
+        effort: str | Effort | None = None,
+        models: ModelAccess | None = None,
+        sandboxes: Sandboxes | None = None,
+        adapters: Adapters | None = None,
+        keep_sandboxes: bool = False,
+        data_dir: str | Path | None = None,
+        project: str | Path | None = None,
+    ) -> None:
+        self.root = workspace_root(root)
+        self.machines_dir = self.root / "machines"
+        self.data_dir = Path(data_dir) if data_dir else self.root / ".machine"
+        """Where the store and the runs' sandboxes live (``.machine/`` in the workspace by default)."""
+        self._store = store
+        self._harness = harness
+        self.budget = budget if budget is not None else Budget(None)
+        self.judge_model = judge_model or os.environ.get("MACHINE_JUDGE_MODEL")
+        self.judge_effort = judge_effort if isinstance(judge_effort, Effort) else parse_effort(judge_effort)
+        self.effort = effort if isinstance(effort, Effort) else parse_effort(effort)
+        """The reasoning effort runs ask for; None leaves the endpoint's default."""
+        self._models = models
+        self._models_given = models is not None
+        self.adapters = adapters or Adapters()
+        self._sandboxes = sandboxes
+        self.keep_sandboxes = keep_sandboxes
+        self.project = Path(project).resolve() if project is not None else None
+        """A folder runs work in directly (a project the person is in) instead of a fresh sandbox;
+        runs of a case with starting files still get their own."""
+        self.loader = MachineLoader(self.machines_dir)
+
+    @property
+    def store(self) -> Store:
+        """The store, opened on first use (``.machine/store.db``)."""
+        if self._store is None:
+            self._store = SQLiteStore(self.data_dir / "store.db")
+        return self._store
+
+    @property
+    def harness(self) -> Harness:
+        """The harness runs use unless a call names another."""
+        if self._harness is None:
+            if self.adapters.harness is None:
+                raise HarnessError(
+                    "this workspace was made without a harness, so it cannot run a machine: give it one "
+                    "(machine.load and machine.open_workspace make one by name)"
+                )
+            self._harness = self.adapters.harness()
+        return self._harness
+
+    @property
+    def models(self) -> ModelAccess | None:
+        """Model calls for the judges (None: judged criteria are UNSCORED, saying why)."""
+        if self._models is None and self.adapters.models is not None:
+            self._models = self.adapters.models(self._harness)
+        return self._models
+
+    def using(self, *, budget: Budget | None = None, harness: Harness | None = None) -> Workspace:
+        """This workspace with another budget and/or harness (one call's, say): the same machines, store
+        and settings; the judges follow the new harness's endpoint unless model access was given."""
+        other = copy.copy(self)
+        if budget is not None:
+            other.budget = budget
+        if harness is not None:
+            other._harness = harness
+            if not self._models_given:
+                other._models = None
+        return other
+
+    async def aclose(self) -> None:
+        """Close the model clients' connections, in the event loop that used them."""
+        for owner in (self._harness, self._models):
+            close = getattr(getattr(owner, "client", owner), "aclose", None)
+            if close is not None:
+                await close()
+
+    def call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """Run ``fn()`` in an event loop of its own and close the model clients before it ends:
+        what each command does, so no connection outlives the loop that opened it."""
+
+        async def inside() -> T:
+            try:
+                return await fn()
+            finally:
+                await self.aclose()
+
+        return anyio.run(inside)
+
+    @cached_property
+    def revision(self) -> str | None:
+        """The workspace's git revision, recorded on every run."""
+        return git_revision(self.root)
+
+    def names(self) -> list[str]:
+        """The workspace's machines, sorted."""
+        return self.loader.names()
+
+    def load(self, name: str) -> Machine:
+        """The machine ``name`` (imported once; ``reload`` reads its files again)."""
+        return self.loader.load(name)
+
+    def reload(self, name: str) -> Machine:
+        """The machine ``name`` as its files are now: they may have changed since it was imported."""
+        self.loader.unload()
+        return self.loader.load(name)
+
+    def cases_file(
+        self, machine: Machine | str, file: str | Path | None = None, *, default: str = "cases.json"
+    ) -> Path:
+        """The cases file ``file`` names (relative to the machine's folder, else to the current
+        directory), else ``default`` beside the machine."""
+        name = machine if isinstance(machine, str) else machine.name
+        folder = self.machines_dir / name
+        if file is None:
+            return folder / default
+        path = Path(file)
+        if not path.is_absolute() and not path.exists() and (folder / path).exists():
+            path = folder / path
+        return path
+
+    def cases(self, machine: Machine | str, file: str | Path | None = None) -> list[Case]:
+        """The machine's cases: ``file`` (see ``cases_file``), else ``cases.json`` beside the machine."""
+        return load_cases(self.cases_file(machine, file))
+
+    async def run(
+        self,
+        machine: Machine | str,
+        input: str,
+        *,
+        case: Case | None = None,
+        trial: int | None = None,
+        history: list[Message] | None = None,
+        conversation_id: str | None = None,
+        model: str | None = None,
+        harness: Harness | None = None,
+        effort: Effort | None = None,
+        grade: bool = False,
+        pass_score: float = 1.0,
+        interactive: bool = False,
+        on_event: Callable[[Event], None] | None = None,
+        store: bool = True,
+        files: Mapping[str, str] | None = None,
+        workdir: Path | None = None,
+    ) -> Run:
+        """Run ``machine`` once on ``input``, store the run (graded if ``grade``) and return it.
+
+        With ``store=False`` the caller stores the finished run itself (the suite writes in batches).
+
+        A harness failure becomes a stored run with status ``error``; only BudgetExceeded is raised,
+        before anything starts, so a refused run leaves nothing behind.
+        """
+        spec = self.load(machine) if isinstance(machine, str) else machine
+        harness = harness or self.harness
+        model = model or spec.model
+        effort = effort or self.effort
+        self.budget.check()
+        if not is_free(harness.name):
+            self.budget.probe_price(model)  # an unknown price is refused before the call
+        run = self._record(spec, input, harness, model, effort, case, trial, history, conversation_id)
+        folder = workdir.resolve() if workdir is not None else self.project
+        sandbox = self._sandbox(spec, run.id, dict(case.files) if case else dict(files or {}), folder)
+        context = ToolContext(run_id=run.id, sandbox=sandbox, budget=self.budget, interactive=interactive)
+        try:
+            run = await self._drive(harness, spec, run, context, effort, on_event)
+        finally:
+            fresh = sandbox is not None and sandbox.path != folder  # the person's own folder is never removed
+            if sandbox is not None and fresh and not self.keep_sandboxes:
+                sandbox.remove()
+        run.timings.finished_at = now()
+        if grade and run.status == "ok":
+            run = await self.grade(run, spec, pass_score=pass_score, store=False)
+        if store:
+            self.store.put(run)
+        return run
+
+    def _record(
+        self,
+        spec: Machine,
+        input: str,
+        harness: Harness,
+        model: str,
+        effort: Effort | None,
+        case: Case | None,
+        trial: int | None,
+        history: list[Message] | None,
+        conversation_id: str | None,
+    ) -> Run:
+        """The run as it starts: what it is of, on what, with what provenance."""
+        return Run(
+            machine=spec.name,
+            version=version_label(spec, model),
+            model=model,
+            harness=harness.name,
+            effort=None if effort is None else effort.value,
+            instructions=spec.instructions,
+            input=input,
+            history=list(history or []),
+            case_id=case.id if case else None,
+            case=case.data() if case else None,
+            trial=trial,
+            conversation_id=conversation_id,
+            revision=self.revision,
+            library_version=library_version(),
+            timings=Timings(),
+        )
+
+    async def _drive(
+        self,
+        harness: Harness,
+        spec: Machine,
+        run: Run,
+        context: ToolContext,
+        effort: Effort | None,
+        on_event: Callable[[Event], None] | None,
+    ) -> Run:
+        """The run as the harness leaves it; a harness failure is a failed run, a spent budget is raised."""
+        request = HarnessRequest(
+            run_id=run.id,
+            machine=spec.name,
+            instructions=spec.instructions,
+            input=run.input,
+            model=run.model,
+            tools=spec.tools,
+            tool_context=context,
+            budget=self.budget,
+            history=run.history,
+            max_steps=spec.max_steps,
+            effort=effort,
+            on_event=on_event,
+        )
+        try:
+            result = await harness.run(request)
+        except BudgetExceeded:
+            raise
+        except MachineError as error:  # stored, and shown by every face: its fixes in plain words
+            return run.model_copy(update={"status": "error", "error": error.explain(plain_spelling)})
+        except Exception as error:
+            return run.model_copy(update={"status": "error", "error": f"{type(error).__name__}: {error}"})
+        return run.model_copy(
+            update={
+                "trajectory": result.trajectory,
+                "output": result.output,
+                "usage": result.usage,
+                "cost_usd": result.cost_usd,
+                "stop_reason": result.stop_reason,
+                "retries": result.retries,
+                "status": "error" if result.error else "ok",
+                "error": result.error,
+            }
+        )
+
+    def _sandbox(
+        self, spec: Machine, run_id: str, files: dict[str, str], folder: Path | None
+    ) -> Sandbox | None:
+        """The run's sandbox: ``folder`` (a project, its ``.machine`` hidden) when given and the run has
+        no starting files, else a fresh folder seeded with them; none without tools or files."""
+        if not spec.tools and not files:
+            return None
+        if self._sandboxes is None and self.adapters.sandboxes is not None:
+            self._sandboxes = self.adapters.sandboxes()
+        if self._sandboxes is None:
+            raise HarnessError(
+                f"machine {spec.name!r} has tools, and this workspace was made without sandboxes for them "
+                "to act in: give it some (machine.load and machine.open_workspace do)"
+            )
+        if folder is not None and not files:
+            self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # hidden from the first run on
+            inside = self.data_dir.resolve()
+            hide = [inside.relative_to(folder).as_posix()] if inside.is_relative_to(folder) else []
+            return self._sandboxes.open(folder, hide=hide)
+        return self._sandboxes.create(self.data_dir / "sandboxes", run_id, files)
+
+    async def grade(
+        self, run: Run, machine: Machine | None = None, *, pass_score: float = 1.0, store: bool = True
+    ) -> Run:
+        """Grade ``run`` with its machine's current evaluator and (by default) store the scorecard."""
+        if run.status == "error":
+            raise BadInputError(f"run {run.id} failed ({run.error}), so it has no output to grade")
+        spec = machine or self.load(run.machine)
+        ctx = GradeContext(
+            budget=self.budget,
+            judge_model=self.judge_model,
+            judge_effort=self.judge_effort,
+            models=self.models,
+        )
+        scorecard = await spec.evaluator.grade(run, ctx, pass_score=pass_score)
+        graded = run.model_copy(update={"scorecard": scorecard})
+        if store:
+            self.store.put(graded)
+        return graded
+
+    def tag(self, run: Run, kind: str, note: str | None = None) -> Run:
+        """Mark ``run`` good, bad or with a correction, and store it."""
+        tagged = run.model_copy(update={"tags": [*run.tags, Tag(kind=kind, note=note)]})
+        self.store.put(tagged)
+        return tagged

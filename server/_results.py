@@ -1,0 +1,70 @@
+"""What the MCP tools return (their ``structuredContent``): the operations' own models, with the consent
+and spending a face adds."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from machine.measure import SuiteReport
+from machine.ops import Consent, MachineSummary
+from machine.runs import Model, RunSummary
+
+
+class MachineList(Model):
+    """The workspace's machines."""
+
+    workspace: str
+    machines: list[MachineSummary]
+
+
+class RecentRuns(Model):
+    """A machine's newest stored runs."""
+
+    machine: str
+    limit: int
+    runs: list[RunSummary]
+
+
+class ConsentInfo(Model):
+    """Who consented to a call and how, and the call's line in the spending log."""
+
+    how: str = Field(description="elicitation (the person answered the host's form) or allowance.")
+    detail: str
+    correlation_id: str = Field(description="The id of this call's line in the spending log.")
+
+    @classmethod
+    def of(cls, correlation_id: str, consent: Consent) -> ConsentInfo:
+        """The consent as the tool reports it."""
+        return cls(how=consent.how, detail=consent.detail, correlation_id=correlation_id)
+
+
+class RehearseResult(SuiteReport):
+    """The suite's report (as ``machine suite --json`` prints it), with what the call could and did spend,
+    its runs, and the consent it ran under."""
+
+    budget_usd: float
+    spent_usd: float
+    run_ids: list[str]
+    consent: ConsentInfo
+
+
+class VersionResult(Model):
+    """The version a changing tool made live."""
+
+    machine: str
+    version: str
+    model: str
+    forced: bool = False
+    consent: ConsentInfo
+
+
+class Approval(Model):
+    """The form the person answers."""
+
+    approve: bool = Field(description="Yes to go ahead; no to refuse.")
+
+
+class NotAsked(Model):
+    """A resolver's answer when it did not ask the person (no elicitation, or input the body refuses)."""
+
+    reason: str

@@ -1,0 +1,235 @@
+"""What the MCP tools do, behind their schemas: each calls the operations every face shares, under the
+person's consent and the spending policy, and turns the library's errors into tool errors whose fixes
+are spelt as tool arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import AcceptedElicitation, Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from machine.errors import CommitRefused, ConsentRequired, Fix, MachineError, UnknownPriceError
+from machine.ops import (
+    Consent,
+    MachineInfo,
+    Spend,
+    SpendingPolicy,
+    SuitePlan,
+    describe,
+    list_machines,
+    make_harness,
+    open_workspace,
+    plan_suite,
+)
+from machine.runs import Budget, Run
+from machine.spec import Version
+from machine.workspace import Workspace
+
+from ._results import Approval, ConsentInfo, MachineList, RecentRuns
+
+MAX_TRIALS = 20
+MAX_RECENT = 500
+ARGUMENTS = {"budget": "budget_usd"}
+"""Operation arguments that a tool names otherwise."""
+TOOLS = {"suite": "the rehearse tool"}
+"""The tool for each operation a fix can name (the others have no tool)."""
+CHANGE_NOTE = (
+    " The allowance also authorises the changing tools (commit, revert), which spend nothing: "
+    "set it, even to 0, to let an agent make those changes without being asked."
+)
+
+
+def tool_error(error: MachineError, accepts: Collection[str] = ()) -> ToolError:
+    """The library's error as the agent sees it: each fix the tool ``accepts`` spelt as a tool argument
+    (``force: true``, ``budget_usd: 2.5``), the others left out."""
+
+    def spell(fix: Fix) -> str | None:
+        if fix.operation:
+            return TOOLS.get(fix.operation)
+        argument = ARGUMENTS.get(fix.argument, fix.argument)
+        if argument not in accepts:
+            return None
+        return f"call again with {argument}: {'true' if fix.value is None else fix.value}"
+
+    return ToolError(error.explain(spell))
+
+
+def can_elicit(ctx: Context) -> bool:
+    """Whether the client can ask the person (MCP form elicitation)."""
+    capabilities = ctx.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def usd(value: float) -> str:
+    """Cents as cents ($1.00), a smaller amount without rounding it away ($0.0001)."""
+    return f"${value:.2f}" if value == round(value, 2) else f"${value:.4g}"
+
+
+class Service:
+    """The server's state: the workspace, the policy, the default harness, and one lock that keeps
+    spending and changing calls in order."""
+
+    def __init__(
+        self,
+        workspace: Workspace | str | Path | None,
+        *,
+        harness: str | None,
+        script: str | Path | None,
+        policy: SpendingPolicy | None,
+    ) -> None:
+        self.ws = workspace if isinstance(workspace, Workspace) else open_workspace(workspace)
+        self.policy = policy or SpendingPolicy.from_env(self.ws.data_dir / "spending.jsonl")
+        self.harness = harness
+        self.script = str(script) if script is not None else None
+        self.lock = anyio.Lock()
+
+    # -- read-only ----------------------------------------------------------------------------------
+
+    def known(self, name: str) -> None:
+        """Refuse a machine that does not exist, listing those that do."""
+        names = self.ws.names()
+        if name not in names:
+            raise ToolError(
+                f"there is no machine {name!r}; the known machines are: {', '.join(names) or 'none'}"
+            )
+
+    def machines(self) -> MachineList:
+        return MachineList(workspace=str(self.ws.root), machines=list_machines(self.ws))
+
+    def show(self, name: str) -> MachineInfo:
+        self.known(name)
+        try:
+            return describe(self.ws, name)
+        except MachineError as error:
+            raise tool_error(error) from error
+
+    def recent(self, name: str, limit: int) -> RecentRuns:
+        if not 1 <= limit <= MAX_RECENT:
+            raise ToolError(f"limit={limit} is not allowed: give 1 to {MAX_RECENT}")
+        runs = self.ws.store.summaries(name, limit=limit)  # the listed fields only: no run is validated
+        if not runs:  # a machine with stored runs exists (or did): only an empty answer needs the check
+            self.known(name)
+        return RecentRuns(machine=name, limit=limit, runs=runs)
+
+    # -- spending -----------------------------------------------------------------------------------
+
+    def plan(
+        self,
+        name: str,
+        budget_usd: float,
+        trials: int,
+        cases: str | None,
+        model: str | None,
+        harness: str | None,
+    ) -> tuple[Workspace, SuitePlan]:
+        """A rehearse call checked before anyone is asked: the call's workspace (its budget and harness)
+        and the suite it would run. Raises ToolError with what is wrong."""
+        self.known(name)
+        try:
+            amount = self.policy.check_amount(budget_usd)
+            made = make_harness(harness or self.harness, script=self.script)
+            ws = self.ws.using(budget=Budget(amount), harness=made)
+            return ws, plan_suite(
+                ws, name, cases=cases, trials=trials, model=model, in_folder=True, max_trials=MAX_TRIALS
+            )
+        except UnknownPriceError as error:
+            raise ToolError(
+                f"{error.message}: name a model in the pricing table "
+                "(or leave model out to use the machine's own)"
+            ) from error
+        except MachineError as error:
+            raise tool_error(error, accepts=("budget_usd", "trials", "cases", "model", "harness")) from error
+
+    def consent(
+        self, outcome: Any, *, tool: str, machine: str, budget: Budget, what: str, changes: bool
+    ) -> tuple[Spend, ConsentInfo]:
+        """The person's consent to this call (spending from ``budget``), from the form they answered or the
+        allowance; else ToolError."""
+        correlation_id, consent = self._consented(outcome, tool, machine, budget.usd or 0.0, what, changes)
+        return Spend(self.policy, correlation_id, consent, budget), ConsentInfo.of(correlation_id, consent)
+
+    def _consented(
+        self, outcome: Any, tool: str, machine: str, amount: float, what: str, changes: bool
+    ) -> tuple[str, Consent]:
+        if isinstance(outcome, AcceptedElicitation) and isinstance(outcome.data, Approval):
+            if not outcome.data.approve:
+                raise ToolError(f"the person declined: {what} was not done")
+            return self.policy.consented(
+                "elicitation",
+                f"the person approved in the host's form: {what}",
+                budget_usd=amount,
+                tool=tool,
+                machine=machine,
+            )
+        if not isinstance(outcome, AcceptedElicitation):  # declined or cancelled the form
+            action = getattr(outcome, "action", "declined")
+            raise ToolError(f"the person declined ({action}): {what} was not done")
+        try:
+            return self.policy.reserve(amount, tool=tool, machine=machine)
+        except ConsentRequired as error:
+            raise ToolError(str(error) + (CHANGE_NOTE if changes else "")) from error
+        except MachineError as error:
+            raise tool_error(error) from error
+
+    async def change(
+        self, tool: str, name: str, what: str, outcome: Any, action: Callable[[], Version]
+    ) -> tuple[Version, ConsentInfo]:
+        """A changing tool's steps: the person's consent (it spends nothing), the change under the lock,
+        the settled log line. CommitRefused passes through for the caller's report."""
+        self.known(name)
+        spend, info = self.consent(
+            outcome, tool=tool, machine=name, budget=Budget(0.0), what=what, changes=True
+        )
+        try:
+            async with self.lock:
+                version = action()
+        except CommitRefused:
+            raise
+        except MachineError as error:
+            raise tool_error(error) from error
+        finally:
+            spend.settle()
+        return version, info
+
+
+INSTRUCTIONS = (
+    "Machines are small agent loops with a rubric. list_machines and show_machine describe them, "
+    "recent_runs shows their graded runs, rehearse runs and grades a machine's cases (it spends: "
+    "give budget_usd), commit and revert change which version is live. Spending and changing tools "
+    "need the person's consent: they are asked, or an allowance in the server's configuration "
+    "covers it."
+)
+
+
+class MachineServer(MCPServer):
+    """An MCP server that carries the ``Service`` its tools act through."""
+
+    def __init__(self, service: Service, **options: Any) -> None:
+        super().__init__(name="machine", instructions=INSTRUCTIONS, **options)
+        self.service = service
+
+
+def question(plan: SuitePlan, amount: float) -> str:
+    """What the host's form asks the person before a rehearse."""
+    plural = "s" if plan.trials != 1 else ""
+    return (
+        f"Rehearse machine {plan.machine!r}: run and grade {len(plan.cases)} cases from "
+        f"{Path(plan.cases_file).name} x {plan.trials} trial{plural} ({plan.runs} runs) with model "
+        f"{plan.run_model} on the {plan.harness} harness, spending at most {usd(amount)}. Allow it?"
+    )
+
+
+async def report_progress(ctx: Context, receive: Any, total: int) -> None:
+    """Tell the client about each finished run as it arrives."""
+    done = 0
+    async with receive:
+        async for run in receive:
+            done += 1
+            score = run.scorecard.score if isinstance(run, Run) and run.scorecard is not None else None
+            note = "error" if run.status == "error" else f"score {score}"
+            await ctx.report_progress(done, total, f"case {run.case_id} trial {run.trial}: {note}")

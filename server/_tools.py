@@ -1,0 +1,197 @@
+"""The MCP tools and the resolvers that ask the person for consent. Each parses its arguments, calls the
+server's ``Service`` (the operations every face shares) and returns a typed result, so clients get
+``structuredContent``; bad input is an ``isError`` result with a clear message.
+
+No ``from __future__ import annotations`` here: the SDK reads the tools' resolver annotations with
+``typing.get_type_hints``.
+"""
+
+import logging
+from typing import Annotated
+
+import anyio
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+from machine.errors import CommitRefused, MachineError
+from machine.ops import MachineInfo, run_planned
+from machine.runs import Run
+from machine.versions import commit as commit_version
+from machine.versions import format_report
+from machine.versions import revert as revert_version
+
+from ._results import Approval, MachineList, NotAsked, RecentRuns, RehearseResult, VersionResult
+from ._service import MachineServer, Service, can_elicit, question, report_progress, tool_error, usd
+
+log = logging.getLogger("machine.server")
+
+
+def service(ctx: Context) -> Service:
+    """The state of the server this call reached."""
+    server = ctx.mcp_server
+    assert isinstance(server, MachineServer), "the machine tools run only on a MachineServer"
+    return server.service
+
+
+def _read_only(title: str) -> ToolAnnotations:
+    return ToolAnnotations(title=title, read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+
+async def list_machines(ctx: Context) -> MachineList:
+    """List the machines of this workspace: name, intent, model and parent."""
+    return service(ctx).machines()
+
+
+async def show_machine(name: str, ctx: Context) -> MachineInfo:
+    """Describe one machine: intent, model, rubric criteria with their graders, tools, cases files."""
+    return service(ctx).show(name)
+
+
+async def recent_runs(name: str, ctx: Context, limit: int = 20) -> RecentRuns:
+    """The machine's newest stored runs (newest first), with their scores: at most `limit` (1 to 500)."""
+    return service(ctx).recent(name, limit)
+
+
+async def ask_rehearse(
+    name: str,
+    budget_usd: float,
+    trials: int,
+    cases: str | None,
+    model: str | None,
+    harness: str | None,
+    ctx: Context,
+) -> Elicit[Approval] | NotAsked:
+    if not can_elicit(ctx):
+        return NotAsked(reason="the client cannot ask the person")
+    try:
+        ws, plan = service(ctx).plan(name, budget_usd, trials, cases, model, harness)
+    except ToolError:
+        return NotAsked(reason="bad input: the tool refuses it")
+    return Elicit(question(plan, ws.budget.usd or 0.0), Approval)
+
+
+async def rehearse(
+    name: str,
+    budget_usd: float,
+    ctx: Context,
+    consent: Annotated[ElicitationResult[Approval], Resolve(ask_rehearse)],
+    trials: int = 1,
+    cases: str | None = None,
+    model: str | None = None,
+    harness: str | None = None,
+) -> RehearseResult:
+    """Run and grade every case of a machine `trials` times, spending at most `budget_usd`
+    (required; capped per call). `cases` names a cases file in the machine's folder (default
+    cases.json; e.g. holdout.json). Needs the person's consent: they are asked, or their configured
+    allowance must cover the budget. Reports progress per finished run; returns the suite's report
+    (as `machine suite --json` prints it) and the run ids."""
+    state = service(ctx)
+    ws, plan = state.plan(name, budget_usd, trials, cases, model, harness)
+    amount = ws.budget.usd or 0.0
+    what = f"rehearse {name!r} (at most {usd(amount)})"
+    spend, info = state.consent(
+        consent, tool="rehearse", machine=name, budget=ws.budget, what=what, changes=False
+    )
+    log.info("rehearse %s: %s consent, correlation id %s", name, info.how, info.correlation_id)
+    run_ids: list[str] = []
+    send, receive = anyio.create_memory_object_stream[Run](max_buffer_size=plan.runs + 1)
+
+    def on_run(run: Run) -> None:
+        run_ids.append(run.id)
+        send.send_nowait(run)
+
+    try:
+        async with state.lock, anyio.create_task_group() as group:
+            group.start_soon(report_progress, ctx, receive, plan.runs)
+            with send:
+                report = await run_planned(ws, plan, on_run=on_run)
+    except MachineError as error:
+        raise tool_error(error) from error
+    finally:
+        spend.settle()
+        await ws.aclose()
+    if report.runs == 0 and report.stopped:
+        raise ToolError(f"rehearse {name!r} ran nothing: {report.stopped}")
+    return RehearseResult(
+        **dict(report), budget_usd=amount, spent_usd=ws.budget.spent, run_ids=run_ids, consent=info
+    )
+
+
+async def ask_commit(name: str, force: bool, ctx: Context) -> Elicit[Approval] | NotAsked:
+    if not can_elicit(ctx) or name not in service(ctx).ws.names():
+        return NotAsked(reason="not asked")
+    gate = (
+        " even if it did not pass the promotion gate (force)"
+        if force
+        else ", only if it passed the promotion gate"
+    )
+    return Elicit(
+        f"Commit machine {name!r}: make its newest pending candidate live{gate}, rewriting its model.json. "
+        "This spends nothing. Allow it?",
+        Approval,
+    )
+
+
+async def commit(
+    name: str,
+    ctx: Context,
+    consent: Annotated[ElicitationResult[Approval], Resolve(ask_commit)],
+    force: bool = False,
+) -> VersionResult:
+    """Make the machine's newest pending candidate live, only if it passed the promotion gate (force
+    overrides that). Needs the person's consent: they are asked, or their configured allowance
+    covers it."""
+    state = service(ctx)
+    what = f"commit {name!r}" + (" with force" if force else "")
+    try:
+        version, info = await state.change(
+            "commit", name, what, consent, lambda: commit_version(state.ws, name, force=force)
+        )
+    except CommitRefused as refused:
+        report = format_report(refused.report) + "\n" if refused.report is not None else ""
+        raise ToolError(f"{report}commit refused: {tool_error(refused, accepts=('force',))}") from refused
+    return VersionResult(
+        machine=name, version=version.label, model=version.model, forced=version.forced, consent=info
+    )
+
+
+async def ask_revert(name: str, ctx: Context) -> Elicit[Approval] | NotAsked:
+    if not can_elicit(ctx) or name not in service(ctx).ws.names():
+        return NotAsked(reason="not asked")
+    return Elicit(
+        f"Revert machine {name!r}: make its previous live version live again, writing back its "
+        "instructions.md and model.json. This spends nothing. Allow it?",
+        Approval,
+    )
+
+
+async def revert(
+    name: str, ctx: Context, consent: Annotated[ElicitationResult[Approval], Resolve(ask_revert)]
+) -> VersionResult:
+    """Make the machine's previous live version live again, writing back its instructions.md and
+    model.json. Needs the person's consent: they are asked, or their configured allowance covers it."""
+    state = service(ctx)
+    version, info = await state.change(
+        "revert", name, f"revert {name!r}", consent, lambda: revert_version(state.ws, name)
+    )
+    return VersionResult(machine=name, version=version.label, model=version.model, consent=info)
+
+
+def register(server: MCPServer) -> None:
+    """Add every tool to ``server``, with the hints hosts show the person."""
+    server.tool(annotations=_read_only("List machines"))(list_machines)
+    server.tool(annotations=_read_only("Show a machine"))(show_machine)
+    server.tool(annotations=_read_only("Recent runs"))(recent_runs)
+    server.tool(
+        annotations=ToolAnnotations(
+            title="Rehearse a machine (spends)",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=True,
+        )
+    )(rehearse)
+    changing = {"read_only_hint": False, "destructive_hint": True, "open_world_hint": False}
+    server.tool(annotations=ToolAnnotations(title="Commit a candidate", **changing))(commit)
+    server.tool(annotations=ToolAnnotations(title="Revert to the previous version", **changing))(revert)

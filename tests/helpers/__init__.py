@@ -1,0 +1,1 @@
+"""What the tests share: workspaces to run on, the environment, local stand-ins, the import graph."""

@@ -1,0 +1,31 @@
+"""The environment tests run the real ``machine`` command in: the console script, and the settings of the
+person running the tests that would change what a command does, scrubbed."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MACHINE_BIN = Path(sys.executable).parent / "machine"
+SCRUBBED = (
+    "MACHINE_WORKSPACE",
+    "MACHINE_HARNESS",
+    "MACHINE_JUDGE_MODEL",
+    "MACHINE_ALLOW_SPEND_USD",
+    "MACHINIST_MAX_BUDGET",
+    "MACHINE_SERVER_TOKEN",
+    "TINKER_API_KEY",
+    "OPENROUTER_API_KEY",
+    "OPENAI_BASE_URL",
+)
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The test process's environment without ``SCRUBBED``, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra or {})
+    return env

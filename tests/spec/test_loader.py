@@ -1,0 +1,211 @@
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from machine import DefinitionError, NotFoundError
+from machine.spec import MachineLoader
+
+RUBRIC = """\
+from machine import define_rubric
+
+rubric = define_rubric({"correct": "Right answer."})
+"""
+
+PARENT = """\
+from machine import define_evaluator, define_machine, judge
+
+from .rubric import rubric
+
+machine = define_machine(
+    name="{name}",
+    intent="Answer questions.",
+    instructions="{instructions}",
+    model="echo",
+    rubric=rubric,
+    evaluator=define_evaluator(rubric, {{"correct": judge()}}),
+)
+"""
+
+CHILD = """\
+from machine import define_child, define_evaluator, define_rubric, judge
+
+from ..machine import machine as parent
+
+rubric = define_rubric({"short": "Brief."})
+machine = define_child(
+    parent,
+    name="red/strict",
+    intent="Answer strictly.",
+    rubric=rubric,
+    evaluator=define_evaluator(rubric, {"short": judge()}),
+)
+"""
+
+
+def write(root: Path, relative: str, text: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path.resolve()
+
+
+def add_machine(machines: Path, name: str, instructions: str = "Be brief.") -> Path:
+    write(machines, f"{name}/rubric.py", RUBRIC)
+    return write(machines, f"{name}/machine.py", PARENT.format(name=name, instructions=instructions))
+
+
+@pytest.fixture
+def machines(tmp_path: Path) -> Path:
+    folder = tmp_path / "machines"
+    add_machine(folder, "red")
+    write(folder, "red/strict/machine.py", CHILD)
+    return folder
+
+
+def test_names_include_nested_machines(machines: Path) -> None:
+    (machines / "__pycache__" / "x").mkdir(parents=True)
+    write(machines, ".hidden/machine.py", "")
+    write(machines, "Bad/machine.py", "")
+    assert MachineLoader(machines).names() == ["red", "red/strict"]
+
+
+def test_names_of_missing_folder_is_empty(tmp_path: Path) -> None:
+    assert MachineLoader(tmp_path / "nope").names() == []
+
+
+def test_loads_machine_with_sibling_rubric(machines: Path) -> None:
+    red = MachineLoader(machines).load("red")
+    assert red.name == "red"
+    assert list(red.rubric) == ["correct"]
+    assert red.source == (machines / "red" / "machine.py").resolve()
+
+
+def test_child_imports_its_parent(machines: Path) -> None:
+    loader = MachineLoader(machines)
+    child = loader.load("red/strict")
+    assert child.parent is not None
+    assert child.parent.name == "red"
+    assert list(child.rubric) == ["correct", "short"]
+    assert child.parent == loader.load("red")
+
+
+def test_load_is_cached(machines: Path) -> None:
+    loader = MachineLoader(machines)
+    assert loader.load("red") is loader.load("red")
+
+
+def test_two_workspaces_with_same_names_do_not_collide(tmp_path: Path) -> None:
+    add_machine(tmp_path / "one" / "machines", "red", instructions="First.")
+    add_machine(tmp_path / "two" / "machines", "red", instructions="Second.")
+    assert MachineLoader(tmp_path / "one" / "machines").load("red").instructions == "First."
+    assert MachineLoader(tmp_path / "two" / "machines").load("red").instructions == "Second."
+
+
+def test_raise_at_import_names_file_and_line(tmp_path: Path) -> None:
+    machines = tmp_path / "machines"
+    file = write(machines, "bad/machine.py", "import os\n\nraise RuntimeError('boom')\n")
+    with pytest.raises(DefinitionError, match="RuntimeError: boom") as info:
+        MachineLoader(machines).load("bad")
+    assert f"{file}:3" in str(info.value)
+
+
+def test_error_in_sibling_module_names_that_file(tmp_path: Path) -> None:
+    machines = tmp_path / "machines"
+    rubric = write(machines, "bad/rubric.py", "x = 1\nrubric = 1 / 0\n")
+    write(machines, "bad/machine.py", "from .rubric import rubric\n")
+    with pytest.raises(DefinitionError, match="ZeroDivisionError") as info:
+        MachineLoader(machines).load("bad")
+    assert f"{rubric}:2" in str(info.value)
+
+
+def test_definition_error_names_line_of_the_definition(tmp_path: Path) -> None:
+    machines = tmp_path / "machines"
+    file = write(
+        machines,
+        "bad/machine.py",
+        """\
+        from machine import define_evaluator, define_rubric
+
+        rubric = define_rubric({"correct": "Right."})
+        evaluator = define_evaluator(rubric, {})
+        """,
+    )
+    with pytest.raises(DefinitionError, match="criterion 'correct' has no grader") as info:
+        MachineLoader(machines).load("bad")
+    assert f"{file}:4" in str(info.value)
+
+
+def test_syntax_error_names_file_and_line(tmp_path: Path) -> None:
+    machines = tmp_path / "machines"
+    file = write(machines, "bad/machine.py", "x = 1\n\ndef f(:\n    pass\n")
+    with pytest.raises(DefinitionError, match="SyntaxError") as info:
+        MachineLoader(machines).load("bad")
+    assert f"{file}:3" in str(info.value)
+
+
+def test_unknown_machine_lists_known_ones(machines: Path) -> None:
+    with pytest.raises(NotFoundError, match="no machine 'blue'; the known machines are: red, red/strict"):
+        MachineLoader(machines).load("blue")
+
+
+def test_unknown_machine_in_empty_folder_says_where_to_put_one(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match=r"none \(no machines/<name>/machine.py under"):
+        MachineLoader(tmp_path / "machines").load("red")
+
+
+def test_module_without_machine_attribute(tmp_path: Path) -> None:
+    machines = tmp_path / "machines"
+    file = write(machines, "empty/machine.py", "value = 1\n")
+    with pytest.raises(DefinitionError, match="must define a module attribute `machine`") as info:
+        MachineLoader(machines).load("empty")
+    assert str(file) in str(info.value)
+
+
+def test_machine_attribute_of_wrong_type(tmp_path: Path) -> None:
+    machines = tmp_path / "machines"
+    write(machines, "odd/machine.py", "machine = 'not a machine'\n")
+    with pytest.raises(DefinitionError, match="must define a module attribute `machine`"):
+        MachineLoader(machines).load("odd")
+
+
+def test_name_mismatch_between_folder_and_machine(tmp_path: Path) -> None:
+    machines = tmp_path / "machines"
+    write(machines, "green/rubric.py", RUBRIC)
+    write(machines, "green/machine.py", PARENT.format(name="blue", instructions="Be brief."))
+    with pytest.raises(DefinitionError, match="defines a machine named 'blue'; its folder makes it 'green'"):
+        MachineLoader(machines).load("green")
+
+
+def test_folder_names_with_dash_and_dot_load(tmp_path: Path) -> None:
+    machines = tmp_path / "machines"
+    add_machine(machines, "my-bot.v2")
+    add_machine(machines, "2fast")
+    loader = MachineLoader(machines)
+    assert loader.load("my-bot.v2").name == "my-bot.v2"
+    assert loader.load("2fast").name == "2fast"
+
+
+def test_folders_differing_only_in_dash_and_underscore_load_separately(tmp_path: Path) -> None:
+    machines = tmp_path / "machines"
+    add_machine(machines, "a-b")
+    add_machine(machines, "a_b")
+    loader = MachineLoader(machines)
+    assert loader.load("a-b").name == "a-b"
+    assert loader.load("a_b").name == "a_b"
+
+
+def test_a_machine_imported_by_another_is_the_one_the_loader_returns(tmp_path: Path) -> None:
+    machines = tmp_path / "machines"
+    add_machine(machines, "simulated_user")
+    write(machines, "talker/rubric.py", RUBRIC)
+    write(
+        machines,
+        "talker/machine.py",
+        PARENT.format(name="talker", instructions="Talk.")
+        + "\nfrom ..simulated_user.machine import machine as other\n",
+    )
+    loader = MachineLoader(machines)
+    talker_module = __import__(loader._package_for("talker") + ".machine", fromlist=["other"])
+    assert talker_module.other is loader.load("simulated_user")
+    assert loader.load("talker").name == "talker"

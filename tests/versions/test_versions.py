@@ -1,0 +1,344 @@
+"""Versions, propose, commit and revert on a workspace made in tmp_path, with a harness whose replies depend
+on the MODEL, so which candidate wins, and by how much, is known exactly."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from machine import (
+    BadInputError,
+    CommitRefused,
+    DefinitionError,
+    NotFoundError,
+    Workspace,
+    open_workspace,
+)
+from machine.measure.stats import Paired
+from machine.runs import HarnessRequest, HarnessResult, Message, Turn, run_loop
+from machine.spec import UNRECORDED, version_label
+from machine.spec._book import model_json  # the model.json text, checked on purpose
+from machine.versions import commit, current, gate, propose, revert, texts_of, update, versions
+
+RUBRIC_PY = """\
+from machine import define_rubric
+
+rubric = define_rubric({"correct": "The reply is the input in capital letters."})
+"""
+
+MACHINE_PY = """\
+from machine import check, define_evaluator, define_machine, instructions_from, model_from
+
+from .rubric import rubric
+
+machine = define_machine(
+    name="caps",
+    intent="Repeat the input in capital letters.",
+    instructions=instructions_from(__file__),
+    model=model_from(__file__, "bad"),
+    rubric=rubric,
+    evaluator=define_evaluator(rubric, {"correct": check("caps", lambda r: r.output == r.input.upper())}),
+)
+"""
+
+FIXED_MODEL_PY = MACHINE_PY.replace('model_from(__file__, "bad")', '"bad"')
+
+pytestmark = pytest.mark.anyio
+
+CASES = [{"id": c, "input": c} for c in ("ann", "bob", "cat", "dan")]
+
+
+class ByModel:
+    """``good`` answers every case correctly, ``mostly`` all but ``dan``, anything else none; it counts
+    its calls by model."""
+
+    name = "bymodel"
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    async def run(self, request: HarnessRequest) -> HarnessResult:
+        self.calls[request.model] += 1
+        right = request.model == "good" or (request.model == "mostly" and request.input != "dan")
+        text = request.input.upper() if right else "no idea"
+
+        async def reply(messages: list[Message], step: int) -> Turn:
+            return Turn(Message(role="assistant", content=text))
+
+        return await run_loop(request, reply)
+
+
+def make(root: Path, *, machine_py: str = MACHINE_PY, instructions: bytes = b"Shout the input.\n") -> Path:
+    folder = root / "machines" / "caps"
+    folder.mkdir(parents=True)
+    (folder / "machine.py").write_text(machine_py, encoding="utf-8")
+    (folder / "rubric.py").write_text(RUBRIC_PY, encoding="utf-8")
+    (folder / "instructions.md").write_bytes(instructions)
+    (folder / "holdout.json").write_text(json.dumps(CASES), encoding="utf-8")
+    return folder
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Every file of the machine except versions.json, byte for byte."""
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and p.name != "versions.json" and not p.name.startswith(".")
+    }
+
+
+@pytest.fixture
+def harness() -> ByModel:
+    return ByModel()
+
+
+@pytest.fixture
+def ws(tmp_path: Path, harness: ByModel) -> Workspace:
+    make(tmp_path)
+    return open_workspace(tmp_path, harness=harness)
+
+
+@pytest.fixture
+def folder(ws: Workspace) -> Path:
+    return ws.machines_dir / "caps"
+
+
+def test_first_call_records_v1(ws: Workspace, folder: Path) -> None:
+    assert not (folder / "versions.json").exists()
+    [v1] = versions(ws, "caps")
+    assert (v1.label, v1.status, v1.model, v1.live) == ("v1", "live", "bad", True)
+    assert v1.rubric == ws.load("caps").rubric.fingerprint
+    assert v1.files["model.json"] is None
+    assert texts_of(ws, "caps", "v1") == {"instructions.md": "Shout the input.\n", "model.json": None}
+    text = (folder / "versions.json").read_text(encoding="utf-8")
+    assert text.endswith("\n") and '\n  "versions": [\n' in text  # indented: readable and diff-friendly
+    assert [v.label for v in versions(ws, "caps")] == ["v1"]  # the second call adds nothing
+    assert (folder / "versions.json").read_text(encoding="utf-8") == text
+
+
+async def test_runs_record_their_version(ws: Workspace, folder: Path) -> None:
+    before = await ws.run("caps", "ann")
+    assert before.version is None  # never versioned: no versions.json yet
+    versions(ws, "caps")
+    assert (await ws.run("caps", "ann")).version == "v1"
+    assert ws.store.get((await ws.run("caps", "ann")).id).version == "v1"
+    (folder / "instructions.md").write_text("Shout the input, loudly.\n", encoding="utf-8")
+    assert current(ws, "caps") is None
+    edited = ws.load("caps")  # current() loaded the files again
+    assert version_label(edited) == UNRECORDED
+    assert (await ws.run(edited, "ann")).version == UNRECORDED
+
+
+async def test_propose_measures_without_changing_files(ws: Workspace, folder: Path, harness: ByModel) -> None:
+    versions(ws, "caps")
+    before = files(folder)
+    candidate = await propose(ws, "caps", model="good", trials=2)
+    assert files(folder) == before
+    assert ws.load("caps").model == "bad"
+    assert (candidate.label, candidate.version.status, candidate.version.base) == ("v2", "pending", 1)
+    report = candidate.report
+    assert (report.cases, report.trials) == (4, 2)
+    assert (report.before.mean, report.after.mean) == (0.0, 1.0)
+    assert (report.before.pass_rate, report.after.pass_rate) == (0.0, 1.0)
+    assert (report.before.new, report.after.new, report.before.reused) == (8, 8, 0)
+    assert report.criteria["correct"].before == 0.0 and report.criteria["correct"].after == 1.0
+    assert (report.diff, report.se, report.z, report.paired_cases) == (1.0, 0.0, None, 4)
+    assert candidate.passed and "standard error 0" in report.decision
+    assert harness.calls == {"bad": 8, "good": 8}
+    # stored with the candidate, and every run records its version
+    stored = json.loads((folder / "versions.json").read_text(encoding="utf-8"))
+    assert stored["versions"][1]["report"]["passed"] is True
+    runs = list(ws.store.iter_runs("caps"))
+    assert Counter((r.version, r.model) for r in runs) == {("v1", "bad"): 8, ("v2", "good"): 8}
+    assert all(r.scorecard is not None for r in runs)
+
+
+async def test_stored_runs_of_the_live_version_are_reused(ws: Workspace, harness: ByModel) -> None:
+    versions(ws, "caps")
+    await propose(ws, "caps", model="good", trials=2)
+    harness.calls.clear()
+    candidate = await propose(ws, "caps", model="mostly", trials=3)
+    # the live version's 8 stored runs are reused; only its third trial (4 runs) and the candidate run
+    assert harness.calls == {"bad": 4, "mostly": 12}
+    report = candidate.report
+    assert (report.before.reused, report.before.new, report.before.runs) == (8, 4, 12)
+    assert (report.after.reused, report.after.new) == (0, 12)
+    # mostly: +1 on three cases, 0 on dan: diff 0.75, se 0.25, z 3
+    assert report.diff == pytest.approx(0.75)
+    assert report.se == pytest.approx(0.25)
+    assert report.z == pytest.approx(3.0)
+    assert report.passed
+    harness.calls.clear()
+    again = await propose(ws, "caps", model="mostly", trials=3)  # the same candidate: all reused
+    assert harness.calls == {}
+    assert again.label == candidate.label and again.report.after.reused == 12
+
+
+async def test_runs_graded_under_an_older_rubric_are_graded_again(ws: Workspace, harness: ByModel) -> None:
+    versions(ws, "caps")
+    await propose(ws, "caps", model="good", trials=1)
+    store = ws.store
+    for run in list(store.iter_runs("caps")):  # as if graded under another rubric
+        assert run.scorecard is not None
+        store.put(
+            run.model_copy(update={"scorecard": run.scorecard.model_copy(update={"rubric_fingerprint": "x"})})
+        )
+    harness.calls.clear()
+    candidate = await propose(ws, "caps", model="good", trials=1)
+    assert harness.calls == {}
+    assert (candidate.report.before.regraded, candidate.report.after.regraded) == (4, 4)
+    assert candidate.report.after.mean == 1.0
+
+
+async def test_commit_refused_when_the_candidate_is_not_better(ws: Workspace, folder: Path) -> None:
+    versions(ws, "caps")
+    before = files(folder)
+    candidate = await propose(ws, "caps", model="worse")
+    assert not candidate.passed and candidate.report.diff == 0.0
+    assert "not higher" in candidate.report.decision
+    with pytest.raises(CommitRefused, match=r"did not pass the promotion gate.*force=True") as refused:
+        commit(ws, "caps")
+    assert refused.value.report == candidate.report
+    assert files(folder) == before
+    assert [(v.label, v.status) for v in versions(ws, "caps")] == [("v1", "live"), ("v2", "pending")]
+
+
+async def test_commit_refused_when_z_is_below_min_z(ws: Workspace, folder: Path) -> None:
+    versions(ws, "caps")
+    candidate = await propose(ws, "caps", model="mostly", trials=1, min_z=5)
+    assert candidate.report.z == pytest.approx(3.0) and not candidate.passed
+    assert "only 3.00 standard errors" in candidate.report.decision
+    before = files(folder)
+    with pytest.raises(CommitRefused):
+        commit(ws, "caps")
+    assert files(folder) == before
+
+
+async def test_commit_accepted_when_the_candidate_is_better(ws: Workspace, folder: Path) -> None:
+    versions(ws, "caps")
+    instructions = (folder / "instructions.md").read_bytes()
+    await propose(ws, "caps", model="good", trials=1)
+    live = commit(ws, "caps")
+    assert (live.label, live.status, live.forced) == ("v2", "live", False)
+    assert (folder / "model.json").read_text(encoding="utf-8") == model_json("good")
+    assert json.loads((folder / "model.json").read_text(encoding="utf-8")) == {"model": "good"}
+    assert (folder / "instructions.md").read_bytes() == instructions
+    assert ws.load("caps").model == "good"
+    assert [(v.label, v.status) for v in versions(ws, "caps")] == [("v1", "retired"), ("v2", "live")]
+    run = await ws.run("caps", "ann")
+    assert (run.version, run.model, run.output) == ("v2", "good", "ANN")
+    with pytest.raises(BadInputError, match="no pending candidate"):
+        commit(ws, "caps")
+
+
+async def test_commit_writes_the_base_model(ws: Workspace, folder: Path) -> None:
+    versions(ws, "caps")
+    await propose(ws, "caps", model="good", trials=1, base_model="Qwen/Qwen3.8-27B")
+    live = commit(ws, "caps")
+    assert live.base_model == "Qwen/Qwen3.8-27B"
+    data = json.loads((folder / "model.json").read_text(encoding="utf-8"))
+    assert data == {"model": "good", "base_model": "Qwen/Qwen3.8-27B"}
+
+
+async def test_force_overrides_the_gate(ws: Workspace, folder: Path) -> None:
+    versions(ws, "caps")
+    await propose(ws, "caps", model="worse", trials=1)
+    live = commit(ws, "caps", force=True)
+    assert (live.label, live.forced) == ("v2", True)
+    assert ws.load("caps").model == "worse"
+
+
+async def test_commit_refused_when_the_machine_does_not_read_model_json(tmp_path: Path) -> None:
+    folder = make(tmp_path, machine_py=FIXED_MODEL_PY)
+    ws = open_workspace(tmp_path, harness=ByModel())
+    versions(ws, "caps")
+    await propose(ws, "caps", model="good", trials=1)
+    book = (folder / "versions.json").read_bytes()
+    before = files(folder)
+    with pytest.raises(DefinitionError, match=r"model_from\(__file__, 'bad'\)"):
+        commit(ws, "caps")
+    assert files(folder) == before and "model.json" not in before
+    assert (folder / "versions.json").read_bytes() == book
+    assert ws.load("caps").model == "bad"
+
+
+async def test_revert_restores_the_files_exactly(tmp_path: Path) -> None:
+    odd = b"Shout the input.\r\n  keep these spaces  \r\nno newline at the end"
+    folder = make(tmp_path, instructions=odd)
+    (folder / "model.json").write_bytes(b'{"model":"bad",  "why": "hand-written"}')
+    ws = open_workspace(tmp_path, harness=ByModel())
+    v1_files = files(folder)
+    versions(ws, "caps")
+    v2 = update(ws, "caps", instructions="Shout the input, please.\n", model="worse")
+    assert v2.label == "v2" and ws.load("caps").model == "worse"
+    v2_files = files(folder)
+    assert v2_files != v1_files
+    await propose(ws, "caps", model="good", trials=1)
+    commit(ws, "caps")
+    assert ws.load("caps").model == "good"
+    assert revert(ws, "caps").label == "v2"
+    assert files(folder) == v2_files
+    assert revert(ws, "caps").label == "v1"
+    assert files(folder) == v1_files
+    assert ws.load("caps").model == "bad"
+    statuses = [(v.label, v.status) for v in versions(ws, "caps")]
+    assert statuses == [("v1", "live"), ("v2", "retired"), ("v3", "retired")]
+    assert (await ws.run("caps", "ann")).version == "v1"
+    with pytest.raises(BadInputError, match="no version before v1"):
+        revert(ws, "caps")
+    assert revert(ws, "caps", to="v3").label == "v3"  # forward again, by name
+    assert ws.load("caps").model == "good"
+
+
+async def test_revert_removes_a_model_json_the_version_did_not_have(ws: Workspace, folder: Path) -> None:
+    versions(ws, "caps")
+    before = files(folder)
+    await propose(ws, "caps", model="good", trials=1)
+    commit(ws, "caps")
+    assert (folder / "model.json").exists()
+    revert(ws, "caps")
+    assert not (folder / "model.json").exists()
+    assert files(folder) == before
+
+
+async def test_propose_errors(ws: Workspace, folder: Path) -> None:
+    with pytest.raises(BadInputError, match="already runs 'bad'"):
+        await propose(ws, "caps", model="bad")
+    (folder / "holdout.json").unlink()
+    with pytest.raises(NotFoundError, match=r"no held-out cases: write .*holdout\.json"):
+        await propose(ws, "caps", model="good")
+    (folder / "instructions.md").write_text("Something else.\n", encoding="utf-8")
+    with pytest.raises(
+        BadInputError, match=r"match no recorded version, not the live version v1.*new live version"
+    ):
+        await propose(ws, "caps", model="good", cases=[])
+
+
+async def test_a_stale_candidate_is_not_committed(ws: Workspace) -> None:
+    versions(ws, "caps")
+    await propose(ws, "caps", model="good", trials=1)
+    update(ws, "caps", instructions="Shout it.\n")  # v3 is live now; v2 was measured against v1
+    with pytest.raises(BadInputError, match="measured against v1, but v3 is live"):
+        commit(ws, "caps")
+
+
+def test_update_records_a_version_only_when_something_changed(ws: Workspace) -> None:
+    v1 = update(ws, "caps")  # records v1 first, then nothing changed
+    assert v1.label == "v1" and len(versions(ws, "caps")) == 1
+    v2 = update(ws, "caps", model="good")
+    assert (v2.label, v2.model) == ("v2", "good")
+    assert [v.status for v in versions(ws, "caps")] == ["retired", "live"]
+
+
+def test_the_gate() -> None:
+    assert gate(Paired(diff=0.5, se=0.25, z=2.0, cases=5), 2.0, None)[0]
+    assert not gate(Paired(diff=0.5, se=0.3, z=0.5 / 0.3, cases=5), 2.0, None)[0]
+    assert not gate(Paired(diff=-0.5, se=0.1, z=-5.0, cases=5), 2.0, None)[0]
+    assert not gate(Paired(diff=0.0, se=0.0, z=None, cases=5), 2.0, None)[0]
+    assert gate(Paired(diff=0.2, se=0.0, z=None, cases=2), 2.0, None)[0]  # every case up by the same
+    assert not gate(Paired(diff=1.0, se=0.0, z=None, cases=1), 2.0, None)[0]  # one case: no spread
+    assert not gate(None, 2.0, None)[0]
+    assert not gate(Paired(diff=0.5, se=0.1, z=5.0, cases=5), 2.0, "budget spent")[0]
