@@ -238,7 +238,6 @@ SUBPACKAGES = {
         "commit",
         "current",
         "format_report",
-        "fresh",
         "gate",
         "measured",
         "propose",

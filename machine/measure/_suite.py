@@ -172,10 +172,11 @@ async def run_suite(
     if concurrency < 1:
         raise BadInputError("concurrency must be at least 1")
     record = _record(workspace, machine, cases, trials, model, cases_file, resume)
-    cases, trials, model = [Case.model_validate(data) for data in record.cases], record.trials, record.model
+    if resume is not False:  # the suite resumed has cases and trials of its own
+        cases, trials = [Case.model_validate(data) for data in record.cases], record.trials
+    model = record.model
     results = {case.id: CaseResult(id=case.id) for case in cases}
-    report = SuiteReport(machine=machine.name, cases=list(results.values()), suite_id=record.id)
-    report.criteria = {name: CriterionResult() for name in machine.rubric}
+    report = _empty_report(machine, record, list(results.values()))
 
     def count(run: Run) -> None:
         results[run.case_id or ""].add(run)
@@ -206,6 +207,14 @@ async def run_suite(
         writer.flush()
     report.cost_usd = workspace.budget.spent - spent_before
     return report
+
+
+def _empty_report(machine: Machine, record: SuiteRecord, cases: list[CaseResult]) -> SuiteReport:
+    """The report the suite counts into, built from its own tallies (so nothing needs checking)."""
+    criteria = {name: CriterionResult() for name in machine.rubric}
+    return SuiteReport.model_construct(
+        machine=machine.name, cases=cases, suite_id=record.id, criteria=criteria
+    )
 
 
 def _record(

@@ -3,31 +3,33 @@ failed runs are counted apart and never enter a mean."""
 
 from __future__ import annotations
 
-from pydantic import Field, computed_field
+from dataclasses import dataclass, field
+from typing import Annotated
 
-from machine.runs import Model, Run, passes
+from pydantic import Field
+
+from machine.runs import Run, passes
+
+Counted = Annotated[int, Field(exclude=True)]
+"""A count the report's summary adds up, left out of a case's dump (which keeps its stable shape)."""
 
 
-class CaseResult(Model):
+@dataclass(slots=True)  # a plain class: a suite holds one per case, and counts into it on every run
+class CaseResult:
     """One case's trials: the scores of those scored, how many passed, and what was left out."""
 
     id: str
     trials: int = 0
-    scores: list[float] = Field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
     passes: int = 0
-    # Counted for the report's summary; a case's dump keeps its stable shape (id, trials, mean, passes,
-    # scores).
-    unscored: int = Field(default=0, exclude=True)
+    mean: float | None = None
+    """The mean of the scored trials; None when none was scored."""
+    unscored: Counted = 0
     """Runs with no scored criterion at all: left out of the mean."""
-    unscored_grades: int = Field(default=0, exclude=True)
+    unscored_grades: Counted = 0
     """Criterion grades that came back UNSCORED (each left out of its run's score)."""
-    errors: int = Field(default=0, exclude=True)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def mean(self) -> float | None:
-        """The mean of the scored trials; None when none was scored."""
-        return sum(self.scores) / len(self.scores) if self.scores else None
+    errors: Counted = 0
+    total: Annotated[float, Field(exclude=True)] = 0.0
 
     def add(self, run: Run) -> None:
         """Count one finished run of this case."""
@@ -35,37 +37,38 @@ class CaseResult(Model):
         if run.status == "error":
             self.errors += 1
             return
-        self.unscored_grades += len(run.scorecard.unscored) if run.scorecard else 0
-        score = run.score
-        if score is None:
+        card = run.scorecard
+        self.unscored_grades += len(card.unscored) if card else 0
+        score = None if card is None else card.score
+        if card is None or score is None:
             self.unscored += 1
             return
         self.scores.append(score)
-        self.passes += bool(run.passed)
+        self.total += score
+        self.mean = self.total / len(self.scores)
+        self.passes += passes(score, card.pass_score)
 
 
-class CriterionResult(Model):
-    """One criterion over graded runs: its mean where scored; UNSCORED grades counted apart."""
+@dataclass(slots=True)  # a plain class: counted into on every graded run
+class CriterionResult:
+    """One criterion over graded runs: its mean and pass rate where scored; UNSCORED grades counted apart."""
 
-    total: float = Field(default=0.0, exclude=True)
-    """The sum of its scored grades (the dump shows the mean)."""
     runs: int = 0
     """Runs where the criterion was scored."""
-    passes: int = Field(default=0, exclude=True)
-    """Scored runs where the criterion reached the pass score (the dump shows the pass rate)."""
     unscored: int = 0
+    mean: float | None = None
+    """The mean of its scored grades; None when none was scored."""
+    pass_rate: float | None = None
+    """The share of its scored grades that reached the pass score."""
+    total: Annotated[float, Field(exclude=True)] = 0.0
+    passes: Counted = 0
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def mean(self) -> float | None:
-        """The mean of its scored grades; None when none was scored."""
-        return self.total / self.runs if self.runs else None
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def pass_rate(self) -> float | None:
-        """The share of its scored grades that reached the pass score."""
-        return self.passes / self.runs if self.runs else None
+    def add(self, score: float, passed: bool) -> None:
+        """Count one scored grade."""
+        self.total += score
+        self.runs += 1
+        self.passes += passed
+        self._figures()
 
     def merge(self, other: CriterionResult) -> None:
         """Add another tally of the same criterion (a family member's) to this one."""
@@ -73,6 +76,11 @@ class CriterionResult(Model):
         self.runs += other.runs
         self.passes += other.passes
         self.unscored += other.unscored
+        self._figures()
+
+    def _figures(self) -> None:
+        self.mean = self.total / self.runs if self.runs else None
+        self.pass_rate = self.passes / self.runs if self.runs else None
 
 
 def tally_criteria(criteria: dict[str, CriterionResult], run: Run) -> None:
@@ -84,7 +92,5 @@ def tally_criteria(criteria: dict[str, CriterionResult], run: Run) -> None:
         figures = criteria.setdefault(name, CriterionResult())
         if grade.score is None:
             figures.unscored += 1
-            continue
-        figures.total += grade.score
-        figures.runs += 1
-        figures.passes += passes(grade.score, card.pass_score)
+        else:
+            figures.add(grade.score, passes(grade.score, card.pass_score))

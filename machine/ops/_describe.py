@@ -64,16 +64,17 @@ class MachineSummary(Model):
 
 
 def list_machines(ws: Workspace) -> list[MachineSummary]:
-    """Every machine of the workspace, sorted; one that fails to load is listed with its error."""
+    """Every machine of the workspace, sorted; one that fails to load is listed with its error. The rows
+    are built from loaded machines, so they are not checked again (``machine list`` starts faster)."""
     listed: list[MachineSummary] = []
     for name in ws.names():
         try:
             spec = ws.load(name)
         except MachineError as error:
-            listed.append(MachineSummary(name=name, error=str(error)))
+            listed.append(MachineSummary.model_construct(name=name, error=str(error)))
             continue
         listed.append(
-            MachineSummary(
+            MachineSummary.model_construct(
                 name=name,
                 intent=spec.intent,
                 model=spec.model,

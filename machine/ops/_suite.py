@@ -90,7 +90,7 @@ def _plan(
 ) -> SuitePlan:
     run_model = model or spec.model
     ws.budget.probe_price(run_model)  # under a cap, an unknown price is refused before anything runs
-    return SuitePlan(
+    return SuitePlan.model_construct(  # from a loaded machine and loaded cases: nothing to check again
         machine=spec.name,
         cases_file=cases_file,
         cases=cases,

@@ -35,8 +35,10 @@ def passes(score: float, pass_score: float) -> bool:
 
 
 def new_run_id() -> str:
-    """A readable id that sorts by creation time: ``20261130-084912-3f9a1c2b``."""
-    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(4).hex()
+    """A readable id that sorts by creation time: ``20261130-084912-3f9a1c2b5e6d7f80``. Sixty-four random
+    bits: a suite making thousands of runs a second never makes the same id twice (an id the store already
+    has would replace that run)."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(8).hex()
 
 
 class Model(BaseModel):

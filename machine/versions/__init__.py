@@ -2,7 +2,7 @@
 (``propose``), made live only when they pass (``commit``), and undone (``revert``)."""
 
 from ._gate import SideTally, gate, measured
-from ._lifecycle import VersionList, commit, current, fresh, revert, texts_of, update, versions
+from ._lifecycle import VersionList, commit, current, revert, texts_of, update, versions
 from ._propose import Candidate, propose
 from ._report import format_report
 
@@ -13,7 +13,6 @@ __all__ = [
     "commit",
     "current",
     "format_report",
-    "fresh",
     "gate",
     "measured",
     "propose",

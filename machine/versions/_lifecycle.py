@@ -28,12 +28,6 @@ from machine.spec._book import (
 from machine.workspace import Workspace
 
 
-def fresh(ws: Workspace, name: str) -> Machine:
-    """Load ``name`` again from its files: they may have changed since it was imported."""
-    ws.loader.unload()
-    return ws.load(name)
-
-
 class VersionList(Model):
     """A machine's versions, oldest first, and the one its files match now (``unrecorded``: none)."""
 
@@ -44,20 +38,20 @@ class VersionList(Model):
 
 def versions(ws: Workspace, name: str) -> list[Version]:
     """The machine's versions, oldest first; the first call records the current machine as v1."""
-    spec = fresh(ws, name)
+    spec = ws.reload(name)
     return list(open_book(ws.machines_dir / name, spec).versions)
 
 
 def current(ws: Workspace, name: str) -> Version | None:
     """The recorded version the machine's files match now; None when they match none (their runs
     record ``unrecorded``)."""
-    spec = fresh(ws, name)
+    spec = ws.reload(name)
     return open_book(ws.machines_dir / name, spec).match(identity_of(spec))
 
 
 def texts_of(ws: Workspace, name: str, label: str | int) -> dict[str, str | None]:
     """The exact text of each file the version had (None: it had none)."""
-    spec = fresh(ws, name)
+    spec = ws.reload(name)
     book = open_book(ws.machines_dir / name, spec)
     files = files_of(book, book.get(label))
     return {file: None if data is None else data.decode("utf-8") for file, data in files.items()}
@@ -75,15 +69,15 @@ def _write_and_check(
     before = snapshot(folder)
     restore(folder, files)
     try:
-        spec = fresh(ws, name)
+        spec = ws.reload(name)
         problem = expect(spec)
     except Exception:
         restore(folder, before)
-        fresh(ws, name)
+        ws.reload(name)
         raise
     if problem is not None:
         restore(folder, before)
-        fresh(ws, name)
+        ws.reload(name)
         raise DefinitionError(problem)
     return spec
 
@@ -128,7 +122,7 @@ def update(
     model.json (each only when given), then record the machine as its files now make it. With neither,
     record the files as they are (after editing them by hand). Returns the live version (unchanged when
     the files already match it)."""
-    spec = fresh(ws, name)
+    spec = ws.reload(name)
     book = open_book(ws.machines_dir / name, spec)
     folder = ws.machines_dir / name
     files: dict[str, bytes | None] = {}
@@ -176,7 +170,7 @@ def commit(ws: Workspace, name: str, *, force: bool = False) -> Version:
 
     Raises CommitRefused (with the candidate's report) when it did not pass.
     """
-    spec = fresh(ws, name)
+    spec = ws.reload(name)
     book = open_book(ws.machines_dir / name, spec)
     pending = [v for v in book.versions if v.status == "pending"]
     if not pending:
@@ -232,7 +226,7 @@ def commit(ws: Workspace, name: str, *, force: bool = False) -> Version:
 def revert(ws: Workspace, name: str, *, to: str | int | None = None) -> Version:
     """Make the previous live version (or version ``to``) live again, writing back its instructions.md
     and model.json exactly as they were (removing one it did not have)."""
-    spec = fresh(ws, name)
+    spec = ws.reload(name)
     book = open_book(ws.machines_dir / name, spec)
     live = require_live(book, spec, "be reverted")
     if to is not None:

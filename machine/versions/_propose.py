@@ -28,7 +28,6 @@ from machine.spec._book import (
 from machine.workspace import Workspace
 
 from ._gate import SideTally, measured, tally_for
-from ._lifecycle import fresh
 
 
 @dataclass
@@ -120,7 +119,7 @@ async def propose(
     versions.json. The machine's files are not changed.
     """
     model = _checked(model, trials, concurrency, min_z)
-    spec = fresh(ws, name)
+    spec = ws.reload(name)
     if spec.counterpart is not None:
         raise BadInputError(
             f"machine {name!r} holds conversations with a counterpart; propose measures single runs only"

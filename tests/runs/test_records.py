@@ -1,7 +1,7 @@
 import pytest
 
 from machine import CriterionScore, Message, Run, Scorecard, Tag, ToolCall, Usage
-from machine.runs import RunSummary
+from machine.runs import RunSummary, new_run_id
 
 
 def score(name: str, value: float | None, weight: float = 1.0) -> CriterionScore:
@@ -110,3 +110,11 @@ def test_usage_adds() -> None:
     assert total == Usage(input_tokens=11, cached_input_tokens=2, output_tokens=3)
     assert Usage().is_zero
     assert not total.is_zero
+
+
+def test_run_ids_made_in_the_same_second_never_repeat() -> None:
+    """A suite makes thousands of runs a second, and a repeated id would replace a stored run: 200,000 ids
+    drawn at once are all different (with 32 random bits, about four would repeat)."""
+    ids = [new_run_id() for _ in range(200_000)]
+    assert len(set(ids)) == len(ids)
+    assert all(len(run_id.split("-")[2]) == 16 for run_id in ids[:10])
