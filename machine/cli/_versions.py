@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -12,7 +11,7 @@ from machine.spec import DEFAULT_MIN_Z, UNRECORDED, Version
 from machine.versions import VersionList, commit, current, format_report, propose, revert, update, versions
 
 from ._options import (
-    cli_spelling,
+    fail,
     handle_errors,
     print_spend,
     spending_options,
@@ -159,8 +158,7 @@ def commit_command(ctx: click.Context, /, name: str, force: bool) -> None:
     except CommitRefused as refused:
         if refused.report is not None:
             click.echo(format_report(refused.report))
-        click.echo(f"error: {refused.explain(cli_spelling)}", err=True)
-        sys.exit(2)
+        fail(refused)
     forced = " (forced past the gate)" if version.forced else ""
     click.echo(f"{version.label} is live{forced}: model {version.model}, written to model.json")
 
