@@ -1,6 +1,6 @@
 """Sandboxes: where a run's tools act, and the standard tools that act there."""
 
-from ._local import ExecResult, LocalSandbox, Mount, SandboxEscape, bubblewrap
+from ._local import ExecResult, IsolationReport, Limits, LocalSandbox, Mount, SandboxEscape, bubblewrap
 from .tools import (
     FILE_TOOLS,
     edit_file,
@@ -15,6 +15,8 @@ from .tools import (
 __all__ = [
     "FILE_TOOLS",
     "ExecResult",
+    "IsolationReport",
+    "Limits",
     "LocalSandbox",
     "Mount",
     "SandboxEscape",

@@ -158,12 +158,12 @@ def system_args() -> tuple[str, ...]:
     return working[1] if working else _system_args(NO_NESTED_NAMESPACES)
 
 
-def bwrap_command(
-    bwrap: str, path: Path, hidden: Sequence[Path], command: Sequence[str], mounts: Sequence[Mount] = ()
-) -> list[str]:
-    """The argv that runs ``command`` under ``bwrap`` with the run's directory ``path`` at ``WORKDIR``,
-    the folders in ``hidden`` covered and ``mounts`` shown read-only."""
-    argv = [bwrap, *system_args()]
+def bwrap_options(path: Path, covers: Sequence[str], mounts: Sequence[Mount] = ()) -> list[str]:
+    """The bwrap options that show the run's directory ``path`` at ``WORKDIR`` with ``covers`` (the
+    arguments that hide its hidden folders) applied and ``mounts`` shown read-only. They name host
+    paths, so a command is given them through a descriptor (``--args``), not on its command line,
+    where ``/proc/1/cmdline`` would show them."""
+    argv = [*system_args()]
     for mount in mounts:
         source = Path(mount.source)
         target = mount.target or str(source)
@@ -175,12 +175,8 @@ def bwrap_command(
         if normal == WORKDIR or normal.startswith(WORKDIR + "/"):
             raise BadInputError(f"mount target {target!r} is inside {WORKDIR}, the run's own directory")
         argv += ["--ro-bind", str(source), target]
-    argv += ["--bind", str(path), WORKDIR]
-    for folder in hidden:  # an empty, read-only folder over it
-        if folder.is_dir():
-            inside = f"{WORKDIR}/{folder.relative_to(path).as_posix()}"
-            argv += ["--tmpfs", inside, "--remount-ro", inside]
+    argv += ["--bind", str(path), WORKDIR, *covers]
     argv += ["--remount-ro", "/", "--chdir", WORKDIR]
     for name, value in ENVIRONMENT.items():
         argv += ["--setenv", name, value]
-    return [*argv, "--", *command]
+    return argv

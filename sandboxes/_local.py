@@ -15,17 +15,24 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import anyio
+import anyio.abc
 
 from machine.errors import BadInputError
 
-from ._bwrap import ENVIRONMENT, ETC_ALLOWED, PATH, WORKDIR, Mount, bubblewrap, bwrap_command, system_args
+from ._bwrap import ENVIRONMENT, ETC_ALLOWED, PATH, WORKDIR, Mount, bubblewrap, bwrap_options, system_args
 from ._bwrap import _working_bwrap as _working_bwrap  # tests clear its cache
-from ._process import wait_capped
+from ._caps import CommandGroup, IsolationReport, Limits, report
+from ._hidden import HiddenFolder, cover_args
+from ._process import kill_tree, wait_capped
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_OUTPUT = 20_000
+GATE = 'read -r _ || exit 125; exec "$@" </dev/null'
+"""The first program of every command: it waits until machine has put it under its caps (a cgroup
+can only be joined by a running process), then becomes the command."""
 
 
 class SandboxEscape(BadInputError):
@@ -54,23 +61,48 @@ class ExecResult:
 class LocalSandbox:
     """A run's own directory; ``exec`` runs commands in it, isolated by bubblewrap where it works."""
 
-    def __init__(self, path: Path, *, isolate: bool = True, hide: Sequence[str] = ()) -> None:
+    default_limits: ClassVar[Limits] = Limits()
+    """The limits of sandboxes made without ``limits`` (see ``with_limits``)."""
+
+    def __init__(
+        self, path: Path, *, isolate: bool = True, hide: Sequence[str] = (), limits: Limits | None = None
+    ) -> None:
         self.path = path.resolve()
         self._bwrap = bubblewrap() if isolate else None
-        self.hidden = tuple(self.path / name for name in hide)
-        """Folders inside the directory the run may not see (a workspace's ``.machine`` store)."""
+        self.limits = limits or self.default_limits
+        """The processes and memory each command tree may use."""
+        self._hidden = [HiddenFolder(self.path, name) for name in hide]
+        self.hidden = tuple(folder.path for folder in self._hidden)
+        """Folders inside the directory the run may not see (a workspace's ``.machine`` store), where
+        they were when the sandbox was made; they are followed by identity if moved."""
+
+    @classmethod
+    def with_limits(cls, limits: Limits) -> type[LocalSandbox]:
+        """This class with other default limits: a factory for a workspace's sandboxes."""
+        return type(cls.__name__, (cls,), {"default_limits": limits, "__module__": cls.__module__})
 
     @property
     def isolated(self) -> bool:
         """Whether commands run under bubblewrap (no network, no user data, an empty environment)."""
         return self._bwrap is not None
 
+    @property
+    def isolation(self) -> IsolationReport:
+        """What commands here are isolated from and capped at, and by what; ``str()`` says it in words."""
+        return report(self.limits, self.isolated)
+
     def __repr__(self) -> str:
         return f"LocalSandbox({str(self.path)!r}, isolated={self.isolated})"
 
     @classmethod
     def create(
-        cls, root: Path, run_id: str, files: Mapping[str, str] | None = None, *, isolate: bool = True
+        cls,
+        root: Path,
+        run_id: str,
+        files: Mapping[str, str] | None = None,
+        *,
+        isolate: bool = True,
+        limits: Limits | None = None,
     ) -> LocalSandbox:
         """Make ``root/run_id`` (private to this user) and seed it with the starting files, whose
         names are paths inside it (``src/app.py``); a name that leads outside is refused and nothing
@@ -80,7 +112,7 @@ class LocalSandbox:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = root / run_id
         path.mkdir(mode=0o700)
-        sandbox = cls(path, isolate=isolate)
+        sandbox = cls(path, isolate=isolate, limits=limits)
         try:
             for name, content in (files or {}).items():
                 target = sandbox.resolve(name)
@@ -99,9 +131,9 @@ class LocalSandbox:
         return sandbox
 
     @classmethod
-    def open(cls, folder: Path, *, hide: Sequence[str] = ()) -> LocalSandbox:
+    def open(cls, folder: Path, *, hide: Sequence[str] = (), limits: Limits | None = None) -> LocalSandbox:
         """The person's own ``folder`` as a sandbox, with the relative paths in ``hide`` hidden."""
-        return cls(folder, hide=hide)
+        return cls(folder, hide=hide, limits=limits)
 
     def remove(self) -> None:
         """Delete the directory and everything in it, even folders a command made read-only."""
@@ -126,7 +158,7 @@ class LocalSandbox:
             raise SandboxEscape(f"{relative!r} cannot be resolved: {error}") from error
         if not candidate.is_relative_to(self.path):
             raise SandboxEscape(f"{relative!r} leads outside the working directory")
-        if any(candidate.is_relative_to(hidden) for hidden in self.hidden):
+        if any(folder.holds(candidate) for folder in self._hidden):
             raise SandboxEscape(f"{relative!r} is private to machine and hidden from runs")
         return candidate
 
@@ -139,7 +171,10 @@ class LocalSandbox:
         """The argv that runs ``command`` in this sandbox (bubblewrap when isolated)."""
         if self._bwrap is None:
             return list(command)
-        return bwrap_command(self._bwrap, self.path, self.hidden, command, mounts)
+        return [self._bwrap, *self._options(mounts), "--", *command]
+
+    def _options(self, mounts: Sequence[Mount]) -> list[str]:
+        return bwrap_options(self.path, cover_args(self.path, WORKDIR, self._hidden), mounts)
 
     async def exec(
         self,
@@ -149,30 +184,37 @@ class LocalSandbox:
         max_output: int = DEFAULT_MAX_OUTPUT,
         mounts: Sequence[Mount] = (),
     ) -> ExecResult:
-        """Run ``command`` (a shell line, or argv) in the sandbox, killing its whole process tree at
-        ``timeout_s``; stdout and stderr are each capped at ``max_output`` characters, with a note."""
+        """Run ``command`` (a shell line, or argv) in the sandbox under its limits, killing its whole
+        process tree at ``timeout_s``; stdout and stderr are each capped at ``max_output`` characters."""
         argv = ["sh", "-c", command] if isinstance(command, str) else list(command)
         if not argv:
             raise BadInputError("an empty command: give a shell line or a program and its arguments")
-        env = {**ENVIRONMENT, "HOME": str(self.path)}  # nothing of the parent's
         started = time.monotonic()
+        unrunnable = None if self.isolated else _unrunnable(argv[0], self.path)
+        if unrunnable is not None:  # what exec would say, before anything is made for it
+            return ExecResult(exit_code=127, stdout="", stderr=f"{argv[0]}: {unrunnable}")
+        group = CommandGroup.make(self.limits)
         try:
-            process = await anyio.open_process(
-                self.command_line(argv, mounts),
-                cwd=self.path,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except OSError as error:  # not isolated, and the program does not exist or cannot run
-            return ExecResult(
-                exit_code=127,
-                stdout="",
-                stderr=f"{argv[0]}: {error.strerror or error}",
-                seconds=time.monotonic() - started,
-            )
-        out, err, timed_out = await wait_capped(process, timeout_s, max_output)
-        stderr = err.text()
+            process = await self._start(argv, mounts)
+            try:
+                group.admit(process.pid)
+            except OSError as error:
+                kill_tree(process)
+                with anyio.CancelScope(shield=True):
+                    await process.wait()
+                    await process.aclose()
+                return ExecResult(None, "", f"[not run: it could not be put under its limits: {error}]")
+            assert process.stdin is not None
+            await process.stdin.send(b"go\n")  # the gate opens
+            await process.stdin.aclose()
+            out, err, timed_out = await wait_capped(process, timeout_s, max_output, group.kill)
+            notes = group.notes()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await group.remove()
+        stderr = (
+            "\n".join(part for part in [err.text().rstrip("\n"), *notes] if part) if notes else err.text()
+        )
         if timed_out:
             stderr += f"\n[killed after {timeout_s:g} s, the time limit" + (
                 ", with every process it started]" if self.isolated else "]"
@@ -185,6 +227,40 @@ class LocalSandbox:
             truncated=out.truncated or err.truncated,
             seconds=time.monotonic() - started,
         )
+
+    async def _start(self, argv: list[str], mounts: Sequence[Mount]) -> anyio.abc.Process:
+        """Start the gate in front of ``argv``: under bubblewrap, whose options (host paths) go through
+        a descriptor and whose environment names no host path; else with ``HOME`` the folder."""
+        gate = ["/bin/sh", "-c", GATE, "machine-sandbox"]
+        if self._bwrap is None:
+            env = {**ENVIRONMENT, "HOME": str(self.path)}  # nothing of the parent's
+            return await anyio.open_process(
+                [*gate, *argv], cwd=self.path, env=env, stdin=subprocess.PIPE, start_new_session=True
+            )
+        options = os.memfd_create("bwrap-options", os.MFD_CLOEXEC)
+        try:
+            os.write(options, b"".join(arg.encode() + b"\0" for arg in self._options(mounts)))
+            os.lseek(options, 0, os.SEEK_SET)
+            return await anyio.open_process(
+                [*gate, self._bwrap, "--args", str(options), "--", *argv],
+                cwd="/",
+                env=dict(ENVIRONMENT),
+                stdin=subprocess.PIPE,
+                pass_fds=(options,),
+                start_new_session=True,
+            )
+        finally:
+            os.close(options)
+
+
+def _unrunnable(program: str, cwd: Path) -> str | None:
+    """Why ``program`` could not be started outside bubblewrap, as exec would say it; None if it can."""
+    found = str(cwd / program) if "/" in program else shutil.which(program, path=PATH)
+    if found is None or not os.path.exists(found):
+        return "No such file or directory"
+    if os.path.isdir(found) or not os.access(found, os.X_OK):
+        return "Permission denied"
+    return None
 
 
 def _remove_tree(path: Path) -> None:
@@ -213,6 +289,8 @@ __all__ = [
     "PATH",
     "WORKDIR",
     "ExecResult",
+    "IsolationReport",
+    "Limits",
     "LocalSandbox",
     "Mount",
     "SandboxEscape",

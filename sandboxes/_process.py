@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 
 import anyio
 import anyio.abc
@@ -58,11 +59,20 @@ class Capture:
 
 
 async def wait_capped(
-    process: anyio.abc.Process, timeout_s: float, max_output: int
+    process: anyio.abc.Process,
+    timeout_s: float,
+    max_output: int,
+    kill_group: Callable[[], None] = lambda: None,
 ) -> tuple[Capture, Capture, bool]:
-    """Wait at most ``timeout_s`` for ``process``, then kill its process tree and read the last of its
-    output: its stdout, its stderr and whether it timed out. The process is reaped, even on cancel."""
+    """Wait at most ``timeout_s`` for ``process``, then kill its process tree (``kill_group`` kills the
+    cgroup it runs in) and read the last of its output: its stdout, its stderr and whether it timed
+    out. The process is reaped, even on cancel."""
     out, err = Capture(max_output), Capture(max_output)
+
+    def kill_all() -> None:
+        kill_tree(process)
+        kill_group()
+
     try:
         assert process.stdout is not None and process.stderr is not None
         async with anyio.create_task_group() as readers:
@@ -73,13 +83,13 @@ async def wait_capped(
             timed_out = limit.cancelled_caught
             # Whatever the command left behind goes with it (under bubblewrap the namespace is
             # already going); then read what they wrote, without waiting on one that escaped.
-            kill_tree(process)
+            kill_all()
             with anyio.move_on_after(DRAIN_GRACE_S):
                 await out.done.wait()
                 await err.done.wait()
             readers.cancel_scope.cancel()
     finally:
-        kill_tree(process)
+        kill_all()
         with anyio.CancelScope(shield=True):
             await process.wait()
             await process.aclose()

@@ -286,6 +286,8 @@ SUBPACKAGES = {
     "machine.sandboxes": [
         "ExecResult",
         "FILE_TOOLS",
+        "IsolationReport",
+        "Limits",
         "LocalSandbox",
         "Mount",
         "SandboxEscape",
