@@ -106,11 +106,39 @@ def _print_report(report: Comparison) -> None:
             f"B - A: {report.diff:+.3f}, standard error {report.se:.3f} over {report.cases} cases, z {z}",
             bold=True,
         )
+    _print_criteria(report)
     click.echo(report.verdict)
-    if "within about two standard errors" not in report.verdict:
+    if not report.unmeasured and "within about two standard errors" not in report.verdict:
         click.echo(
             "(A difference within about two standard errors of zero is not evidence that either "
             "version is better.)"
         )
     if report.stopped:
         click.secho(f"stopped early: {report.stopped}", fg="yellow")
+
+
+def _mean(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _print_criteria(report: Comparison) -> None:
+    """Each criterion's mean on A and B; under one with UNSCORED grades, how many on each side and their
+    commonest reasons; a criterion with no scored grade on a side is marked NOT MEASURED."""
+    if not report.a.criteria:
+        return
+    click.echo("criteria (mean A -> B):")
+    width = max(len(name) for name in report.a.criteria)
+    unmeasured = report.unmeasured
+    for name, a in report.a.criteria.items():
+        b = report.b.criteria.get(name)
+        after = _mean(None if b is None else b.mean)
+        flag = f"   NOT MEASURED on {' and '.join(unmeasured[name])}" if name in unmeasured else ""
+        click.echo(f"  {name:<{width}}  {_mean(a.mean):>4} -> {after:<4}{flag}".rstrip())
+        for label, side in (("A", report.a), ("B", report.b)):
+            counted = side.criteria.get(name)
+            if counted is None or not counted.unscored:
+                continue
+            reasons = side.unscored_reasons.get(name, [])
+            click.echo(f"      {counted.unscored} UNSCORED on {label}" + (", most often:" if reasons else ""))
+            for reason in reasons:
+                click.echo(f"        {reason.count}x {reason.reason}")

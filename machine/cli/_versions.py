@@ -8,7 +8,17 @@ import click
 
 from machine.errors import BadInputError, CommitRefused
 from machine.spec import DEFAULT_MIN_Z, UNRECORDED, Version
-from machine.versions import VersionList, commit, current, format_report, propose, revert, update, versions
+from machine.versions import (
+    VersionList,
+    commit,
+    current,
+    format_report,
+    live_history,
+    propose,
+    revert,
+    update,
+    versions,
+)
 
 from ._options import (
     fail,
@@ -24,7 +34,7 @@ from ._render import dump_json
 def _line(version: Version) -> str:
     gate = ""
     if version.report is not None:
-        gate = "  gate: " + ("passed" if version.report.passed else "not passed")
+        gate = f"  gate: {version.report.outcome}"
         if version.forced:
             gate += " (committed with --force)"
     base = f" (priced as {version.base_model})" if version.base_model else ""
@@ -55,13 +65,20 @@ def versions_command(ctx: click.Context, /, name: str, record: bool, note: str, 
             click.echo(f"{recorded.label} is live")
     listed = versions(ws, name)
     matched = current(ws, name)
+    history = [v.label for v in live_history(ws, name)]
     if as_json:
         dump_json(
-            VersionList(machine=name, current=matched.label if matched else UNRECORDED, versions=listed)
+            VersionList(
+                machine=name,
+                current=matched.label if matched else UNRECORDED,
+                versions=listed,
+                live_history=history,
+            )
         )
         return
     for version in listed:
         click.echo(_line(version))
+    click.echo(f"live history: {' -> '.join(history)} (revert goes back along it)")
     if matched is None:
         click.secho(
             f"note: the machine's files match no recorded version, so its runs record their version as "
@@ -137,8 +154,13 @@ def propose_command(
         if candidate.passed:
             click.echo(f"{candidate.label} is pending; make it live with `machine commit {name}`")
         else:
+            why = (
+                "was not measured on every criterion"
+                if candidate.report.outcome == "not measured"
+                else "did not pass the gate"
+            )
             click.echo(
-                f"{candidate.label} is pending but did not pass the gate: `machine commit {name}` refuses it "
+                f"{candidate.label} is pending but {why}: `machine commit {name}` refuses it "
                 "(--force overrides)"
             )
     print_spend(ws.budget)
@@ -166,13 +188,18 @@ def commit_command(ctx: click.Context, /, name: str, force: bool) -> None:
 @click.command("revert")
 @click.argument("name")
 @click.option(
-    "--to", "to", default=None, metavar="VERSION", help="The version to make live (default: the previous)."
+    "--to",
+    "to",
+    default=None,
+    metavar="VERSION",
+    help="The version to make live (default: the one live before).",
 )
 @with_workspace
 @click.pass_context
 @handle_errors
 def revert_command(ctx: click.Context, /, name: str, to: str | None) -> None:
-    """Make the previous live version live again, writing back its instructions.md and model.json."""
+    """Make the version live before the live one live again (or --to VERSION), writing back its
+    instructions.md and model.json; reverting again steps further back."""
     ws = workspace_from(ctx)
     version = revert(ws, name, to=to)
     click.echo(f"{version.label} is live again: model {version.model}; its files were written back")

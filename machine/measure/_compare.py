@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pydantic import Field, computed_field
+from pydantic import computed_field
 
 from machine.errors import BadInputError
 from machine.runs import Model, Run
@@ -19,64 +19,12 @@ from machine.spec import Case, Machine, machine_at
 from machine.workspace import Workspace, converse
 
 from ._pool import BatchWriter, run_pool
-from ._tally import CaseResult
+from ._side import Side
+from ._tally import CaseResult, CriterionResult
 from .stats import Paired, paired
 
 EVIDENCE_Z = 2.0
 """A difference within about this many standard errors of zero is not evidence either way."""
-
-
-class Side(Model):
-    """One version's runs, tallied per case."""
-
-    label: str
-    """How the report names it: the ref (``HEAD``) or ``working tree``."""
-    revision: str | None
-    """What its runs record as their revision."""
-    cases: dict[str, CaseResult] = Field(default_factory=dict)
-
-    @property
-    def scores(self) -> dict[str, list[float]]:
-        """Each case's scored trials."""
-        return {case_id: list(result.scores) for case_id, result in self.cases.items()}
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def runs(self) -> int:
-        """Runs counted, failed ones included."""
-        return sum(c.trials for c in self.cases.values())
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def mean(self) -> float | None:
-        """The mean over every scored run."""
-        scores = [s for c in self.cases.values() for s in c.scores]
-        return sum(scores) / len(scores) if scores else None
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def pass_rate(self) -> float | None:
-        """The share of scored runs that passed."""
-        scored = sum(len(c.scores) for c in self.cases.values())
-        return sum(c.passes for c in self.cases.values()) / scored if scored else None
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def unscored(self) -> int:
-        """Criterion grades that came back UNSCORED (left out of their runs' scores)."""
-        return sum(c.unscored_grades for c in self.cases.values())
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def unscored_runs(self) -> int:
-        """Runs with no scored criterion at all (left out of the comparison)."""
-        return sum(c.unscored for c in self.cases.values())
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def errors(self) -> int:
-        """Failed runs."""
-        return sum(c.errors for c in self.cases.values())
 
 
 class Plan(Model):
@@ -189,9 +137,23 @@ class Comparison(Model):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
+    def unmeasured(self) -> dict[str, list[str]]:
+        """Each criterion with no scored grade on a side, with the sides (``A``, ``B``)."""
+        found: dict[str, list[str]] = {}
+        for label, side in (("A", self.a), ("B", self.b)):
+            for name in side.unmeasured:
+                found.setdefault(name, []).append(label)
+        return found
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
     def verdict(self) -> str:
-        """The comparison in words, with what it is and is not evidence of."""
+        """The comparison in words, with what it is and is not evidence of. A criterion not measured on
+        a side makes it "Not measured": the scores leave that criterion out, so they cannot say which
+        version is better."""
         p, a, b = self.paired, f"A ({self.ref})", "B (the working tree)"
+        if self.unmeasured:
+            return _not_measured(self, a, b)
         if p is None or p.cases == 0:
             return "No case has a scored run of both versions, so there is nothing to compare."
         if p.cases < 2:
@@ -217,6 +179,21 @@ class Comparison(Model):
             f"The difference is {abs(p.diff) / p.se:.1f} standard errors from zero: evidence that "
             f"{better} scores higher than {worse}."
         )
+
+
+def _not_measured(comparison: Comparison, a: str, b: str) -> str:
+    sides = {"A": (a, comparison.a), "B": (b, comparison.b)}
+    parts = []
+    for name, labels in comparison.unmeasured.items():
+        where = [
+            f"{sides[label][0]} ({sides[label][1].criteria[name].unscored} UNSCORED)" for label in labels
+        ]
+        parts.append(f"criterion {name!r} has no scored grade on {' nor on '.join(where)}")
+    return (
+        f"Not measured: {'; '.join(parts)}. The scores leave out what was not graded, so they are not "
+        "evidence that either version is better; make the grader score (the UNSCORED reasons say why) "
+        "and compare again."
+    )
 
 
 def changes_between(a: Machine, b: Machine) -> list[str]:
@@ -276,12 +253,8 @@ async def compare(
             on_start(plan)
         comparison = Comparison(
             plan=plan,
-            a=Side(label=ref, revision=baseline.commit, cases={c.id: CaseResult(id=c.id) for c in chosen}),
-            b=Side(
-                label="working tree",
-                revision=workspace.revision,
-                cases={c.id: CaseResult(id=c.id) for c in chosen},
-            ),
+            a=_side(ref, baseline.commit, chosen, current),
+            b=_side("working tree", workspace.revision, chosen, current),
         )
         versions = ((comparison.a, baseline.machine), (comparison.b, current))
         jobs = [
@@ -295,8 +268,14 @@ async def compare(
     return comparison
 
 
-def _side(label: str, revision: str | None, cases: list[Case]) -> Side:
-    return Side(label=label, revision=revision, cases={c.id: CaseResult(id=c.id) for c in cases})
+def _side(label: str, revision: str | None, cases: list[Case], current: Machine) -> Side:
+    """An empty side: every case, and every criterion of the current rubric (each graded by it)."""
+    return Side(
+        label=label,
+        revision=revision,
+        cases={c.id: CaseResult(id=c.id) for c in cases},
+        criteria={name: CriterionResult() for name in current.rubric},
+    )
 
 
 async def _run(
@@ -317,7 +296,7 @@ async def _run(
             workspace, side, spec, current, case, trial, model, pass_score
         )
         if run is not None:
-            side.cases[case.id].add(run)
+            side.add(case.id, run)
         writer.add(turns)
         if on_run is not None and run is not None:
             on_run(run)

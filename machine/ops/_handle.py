@@ -274,11 +274,13 @@ class MachineHandle:
         )
 
     def commit(self, *, force: bool = False) -> Version:
-        """Make the newest pending candidate live; raises CommitRefused unless it passed the gate."""
+        """Make the newest pending candidate live; raises CommitRefused unless it passed the gate (one
+        not measured on every criterion did not)."""
         return self._reloaded(commit_version(self.workspace, self.name, force=force))
 
     def revert(self, *, to: str | int | None = None) -> Version:
-        """Make the previous live version (or ``to``) live again, writing back its files exactly."""
+        """Make the version live before the live one (or ``to``) live again, writing back its files
+        exactly; reverting again steps further back along the live history."""
         return self._reloaded(revert_version(self.workspace, self.name, to=to))
 
     def update(

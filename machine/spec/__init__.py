@@ -3,12 +3,8 @@
 revision, and the versions book beside it."""
 
 from ._book import (
-    DEFAULT_MIN_Z,
     UNRECORDED,
     Book,
-    CriterionFigures,
-    GateReport,
-    SideFigures,
     Version,
     VersionStatus,
     identity_of,
@@ -16,6 +12,15 @@ from ._book import (
     version_label,
 )
 from ._cases import Case, load_cases
+from ._gate_report import (
+    DEFAULT_MIN_Z,
+    CriterionFigures,
+    GateOutcome,
+    GateReport,
+    ReasonCount,
+    SideFigures,
+    count_reasons,
+)
 from ._loader import MachineLoader, discover
 from ._machine import Counterpart, Machine, define_child, define_machine, instructions_from, model_from
 from ._revision import Baseline, machine_at
@@ -28,12 +33,15 @@ __all__ = [
     "Case",
     "Counterpart",
     "CriterionFigures",
+    "GateOutcome",
     "GateReport",
     "Machine",
     "MachineLoader",
+    "ReasonCount",
     "SideFigures",
     "Version",
     "VersionStatus",
+    "count_reasons",
     "define_child",
     "define_machine",
     "discover",

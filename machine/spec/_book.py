@@ -12,11 +12,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from machine.errors import BadInputError, DefinitionError, Fix, NotFoundError
 from machine.runs._records import Record, now
 
+from ._gate_report import GateReport
 from ._machine import Machine
 
 VERSIONS_FILE = "versions.json"
@@ -26,65 +27,8 @@ FILES = (INSTRUCTIONS_FILE, MODEL_FILE)
 """The machine's files a version keeps the exact text of (None: the version had no such file)."""
 UNRECORDED = "unrecorded"
 """What a run records as its version when the machine's files match no recorded version."""
-DEFAULT_MIN_Z = 2.0
 
 VersionStatus = Literal["live", "pending", "retired"]
-
-
-class SideFigures(Record):
-    """One version's runs on the held-out cases."""
-
-    version: str
-    model: str
-    runs: int = 0
-    """Runs counted (reused and new), failed ones included."""
-    reused: int = 0
-    """Stored runs of this version reused, graded under the current rubric."""
-    regraded: int = 0
-    """Stored runs reused after grading them again with the current evaluator."""
-    new: int = 0
-    """Runs made for this proposal."""
-    errors: int = 0
-    unscored: int = 0
-    """Runs with no scored criterion (left out of the figures)."""
-    mean: float | None = None
-    pass_rate: float | None = None
-
-
-class CriterionFigures(Record):
-    """One criterion's mean and pass rate over the scored runs, before (live) and after (candidate)."""
-
-    before: float | None = None
-    after: float | None = None
-    before_pass_rate: float | None = None
-    after_pass_rate: float | None = None
-    unscored_before: int = 0
-    unscored_after: int = 0
-
-
-class GateReport(Record):
-    """What ``propose`` found and decided: the data, each version's figures, each criterion before and
-    after, the paired difference (candidate - live) and the gate's decision in words."""
-
-    machine: str
-    live: str
-    candidate: str
-    cases_file: str
-    cases: int
-    trials: int
-    before: SideFigures
-    after: SideFigures
-    criteria: dict[str, CriterionFigures] = Field(default_factory=dict)
-    diff: float | None = None
-    se: float | None = None
-    z: float | None = None
-    paired_cases: int = 0
-    min_z: float = DEFAULT_MIN_Z
-    passed: bool = False
-    decision: str = ""
-    stopped: str | None = None
-    cost_usd: float = 0.0
-    created_at: datetime = Field(default_factory=now)
 
 
 class Version(Record):
@@ -136,6 +80,25 @@ class Book(Record):
     versions: list[Version] = Field(default_factory=list)
     texts: dict[str, str] = Field(default_factory=dict)
     """sha256 -> the exact text of a file some version had, each text once however many versions share it."""
+    live_history: list[int] = Field(default_factory=list)
+    """The numbers of the versions made live, in the order they were, the live one last: a revert steps
+    back along it, so a version reverted away from is left behind. A versions.json written before it was
+    kept gets the old order (the versions live once, by number)."""
+
+    @model_validator(mode="after")
+    def _known_history(self) -> Book:
+        """Keep the history to versions that were live, ending with the live one."""
+        live = [v.number for v in self.versions if v.live]
+        if len(live) != 1:
+            return self  # ``live`` says what is wrong when asked
+        once = {v.number for v in self.versions if v.status != "pending"}
+        history = [n for n in self.live_history if n in once]
+        if not history:
+            history = sorted(v.number for v in self.versions if v.status == "retired" and v.number < live[0])
+        if not history or history[-1] != live[0]:
+            history.append(live[0])
+        self.live_history = [n for i, n in enumerate(history) if i == 0 or history[i - 1] != n]
+        return self
 
     @property
     def live(self) -> Version:
@@ -166,6 +129,24 @@ class Book(Record):
 
     def next_number(self) -> int:
         return max((v.number for v in self.versions), default=0) + 1
+
+    def previous_live(self) -> Version | None:
+        """The version that was live before the live one, by the live history; None when none was."""
+        return self.get(self.live_history[-2]) if len(self.live_history) > 1 else None
+
+    def make_live(self, version: Version, *, back: bool = False) -> None:
+        """Make ``version`` the live one and retire the one live before. ``back`` (a revert to the
+        previous live version): the live one leaves the history; otherwise ``version`` joins its end."""
+        if back:
+            if self.previous_live() is not version:
+                raise ValueError(f"{version.label} is not the version live before the live one")
+            self.live_history.pop()
+        elif not self.live_history or self.live_history[-1] != version.number:
+            self.live_history.append(version.number)
+        for other in self.versions:
+            if other.live and other is not version:
+                other.status = "retired"
+        version.status = "live"
 
 
 def sha256_text(text: str) -> str:
@@ -320,6 +301,7 @@ def open_book(folder: Path, machine: Machine, *, note: str = "") -> Book:
             note=note or "the machine as it was when versions were first listed",
         )
     )
+    book.live_history = [1]
     write_book(path, book)
     return book
 

@@ -2,7 +2,7 @@
 (``propose``), made live only when they pass (``commit``), and undone (``revert``)."""
 
 from ._gate import SideTally, gate, measured
-from ._lifecycle import VersionList, commit, current, revert, texts_of, update, versions
+from ._lifecycle import VersionList, commit, current, live_history, revert, texts_of, update, versions
 from ._propose import Candidate, propose
 from ._report import format_report
 
@@ -14,6 +14,7 @@ __all__ = [
     "current",
     "format_report",
     "gate",
+    "live_history",
     "measured",
     "propose",
     "revert",

@@ -1,17 +1,30 @@
 """The promotion gate: a candidate must beat the live version on the held-out cases by at least ``min_z``
 standard errors of the per-case difference. With a standard error of 0 (every case moved alike) it passes
 only when the difference is positive over at least two cases; a comparison the budget cut short never
-passes."""
+passes. A criterion with no scored grade on either side was not measured, and the decision is then "not
+measured": a run's score leaves its UNSCORED criteria out, so without this a candidate whose heaviest
+criterion could not be graded would be judged on the light ones alone. A criterion scored on some runs
+only is measured: its figures use the grades that were scored, and its UNSCORED ones are counted apart
+with their reasons."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from machine.measure import stats as _stats
 from machine.runs import Run, passes
-from machine.spec import Case, CriterionFigures, GateReport, Machine, SideFigures, Version
+from machine.spec import (
+    Case,
+    CriterionFigures,
+    GateOutcome,
+    GateReport,
+    Machine,
+    SideFigures,
+    Version,
+    count_reasons,
+)
 
 
 @dataclass
@@ -26,6 +39,8 @@ class SideTally:
     criteria_unscored: dict[str, int]
     scored: int = 0
     passes: int = 0
+    criteria_reasons: dict[str, list[str]] = field(default_factory=dict)
+    """Each criterion's UNSCORED reasons, one per grade."""
 
     def add(self, run: Run, *, how: Literal["reused", "regraded", "new"], pass_score: float) -> None:
         f = self.figures
@@ -36,6 +51,8 @@ class SideTally:
             return
         card = run.scorecard
         score = run.score
+        if card is not None:
+            f.unscored_grades += len(card.unscored)
         if card is None or score is None:
             f.unscored += 1
             return
@@ -45,6 +62,7 @@ class SideTally:
         for criterion, grade in card.criteria.items():
             if grade.score is None:
                 self.criteria_unscored[criterion] = self.criteria_unscored.get(criterion, 0) + 1
+                self.criteria_reasons.setdefault(criterion, []).append(grade.reason)
                 continue
             self.criteria.setdefault(criterion, []).append(grade.score)
             if passes(grade.score, pass_score):
@@ -61,30 +79,44 @@ def tally_for(version: Version) -> SideTally:
     return SideTally(SideFigures(version=version.label, model=version.model), version.model, {}, {}, {}, {})
 
 
-def gate(paired: _stats.Paired | None, min_z: float, stopped: str | None) -> tuple[bool, str]:
-    """The promotion gate's decision and the reason in words."""
+def gate(
+    paired: _stats.Paired | None, min_z: float, stopped: str | None, unmeasured: Sequence[str] = ()
+) -> tuple[GateOutcome, str]:
+    """The promotion gate's decision and the reason in words. ``unmeasured`` says, for each criterion
+    with no scored grade on a side, which and why: any makes the decision "not measured"."""
+    if unmeasured:
+        also = f"; the comparison also stopped early ({stopped})" if stopped else ""
+        return "not measured", (
+            f"{'; '.join(unmeasured)}: the gate cannot judge the candidate on what it did not measure; "
+            f"make the grader score (the report lists why it did not) and propose again{also}"
+        )
     if stopped:
-        return False, f"the comparison stopped early ({stopped}), so the data is incomplete"
+        return "not passed", f"the comparison stopped early ({stopped}), so the data is incomplete"
     if paired is None or paired.cases == 0:
-        return False, "no held-out case has scored runs of both versions, so there is nothing to compare"
+        return (
+            "not passed",
+            "no held-out case has scored runs of both versions, so there is nothing to compare",
+        )
     if paired.diff <= 0:
-        return False, (
+        return "not passed", (
             f"the candidate's mean is not higher (difference {paired.diff:+.3f} over {paired.cases} cases)"
         )
     if paired.cases < 2:
-        return False, "only one held-out case has scored runs of both versions: no standard error to judge by"
+        return "not passed", (
+            "only one held-out case has scored runs of both versions: no standard error to judge by"
+        )
     if paired.se == 0:
-        return True, (
+        return "passed", (
             f"every one of the {paired.cases} held-out cases scored {paired.diff:+.3f} higher "
             "(standard error 0)"
         )
     z = paired.diff / paired.se
     if z >= min_z:
-        return True, (
+        return "passed", (
             f"the candidate scored {paired.diff:+.3f} higher, {z:.2f} standard errors above zero "
             f"(at least {min_z:g} needed)"
         )
-    return False, (
+    return "not passed", (
         f"the candidate scored {paired.diff:+.3f} higher, only {z:.2f} standard errors above zero "
         f"({min_z:g} needed): not evidence that it is better"
     )
@@ -109,7 +141,9 @@ def measured(
     paired = None
     if any(before.scores.get(c.id) and after.scores.get(c.id) for c in chosen):
         paired = _stats.paired(before.scores, after.scores)
-    passed, decision = gate(paired, min_z, stopped)
+    criteria = {name: _criterion(before, after, name, c.weight) for name, c in spec.rubric.items()}
+    labels = (f"live {live.label}", f"candidate {candidate.label}")
+    outcome, decision = gate(paired, min_z, stopped, _unmeasured(criteria, labels))
     return GateReport(
         machine=spec.name,
         live=live.label,
@@ -119,23 +153,28 @@ def measured(
         trials=trials,
         before=before.figures,
         after=after.figures,
-        criteria={criterion: _criterion(before, after, criterion) for criterion in spec.rubric},
+        criteria=criteria,
         diff=None if paired is None else paired.diff,
         se=None if paired is None else paired.se,
         z=None if paired is None else paired.z,
         paired_cases=0 if paired is None else paired.cases,
         min_z=min_z,
-        passed=passed,
+        outcome=outcome,
+        passed=outcome == "passed",
         decision=decision,
         stopped=stopped,
     )
 
 
-def _criterion(before: SideTally, after: SideTally, criterion: str) -> CriterionFigures:
-    """One criterion's mean and pass rate on each side, with its UNSCORED grades counted apart."""
+def _criterion(before: SideTally, after: SideTally, criterion: str, weight: float) -> CriterionFigures:
+    """One criterion's mean and pass rate on each side, with its UNSCORED grades counted apart and
+    their commonest reasons."""
     figures = CriterionFigures(
+        weight=weight,
         unscored_before=before.criteria_unscored.get(criterion, 0),
         unscored_after=after.criteria_unscored.get(criterion, 0),
+        unscored_reasons_before=count_reasons(before.criteria_reasons.get(criterion, [])),
+        unscored_reasons_after=count_reasons(after.criteria_reasons.get(criterion, [])),
     )
     for side, mean_field, rate_field in (
         (before, "before", "before_pass_rate"),
@@ -146,3 +185,21 @@ def _criterion(before: SideTally, after: SideTally, criterion: str) -> Criterion
             setattr(figures, mean_field, _stats.mean(values))
             setattr(figures, rate_field, side.criteria_passes.get(criterion, 0) / len(values))
     return figures
+
+
+def _unmeasured(criteria: dict[str, CriterionFigures], labels: tuple[str, str]) -> list[str]:
+    """For each criterion with no scored grade on a side, in words: where, and how many grades came
+    back UNSCORED there (the report lists their reasons under the criterion)."""
+    found = []
+    for name, f in criteria.items():
+        sides = [
+            f"{label} ({unscored} UNSCORED)" if unscored else f"{label} (no run graded)"
+            for label, measured, unscored in (
+                (labels[0], f.measured_before, f.unscored_before),
+                (labels[1], f.measured_after, f.unscored_after),
+            )
+            if not measured
+        ]
+        if sides:
+            found.append(f"criterion {name!r} has no scored grade on {' nor on '.join(sides)}")
+    return found

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pydantic import Field
+
 from machine.errors import BadInputError, CommitRefused, DefinitionError, Fix
 from machine.runs import Model, now
-from machine.spec import Machine
+from machine.spec import GateReport, Machine
 from machine.spec._book import (
     INSTRUCTIONS_FILE,
     MODEL_FILE,
@@ -29,17 +31,26 @@ from machine.workspace import Workspace
 
 
 class VersionList(Model):
-    """A machine's versions, oldest first, and the one its files match now (``unrecorded``: none)."""
+    """A machine's versions, oldest first, the one its files match now (``unrecorded``: none), and the
+    versions made live in turn, the live one last (what ``revert`` steps back along)."""
 
     machine: str
     current: str
     versions: list[Version]
+    live_history: list[str] = Field(default_factory=list)
 
 
 def versions(ws: Workspace, name: str) -> list[Version]:
     """The machine's versions, oldest first; the first call records the current machine as v1."""
     spec = ws.reload(name)
     return list(open_book(ws.machines_dir / name, spec).versions)
+
+
+def live_history(ws: Workspace, name: str) -> list[Version]:
+    """The versions made live in turn, the live one last: ``revert`` goes back to the one before it."""
+    spec = ws.reload(name)
+    book = open_book(ws.machines_dir / name, spec)
+    return [book.get(number) for number in book.live_history]
 
 
 def current(ws: Workspace, name: str) -> Version | None:
@@ -102,13 +113,6 @@ def _instructions_problem(spec: Machine, instructions: str) -> str | None:
     )
 
 
-def _switch(book: Book, new_live: Version) -> None:
-    for v in book.versions:
-        if v.live and v is not new_live:
-            v.status = "retired"
-    new_live.status = "live"
-
-
 def update(
     ws: Workspace,
     name: str,
@@ -159,7 +163,7 @@ def update(
         committed_at=now(),
     )
     book.versions.append(version)
-    _switch(book, version)
+    book.make_live(version)
     write_book(folder / VERSIONS_FILE, book)
     return version
 
@@ -168,7 +172,7 @@ def commit(ws: Workspace, name: str, *, force: bool = False) -> Version:
     """Make the newest pending candidate live, only if it passed the promotion gate (``force``
     overrides): write its model.json and record it live; the live version is retired.
 
-    Raises CommitRefused (with the candidate's report) when it did not pass.
+    Raises CommitRefused (with the candidate's report) when it did not pass or was not measured.
     """
     spec = ws.reload(name)
     book = open_book(ws.machines_dir / name, spec)
@@ -192,14 +196,8 @@ def commit(ws: Workspace, name: str, *, force: bool = False) -> Version:
             f"candidate {candidate.label} of machine {name!r} has no report (its proposal did not finish): "
             f"propose it again"
         )
-    if not report.passed and not force:
-        raise CommitRefused(
-            f"candidate {candidate.label} of machine {name!r} did not pass the promotion gate "
-            f"({report.decision}), so {live.label} stays live",
-            fixes=[Fix("force", purpose="to commit it anyway")],
-            report=report,
-            version=candidate,
-        )
+    if report.outcome != "passed" and not force:
+        raise _refused(name, candidate, report, live)
     folder = ws.machines_dir / name
     spec = _write_and_check(
         ws,
@@ -216,34 +214,37 @@ def commit(ws: Workspace, name: str, *, force: bool = False) -> Version:
         ),
     )
     candidate.committed_at = now()
-    candidate.forced = not report.passed
+    candidate.forced = report.outcome != "passed"
     candidate.files = keep_texts(book, snapshot(folder), folder)
-    _switch(book, candidate)
+    book.make_live(candidate)
     write_book(folder / VERSIONS_FILE, book)
     return candidate
 
 
+def _refused(name: str, candidate: Version, report: GateReport, live: Version) -> CommitRefused:
+    why = (
+        "was not measured on every criterion"
+        if report.outcome == "not measured"
+        else "did not pass the promotion gate"
+    )
+    return CommitRefused(
+        f"candidate {candidate.label} of machine {name!r} {why} ({report.decision}), so {live.label} "
+        "stays live",
+        fixes=[Fix("force", purpose="to commit it anyway")],
+        report=report,
+        version=candidate,
+    )
+
+
 def revert(ws: Workspace, name: str, *, to: str | int | None = None) -> Version:
-    """Make the previous live version (or version ``to``) live again, writing back its instructions.md
-    and model.json exactly as they were (removing one it did not have)."""
+    """Make the version that was live before the live one live again (or version ``to``), writing back
+    its instructions.md and model.json exactly as they were (removing one it did not have). Without
+    ``to`` it steps back along the live history, so reverting again goes further back and never returns
+    to a version already reverted away from; with ``to`` the version joins the history's end."""
     spec = ws.reload(name)
     book = open_book(ws.machines_dir / name, spec)
     live = require_live(book, spec, "be reverted")
-    if to is not None:
-        target = book.get(to)
-        if target.status == "pending":
-            raise BadInputError(
-                f"{target.label} of machine {name!r} is a pending candidate, never live: commit it instead"
-            )
-        if target.live:
-            raise BadInputError(f"{target.label} of machine {name!r} is already live")
-    else:
-        earlier = [v for v in book.versions if v.status == "retired" and v.number < live.number]
-        if not earlier:
-            raise BadInputError(
-                f"machine {name!r} has no version before {live.label} to revert to (its versions list them)"
-            )
-        target = max(earlier, key=lambda v: v.number)
+    target = _revert_target(book, live, to)
     if target.rubric != spec.rubric.fingerprint:
         raise BadInputError(
             f"{target.label} of machine {name!r} was made under another rubric (fingerprint "
@@ -264,6 +265,28 @@ def revert(ws: Workspace, name: str, *, to: str | int | None = None) -> Version:
             )
         ),
     )
-    _switch(book, target)
+    book.make_live(target, back=to is None)
     write_book((ws.machines_dir / name) / VERSIONS_FILE, book)
+    return target
+
+
+def _revert_target(book: Book, live: Version, to: str | int | None) -> Version:
+    """The version a revert makes live: ``to``, or the one live before ``live`` in the live history."""
+    name = book.machine
+    if to is None:
+        previous = book.previous_live()
+        if previous is None:
+            raise BadInputError(
+                f"machine {name!r} has no version that was live before {live.label} to revert to "
+                f"(its live history: {' -> '.join(f'v{n}' for n in book.live_history)})",
+                fixes=[Fix("to", "VERSION", "to make a version of your choice live")],
+            )
+        return previous
+    target = book.get(to)
+    if target.status == "pending":
+        raise BadInputError(
+            f"{target.label} of machine {name!r} is a pending candidate, never live: commit it instead"
+        )
+    if target.live:
+        raise BadInputError(f"{target.label} of machine {name!r} is already live")
     return target

@@ -11,13 +11,11 @@ from pathlib import Path
 from machine.errors import BadInputError, Fix, NotFoundError
 from machine.measure import BatchWriter, run_pool
 from machine.runs import Run
-from machine.spec import Case, Machine, load_cases
+from machine.spec import DEFAULT_MIN_Z, Case, GateReport, Machine, load_cases
 from machine.spec._book import (
-    DEFAULT_MIN_Z,
     MODEL_FILE,
     VERSIONS_FILE,
     Book,
-    GateReport,
     Version,
     model_json,
     open_book,

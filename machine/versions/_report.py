@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from machine.spec import GateReport
+from machine.spec import CriterionFigures, GateReport, ReasonCount
 
 
 def _score(value: float | None) -> str:
@@ -24,28 +24,53 @@ def format_report(report: GateReport) -> str:
     for label, side in ((f"live {report.live}", b), (f"candidate {report.candidate}", a)):
         lines.append(
             f"  {label}: {side.runs} runs ({side.reused} reused, {side.regraded} regraded, {side.new} new), "
-            f"{side.errors} failed, {side.unscored} unscored; mean {_score(side.mean)}, "
+            f"{side.errors} failed, {side.unscored} with nothing scored, {side.unscored_grades} UNSCORED "
+            f"grades; mean {_score(side.mean)}, "
             f"pass rate {_rate(side.pass_rate)}"
         )
-    if report.criteria:
-        lines.append("criteria (mean before -> after, pass rate before -> after):")
-        width = max(len(c) for c in report.criteria)
-        for criterion, f in report.criteria.items():
-            unscored = f.unscored_before + f.unscored_after
-            extra = f", {unscored} unscored" if unscored else ""
-            lines.append(
-                f"  {criterion:<{width}}  {_score(f.before)} -> {_score(f.after)}   "
-                f"{_rate(f.before_pass_rate)} -> {_rate(f.after_pass_rate)}{extra}"
-            )
+    lines.extend(_criteria_lines(report))
     if report.diff is not None:
         z = "-" if report.z is None else f"{report.z:.2f}"
         lines.append(
             f"candidate - live: {report.diff:+.3f}, standard error {_score(report.se)} over "
             f"{report.paired_cases} cases, z {z} (gate: z >= {report.min_z:g})"
         )
-    verdict = "PASSED" if report.passed else "NOT PASSED"
-    lines.append(f"decision: {verdict}: {report.decision}")
+    lines.append(f"decision: {report.outcome.upper()}: {report.decision}")
     if report.stopped:
         lines.append(f"stopped early: {report.stopped}")
     lines.append(f"cost: ${report.cost_usd:.4f}")
     return "\n".join(lines)
+
+
+def _criteria_lines(report: GateReport) -> list[str]:
+    """Each criterion before and after; under one with UNSCORED grades, how many on each side and
+    their commonest reasons; a criterion with no scored grade on a side is marked NOT MEASURED."""
+    if not report.criteria:
+        return []
+    lines = ["criteria (weight; mean before -> after, pass rate before -> after):"]
+    width = max(len(c) for c in report.criteria)
+    sides = (f"live {report.live}", f"candidate {report.candidate}")
+    unmeasured = report.unmeasured
+    for criterion, f in report.criteria.items():
+        weight = "" if f.weight is None else f"x{f.weight:g}"
+        missing = unmeasured.get(criterion, [])
+        flag = f"   NOT MEASURED on {' and '.join(missing)}" if missing else ""
+        lines.append(
+            f"  {criterion:<{width}}  {weight:>4}  {_score(f.before):>5} -> {_score(f.after):<5}   "
+            f"{_rate(f.before_pass_rate):>4} -> {_rate(f.after_pass_rate):<4}{flag}".rstrip()
+        )
+        lines.extend(_unscored_lines(f, sides))
+    return lines
+
+
+def _unscored_lines(figures: CriterionFigures, sides: tuple[str, str]) -> list[str]:
+    lines = []
+    grades: tuple[tuple[str, int, list[ReasonCount]], ...] = (
+        (sides[0], figures.unscored_before, figures.unscored_reasons_before),
+        (sides[1], figures.unscored_after, figures.unscored_reasons_after),
+    )
+    for side, count, reasons in grades:
+        if count:
+            lines.append(f"      {count} UNSCORED on {side}" + (", most often:" if reasons else ""))
+            lines.extend(f"        {r.count}x {r.reason}" for r in reasons)
+    return lines

@@ -5,6 +5,7 @@ so both versions behave the same here; the exact differences are shown in tests/
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -82,6 +83,13 @@ def test_compare_json_shape_for_an_unchanged_machine(ws: WorkspaceFolder, invoke
     assert report["diff"] == 0.0 and report["se"] == 0.0 and report["z"] is None
     assert report["cases"] == 3
     assert report["unscored"] == 12  # the judge criterion, once a run: 3 cases x 2 trials x 2 versions
+    assert report["unmeasured"] == {"warm": ["A", "B"]}
+    assert report["verdict"].startswith("Not measured: criterion 'warm' has no scored grade")
+    warm = report["a"]["criteria"]["warm"]
+    assert (warm["runs"], warm["unscored"], warm["mean"]) == (0, 6, None)
+    [why] = report["a"]["unscored_reasons"]["warm"]
+    assert why["count"] == 6 and why["reason"].startswith("the judge call failed:")
+    assert report["a"]["unmeasured"] == ["warm"] and report["b"]["criteria"]["greets"]["runs"] == 6
     assert report["errors"] == 0
     assert report["unchanged"] is True and report["rubric_changed"] is False
     assert report["ref"] == "HEAD" and report["commit"] == head
@@ -99,6 +107,21 @@ def test_compare_text_says_unchanged_first_and_what_the_difference_means(
     assert "A HEAD" in out and "B working tree" in out
     assert "mean 0.72, pass rate 33%" in out
     assert "B - A: +0.000, standard error 0.000 over 3 cases" in out
+    # greet's judge criterion "warm" is UNSCORED on every run here (no Tinker key): nothing to compare on it
+    assert re.search(r"\n  warm +- -> - +NOT MEASURED on A and B\n      6 UNSCORED on A, most often:\n", out)
+    assert "        6x the judge call failed:" in out and "TINKER_API_KEY" in out
+    assert "  greets  0.67 -> 0.67\n" in out
+    assert "Not measured: criterion 'warm' has no scored grade on A (HEAD) (6 UNSCORED)" in out
+    assert "no difference at all" not in out and "within about two standard errors" not in out
+
+
+def test_compare_text_of_a_machine_measured_on_every_criterion(ws: WorkspaceFolder, invoke: Invoke) -> None:
+    ws.write("plain.json", json.dumps([{"id": "a", "input": "hi"}, {"id": "b", "input": "hi you"}]))
+    committed(ws)
+    args = compare(ws, "--cases", str(ws.root / "plain.json"))
+    out = ok(invoke(*[("plain" if a == "greet" else a) for a in args])).stdout
+    assert "criteria (mean A -> B):\n  nonempty  1.00 -> 1.00\n" in out
+    assert "UNSCORED on" not in out and "NOT MEASURED" not in out
     assert "no difference at all" in out
 
 

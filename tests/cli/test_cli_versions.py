@@ -71,16 +71,22 @@ def test_propose_then_commit_is_refused(ws: WorkspaceFolder, invoke: Invoke) -> 
     assert "live v1: 6 runs (0 reused, 0 regraded, 6 new)" in out
     assert "greets" in out and "brief" in out
     assert "candidate - live: +0.000" in out
-    assert "decision: NOT PASSED: the candidate's mean is not higher" in out
-    assert "commit greet` refuses it (--force overrides)" in out
+    # greet's judge criterion "warm" is UNSCORED on every run here (no Tinker key): not measured, with why
+    assert "0 with nothing scored, 6 UNSCORED grades" in out
+    assert "NOT MEASURED on live v1 and candidate v2" in out
+    assert "6 UNSCORED on candidate v2, most often:\n        6x the judge call failed:" in out
+    assert "TINKER_API_KEY" in out
+    assert "decision: NOT MEASURED: criterion 'warm' has no scored grade on live v1 (6 UNSCORED)" in out
+    assert "was not measured on every criterion: `machine commit greet` refuses it (--force overrides)" in out
     assert "spent $" in result.stderr
     assert (ws.machines / "greet" / "machine.py").read_bytes() == machine_py
     assert not (ws.machines / "greet" / "model.json").exists()
 
     refused = invoke("commit", "greet", "--workspace", ws.root)
     assert refused.exit_code == 2
-    assert "decision: NOT PASSED" in refused.stdout  # the report
-    assert "did not pass the promotion gate" in refused.stderr and "--force" in refused.stderr
+    assert "decision: NOT MEASURED" in refused.stdout and "6x the judge call failed" in refused.stdout
+    assert "was not measured on every criterion" in refused.stderr and "--force" in refused.stderr
+    assert refused.stderr.count("\n") == 1  # one error line
     assert not (ws.machines / "greet" / "model.json").exists()
 
     # greet names its model in machine.py, so even --force cannot make model.json take effect
@@ -89,7 +95,7 @@ def test_propose_then_commit_is_refused(ws: WorkspaceFolder, invoke: Invoke) -> 
     assert "does not take its model from model.json" in forced.stderr and "model_from" in forced.stderr
     assert not (ws.machines / "greet" / "model.json").exists()
     listing = ok(invoke("versions", "greet", "--workspace", ws.root)).stdout
-    assert "v2   pending  Qwen/Other" in listing and "gate: not passed" in listing
+    assert "v2   pending  Qwen/Other" in listing and "gate: not measured" in listing
 
     # a second proposal of the same model reuses every stored run
     again = ok(invoke("propose", "greet", "--model", "Qwen/Other", "--trials", "2", *scripted(ws))).stdout
@@ -125,10 +131,34 @@ def test_commit_force_and_revert(ws: WorkspaceFolder, invoke: Invoke) -> None:
     assert "v1 is live again: model echo" in out
     assert not (folder / "model.json").exists()
     result = invoke("revert", "echoer", "--workspace", ws.root)
-    assert result.exit_code == 2 and "no version before v1" in result.stderr
+    assert result.exit_code == 2 and "no version that was live before v1" in result.stderr
+    assert "--to VERSION" in result.stderr
 
 
 def test_commit_without_a_candidate(ws: WorkspaceFolder, machine_cmd: Command) -> None:
     done = machine_cmd("commit", "greet", "--workspace", ws.root)
     assert done.returncode == 2
     assert "has no pending candidate" in done.stderr and "machine propose greet --model" in done.stderr
+
+
+def test_revert_follows_the_live_history(ws: WorkspaceFolder, invoke: Invoke) -> None:
+    ws.write("machines/echoer/machine.py", ECHOER_PY)
+    ws.write("machines/echoer/instructions.md", "Repeat the input.\n")
+    ws.write("machines/echoer/holdout.json", json.dumps([{"id": "a", "input": "hi"}]))
+    folder = ws.machines / "echoer"
+    for model in ("second", "third"):  # commit v2, revert to v1, commit v3
+        ok(invoke("propose", "echoer", "--model", model, "--trials", "1", *scripted(ws)))
+        ok(invoke("commit", "echoer", "--force", "--workspace", ws.root))
+        if model == "second":
+            reverted = ok(invoke("revert", "echoer", "--workspace", ws.root)).stdout
+            assert reverted.startswith("v1 is live again")
+    listing = ok(invoke("versions", "echoer", "--workspace", ws.root)).stdout
+    assert "live history: v1 -> v3 (revert goes back along it)" in listing
+    data: Any = json.loads(ok(invoke("versions", "echoer", "--json", "--workspace", ws.root)).stdout)
+    assert data["live_history"] == ["v1", "v3"]
+    out = ok(invoke("revert", "echoer", "--workspace", ws.root)).stdout
+    assert out == "v1 is live again: model echo; its files were written back\n"  # not v2
+    assert not (folder / "model.json").exists()
+    again = invoke("revert", "echoer", "--workspace", ws.root)
+    assert again.exit_code == 2
+    assert again.stderr.startswith("error: machine 'echoer' has no version that was live before v1")

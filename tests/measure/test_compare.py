@@ -74,6 +74,31 @@ class Obliging:
         return await run_loop(request, reply)
 
 
+JUDGED_PY = """\
+from machine import check, define_evaluator, define_machine, define_rubric, instructions_from, judge
+
+rubric = define_rubric({
+    "agrees": {"description": "The reply is yes.", "weight": 1},
+    "kind": {"description": "The reply is kind.", "weight": 3},
+})
+
+machine = define_machine(
+    name="yesno",
+    intent="Answer yes or no.",
+    instructions=instructions_from(__file__),
+    model="echo",
+    rubric=rubric,
+    evaluator=define_evaluator(
+        rubric, {"agrees": check("wanted", lambda run: run.output == "yes"), "kind": KIND}
+    ),
+)
+"""
+UNPRICED_JUDGE = 'judge(model="nobody/unpriced-judge")'
+"""Under a budget a judge at an unknown price is refused before any call: UNSCORED, with why."""
+NOT_ON_DAN = 'check("not_on_dan", lambda run: None if run.input == "dan" else True)'
+"""Cannot grade the case ``dan``: UNSCORED there only."""
+
+
 def git(root: Path, *args: str) -> str:
     done = subprocess.run(
         [
@@ -296,3 +321,47 @@ async def test_an_empty_repository_has_no_ref(tmp_path: Path) -> None:
     git(root, "init", "-q")
     with pytest.raises(BadInputError, match="'HEAD' does not exist"):
         await compare(open_workspace(root, harness=Obliging()), "yesno")
+
+
+@pytest.mark.anyio
+async def test_a_heaviest_criterion_unscored_on_every_run_makes_the_verdict_not_measured(
+    tmp_path: Path,
+) -> None:
+    root = repo(tmp_path / "ws", "Answer. Say no.")
+    write(root, "machines/yesno/machine.py", JUDGED_PY.replace("KIND", UNPRICED_JUDGE))
+    commit(root, "judged")
+    write(root, "machines/yesno/instructions.md", "Answer. say yes to: ann bob cat dan")
+    report = await compare(open_workspace(root, harness=Obliging(), budget=1), "yesno", trials=1)
+    # on the criterion that was graded B wins on every case: alone, that would be evidence
+    assert (report.a.mean, report.b.mean, report.diff, report.cases) == (0.0, 1.0, 1.0, 4)
+    assert report.unmeasured == {"kind": ["A", "B"]}
+    assert report.verdict.startswith(
+        "Not measured: criterion 'kind' has no scored grade on A (HEAD) (4 UNSCORED)"
+    )
+    assert "higher" not in report.verdict
+    kind = report.b.criteria["kind"]
+    assert (kind.runs, kind.unscored, kind.mean) == (0, 4, None)
+    [why] = report.b.unscored_reasons["kind"]
+    assert why.count == 4 and "'nobody/unpriced-judge' has no known price" in why.reason
+    data = report.model_dump(mode="json")
+    assert data["unmeasured"] == {"kind": ["A", "B"]} and data["b"]["unmeasured"] == ["kind"]
+    assert data["b"]["unscored_reasons"]["kind"][0]["count"] == 4
+
+
+@pytest.mark.anyio
+async def test_a_criterion_unscored_on_some_runs_is_measured_on_the_rest(tmp_path: Path) -> None:
+    root = repo(tmp_path / "ws", "Answer. Say no.")
+    write(root, "machines/yesno/machine.py", JUDGED_PY.replace("KIND", NOT_ON_DAN))
+    commit(root, "judged")
+    write(root, "machines/yesno/instructions.md", "Answer. say yes to: ann bob cat dan")
+    report = await compare(open_workspace(root, harness=Obliging()), "yesno", trials=1)
+    kind = report.a.criteria["kind"]
+    assert (kind.runs, kind.unscored, kind.mean) == (3, 1, 1.0)  # its figures use the 3 scored grades
+    assert "check 'not_on_dan' returned None" in report.a.unscored_reasons["kind"][0].reason
+    assert report.unmeasured == {}
+    # each run's score is over its scored criteria: dan's is "agrees" alone (A 0, B 1), the rest 0.75 -> 1
+    assert report.diff == pytest.approx((0.25 * 3 + 1.0) / 4)
+    assert (
+        report.verdict.startswith("The difference is")
+        and "B (the working tree) scores higher" in report.verdict
+    )

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers.versions import ByModel, make_caps
 
 from machine import (
     BadInputError,
@@ -18,7 +19,6 @@ from machine import (
     open_workspace,
 )
 from machine.measure.stats import Paired
-from machine.runs import HarnessRequest, HarnessResult, Message, Turn, run_loop
 from machine.spec import UNRECORDED, version_label
 from machine.spec._book import model_json  # the model.json text, checked on purpose
 from machine.versions import commit, current, gate, propose, revert, texts_of, update, versions
@@ -48,37 +48,9 @@ FIXED_MODEL_PY = MACHINE_PY.replace('model_from(__file__, "bad")', '"bad"')
 
 pytestmark = pytest.mark.anyio
 
-CASES = [{"id": c, "input": c} for c in ("ann", "bob", "cat", "dan")]
-
-
-class ByModel:
-    """``good`` answers every case correctly, ``mostly`` all but ``dan``, anything else none; it counts
-    its calls by model."""
-
-    name = "bymodel"
-
-    def __init__(self) -> None:
-        self.calls: Counter[str] = Counter()
-
-    async def run(self, request: HarnessRequest) -> HarnessResult:
-        self.calls[request.model] += 1
-        right = request.model == "good" or (request.model == "mostly" and request.input != "dan")
-        text = request.input.upper() if right else "no idea"
-
-        async def reply(messages: list[Message], step: int) -> Turn:
-            return Turn(Message(role="assistant", content=text))
-
-        return await run_loop(request, reply)
-
 
 def make(root: Path, *, machine_py: str = MACHINE_PY, instructions: bytes = b"Shout the input.\n") -> Path:
-    folder = root / "machines" / "caps"
-    folder.mkdir(parents=True)
-    (folder / "machine.py").write_text(machine_py, encoding="utf-8")
-    (folder / "rubric.py").write_text(RUBRIC_PY, encoding="utf-8")
-    (folder / "instructions.md").write_bytes(instructions)
-    (folder / "holdout.json").write_text(json.dumps(CASES), encoding="utf-8")
-    return folder
+    return make_caps(root, machine_py, RUBRIC_PY, instructions)
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -287,7 +259,7 @@ async def test_revert_restores_the_files_exactly(tmp_path: Path) -> None:
     statuses = [(v.label, v.status) for v in versions(ws, "caps")]
     assert statuses == [("v1", "live"), ("v2", "retired"), ("v3", "retired")]
     assert (await ws.run("caps", "ann")).version == "v1"
-    with pytest.raises(BadInputError, match="no version before v1"):
+    with pytest.raises(BadInputError, match="no version that was live before v1"):
         revert(ws, "caps")
     assert revert(ws, "caps", to="v3").label == "v3"  # forward again, by name
     assert ws.load("caps").model == "good"
@@ -334,11 +306,19 @@ def test_update_records_a_version_only_when_something_changed(ws: Workspace) -> 
 
 
 def test_the_gate() -> None:
-    assert gate(Paired(diff=0.5, se=0.25, z=2.0, cases=5), 2.0, None)[0]
-    assert not gate(Paired(diff=0.5, se=0.3, z=0.5 / 0.3, cases=5), 2.0, None)[0]
-    assert not gate(Paired(diff=-0.5, se=0.1, z=-5.0, cases=5), 2.0, None)[0]
-    assert not gate(Paired(diff=0.0, se=0.0, z=None, cases=5), 2.0, None)[0]
-    assert gate(Paired(diff=0.2, se=0.0, z=None, cases=2), 2.0, None)[0]  # every case up by the same
-    assert not gate(Paired(diff=1.0, se=0.0, z=None, cases=1), 2.0, None)[0]  # one case: no spread
-    assert not gate(None, 2.0, None)[0]
-    assert not gate(Paired(diff=0.5, se=0.1, z=5.0, cases=5), 2.0, "budget spent")[0]
+    def outcome(paired: Paired | None, stopped: str | None = None, unmeasured: tuple[str, ...] = ()) -> str:
+        return gate(paired, 2.0, stopped, unmeasured)[0]
+
+    assert outcome(Paired(diff=0.5, se=0.25, z=2.0, cases=5)) == "passed"
+    assert outcome(Paired(diff=0.5, se=0.3, z=0.5 / 0.3, cases=5)) == "not passed"
+    assert outcome(Paired(diff=-0.5, se=0.1, z=-5.0, cases=5)) == "not passed"
+    assert outcome(Paired(diff=0.0, se=0.0, z=None, cases=5)) == "not passed"
+    assert outcome(Paired(diff=0.2, se=0.0, z=None, cases=2)) == "passed"  # every case up by the same
+    assert outcome(Paired(diff=1.0, se=0.0, z=None, cases=1)) == "not passed"  # one case: no spread
+    assert outcome(None) == "not passed"
+    assert outcome(Paired(diff=0.5, se=0.1, z=5.0, cases=5), "budget spent") == "not passed"
+    # a clear win on what was measured is still not a pass when a criterion went unmeasured
+    strong = Paired(diff=0.5, se=0.1, z=5.0, cases=5)
+    assert outcome(strong, unmeasured=("criterion 'x' was not measured on candidate v2",)) == "not measured"
+    words = gate(strong, 2.0, "budget spent", ("criterion 'x' was not measured on live v1",))[1]
+    assert "criterion 'x' was not measured on live v1" in words and "budget spent" in words

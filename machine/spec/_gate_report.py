@@ -1,0 +1,147 @@
+"""What the promotion gate found, as ``versions.json`` keeps it beside a candidate: each side's figures,
+each criterion before and after with its UNSCORED grades and why, and the decision. A criterion with no
+scored grade on a side was not measured there, and the decision is then "not measured", never "passed"."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from machine.runs._records import Record, now
+
+DEFAULT_MIN_Z = 2.0
+GateOutcome = Literal["passed", "not passed", "not measured"]
+"""The gate's decision: only "passed" may be committed without ``force``."""
+REASONS_KEPT = 3
+"""A criterion's most common UNSCORED reasons kept per side (the count covers them all)."""
+REASON_CHARS = 200
+"""A reason is kept as one line of at most this many characters."""
+
+
+class ReasonCount(Record):
+    """One reason grades came back UNSCORED, and how many times it came."""
+
+    reason: str
+    count: int
+
+
+def count_reasons(reasons: Iterable[str], keep: int | None = REASONS_KEPT) -> list[ReasonCount]:
+    """The ``keep`` most common reasons, commonest first (ties in the order first seen), each as one
+    line cut to REASON_CHARS; an empty reason counts as "no reason given"."""
+    counted = Counter(_one_line(reason) for reason in reasons)
+    return [ReasonCount(reason=reason, count=count) for reason, count in counted.most_common(keep)]
+
+
+def _one_line(reason: str) -> str:
+    text = " ".join(reason.split()) or "no reason given"
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
+
+
+class SideFigures(Record):
+    """One version's runs on the held-out cases."""
+
+    version: str
+    model: str
+    runs: int = 0
+    """Runs counted (reused and new), failed ones included."""
+    reused: int = 0
+    """Stored runs of this version reused, graded under the current rubric."""
+    regraded: int = 0
+    """Stored runs reused after grading them again with the current evaluator."""
+    new: int = 0
+    """Runs made for this proposal."""
+    errors: int = 0
+    unscored: int = 0
+    """Runs with no scored criterion (left out of the figures)."""
+    unscored_grades: int = 0
+    """Criterion grades that came back UNSCORED, over every graded run (each criterion's are in its
+    figures)."""
+    mean: float | None = None
+    pass_rate: float | None = None
+
+
+class CriterionFigures(Record):
+    """One criterion's mean and pass rate over its scored grades, before (live) and after (candidate),
+    with its UNSCORED grades counted apart and their commonest reasons. A mean of None on a side: no
+    grade of it was scored there, so it was not measured there."""
+
+    weight: float | None = None
+    """The criterion's weight in the rubric (None in reports written before it was kept)."""
+    before: float | None = None
+    after: float | None = None
+    before_pass_rate: float | None = None
+    after_pass_rate: float | None = None
+    unscored_before: int = 0
+    unscored_after: int = 0
+    unscored_reasons_before: list[ReasonCount] = Field(default_factory=list)
+    unscored_reasons_after: list[ReasonCount] = Field(default_factory=list)
+
+    @property
+    def measured_before(self) -> bool:
+        return self.before is not None
+
+    @property
+    def measured_after(self) -> bool:
+        return self.after is not None
+
+
+class GateReport(Record):
+    """What ``propose`` found and decided: the data, each version's figures, each criterion before and
+    after, the paired difference (candidate - live) and the gate's decision (``outcome``, with the
+    reason in ``decision``). ``passed`` is ``outcome == "passed"``."""
+
+    machine: str
+    live: str
+    candidate: str
+    cases_file: str
+    cases: int
+    trials: int
+    before: SideFigures
+    after: SideFigures
+    criteria: dict[str, CriterionFigures] = Field(default_factory=dict)
+    diff: float | None = None
+    se: float | None = None
+    z: float | None = None
+    paired_cases: int = 0
+    min_z: float = DEFAULT_MIN_Z
+    outcome: GateOutcome = "not passed"
+    passed: bool = False
+    decision: str = ""
+    stopped: str | None = None
+    cost_usd: float = 0.0
+    created_at: datetime = Field(default_factory=now)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _outcome_of_older_reports(cls, data: Any) -> Any:
+        """A report written before ``outcome`` was kept has only ``passed``: its outcome follows it."""
+        if isinstance(data, dict) and "outcome" not in data and "passed" in data:
+            return {**data, "outcome": "passed" if data["passed"] is True else "not passed"}
+        return data
+
+    @model_validator(mode="after")
+    def _passed_is_the_outcome(self) -> GateReport:
+        if self.passed != (self.outcome == "passed"):
+            raise ValueError(f"passed is {self.passed} but the outcome is {self.outcome!r}")
+        return self
+
+    @property
+    def unmeasured(self) -> dict[str, list[str]]:
+        """Each criterion not measured on a side, with the sides (``live v1``, ``candidate v2``)."""
+        found: dict[str, list[str]] = {}
+        for name, figures in self.criteria.items():
+            sides = [
+                label
+                for label, measured in (
+                    (f"live {self.live}", figures.measured_before),
+                    (f"candidate {self.candidate}", figures.measured_after),
+                )
+                if not measured
+            ]
+            if sides:
+                found[name] = sides
+        return found
