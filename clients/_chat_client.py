@@ -17,10 +17,18 @@ from typing import Any
 import anyio
 
 from machine.errors import HarnessError
-from machine.runs import Effort, Message, ToolCall, Turn
+from machine.runs import Budget, Effort, Message, ToolCall, Turn, Usage
 
 from ._endpoint import Endpoint
-from ._wire import ReplyError, error_message, provider_field, retry_after, tool_arguments, usage_of
+from ._wire import (
+    ReplyError,
+    error_message,
+    prompt_bound,
+    provider_field,
+    retry_after,
+    tool_arguments,
+    usage_of,
+)
 
 
 class ModelCallError(HarnessError):
@@ -106,10 +114,13 @@ class ChatClient:
         temperature: float | None = None,
         seed: int | None = None,
         on_text: Callable[[str], None] | None = None,
+        budget: Budget | None = None,
+        kind: str = "runs",
     ) -> Turn:
-        """One model reply, retried on transient failures; raises ModelCallError when it gives up."""
-        import openai
+        """One model reply, retried on transient failures; raises ModelCallError when it gives up.
 
+        Given a ``budget``, the call is made under its reservation of the most it can cost (the prompt's
+        upper bound and ``max_tokens``) and the turn carries what it cost, charged as ``kind``."""
         await self._bind()
         # The SDK checks every message and tool against its typed schemas before sending: about 5 ms a
         # call at 40 messages, and more at every step of a run. Ours are already in the wire format, so
@@ -118,12 +129,27 @@ class ChatClient:
         if tools:
             wire["tools"] = tools
         kwargs: dict[str, Any] = {"model": self.endpoint.model_id(model), "messages": [], "extra_body": wire}
+        kwargs["max_tokens"] = self.endpoint.max_tokens
         if effort is not None:
             kwargs["reasoning_effort"] = effort.name
         if temperature is not None:
             kwargs["temperature"] = temperature
         if seed is not None:
             kwargs["seed"] = seed
+        if budget is None:
+            return await self._attempts(model, kwargs, on_text)
+        bound = Usage(input_tokens=prompt_bound(wire), output_tokens=self.endpoint.max_tokens)
+        async with budget.reserve(model, bound, kind=kind) as hold:
+            turn = await self._attempts(model, kwargs, on_text)
+            turn.cost_usd = hold.settle(turn.usage)
+        return turn
+
+    async def _attempts(
+        self, model: str, kwargs: dict[str, Any], on_text: Callable[[str], None] | None
+    ) -> Turn:
+        """The call, tried up to ``max_attempts`` times."""
+        import openai
+
         retries: list[dict[str, Any]] = []
         where = f"{self.endpoint.harness} ({self.endpoint.base_url})"
         for attempt in range(1, self.endpoint.max_attempts + 1):

@@ -14,6 +14,9 @@ from machine.errors import BadInputError, Fix, HarnessError
 TINKER_SERVICE = "https://tinker.thinkingmachines.dev/services/tinker-prod"
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_MAX_TOKENS = 16_384
+"""The most output tokens one call may use (``max_tokens``), unless ``MACHINE_MAX_TOKENS`` says otherwise:
+it bounds what the budget reserves for each call."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,8 @@ class Endpoint:
     send_reasoning: bool = False
     """Send earlier steps' reasoning back with the conversation (Tinker keeps it in the prompt)."""
     headers: dict[str, str] = field(default_factory=dict)
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    """Sent with every call: the reply may use no more output tokens than this."""
 
     def model_id(self, model: str) -> str:
         """The id the endpoint knows (a ``tinker/`` or ``openrouter/`` prefix names the harness).
@@ -50,6 +55,20 @@ def model_timeout() -> float:
         raise BadInputError(f"MACHINE_MODEL_TIMEOUT={raw!r} is not a number of seconds") from None
 
 
+def model_max_tokens() -> int:
+    """Output tokens one call may use: ``MACHINE_MAX_TOKENS``, else the default."""
+    raw = os.environ.get("MACHINE_MAX_TOKENS")
+    if not raw:
+        return DEFAULT_MAX_TOKENS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 1_000_000:
+        raise BadInputError(f"MACHINE_MAX_TOKENS={raw!r} is not a whole number of tokens from 1 to 1000000")
+    return value
+
+
 DRY_RUN = (Fix("harness", "echo", "for a free dry run"),)
 """What else a run can do when its endpoint cannot be reached."""
 
@@ -57,7 +76,7 @@ DRY_RUN = (Fix("harness", "echo", "for a free dry run"),)
 def endpoint_for(harness: str, *, base_url: str | None = None, fixes: Sequence[Fix] = DRY_RUN) -> Endpoint:
     """The endpoint of a remote harness from the environment; a missing key or URL says what to set
     (and ``fixes``, what else to do)."""
-    timeout = model_timeout()
+    timeout, most = model_timeout(), model_max_tokens()
     if harness == "tinker":
         key = os.environ.get("TINKER_API_KEY")
         if not key:
@@ -66,7 +85,7 @@ def endpoint_for(harness: str, *, base_url: str | None = None, fixes: Sequence[F
             )
         service = os.environ.get("TINKER_BASE_URL", TINKER_SERVICE).rstrip("/")
         url = base_url or f"{service}/oai/api/v1"
-        return Endpoint("tinker", url, key, timeout_s=timeout, send_reasoning=True)
+        return Endpoint("tinker", url, key, timeout_s=timeout, send_reasoning=True, max_tokens=most)
     if harness == "openrouter":
         key = os.environ.get("OPENROUTER_API_KEY")
         if not key:
@@ -75,7 +94,7 @@ def endpoint_for(harness: str, *, base_url: str | None = None, fixes: Sequence[F
                 fixes=fixes,
             )
         url = base_url or os.environ.get("OPENROUTER_BASE_URL", OPENROUTER_URL)
-        return Endpoint("openrouter", url, key, timeout_s=timeout)
+        return Endpoint("openrouter", url, key, timeout_s=timeout, max_tokens=most)
     if harness == "openai":
         given = base_url or os.environ.get("OPENAI_BASE_URL")
         if not given:
@@ -84,5 +103,5 @@ def endpoint_for(harness: str, *, base_url: str | None = None, fixes: Sequence[F
                 "http://127.0.0.1:11434/v1 for Ollama)",
                 fixes=[Fix("base_url", "URL", "to name the endpoint"), *fixes],
             )
-        return Endpoint("openai", given, os.environ.get("OPENAI_API_KEY"), timeout_s=timeout)
+        return Endpoint("openai", given, os.environ.get("OPENAI_API_KEY"), timeout_s=timeout, max_tokens=most)
     raise BadInputError(f"{harness!r} is not a chat-completions harness (tinker, openrouter or openai)")

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import email.utils
 import json
+import math
 import time
 from typing import Any
 
+from machine.errors import UsageRefused
 from machine.runs import Message, Usage
 
 
@@ -66,16 +68,42 @@ def provider_field(obj: Any, *names: str) -> Any:
 
 
 def usage_of(raw: Any) -> Usage:
-    """A reply's token counts in ours (cached prompt tokens among the input)."""
+    """A reply's token counts in ours (cached prompt tokens among the input). The counts are the
+    endpoint's word: one that is not a whole number (NaN, a string, a bool, 1.5) is refused here, and the
+    budget refuses negative or impossible ones."""
     if raw is None:
         return Usage()
     details = getattr(raw, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) or 0
     return Usage(
-        input_tokens=getattr(raw, "prompt_tokens", 0) or 0,
-        cached_input_tokens=cached,
-        output_tokens=getattr(raw, "completion_tokens", 0) or 0,
+        input_tokens=_count(raw, "prompt_tokens"),
+        cached_input_tokens=_count(details, "cached_tokens"),
+        output_tokens=_count(raw, "completion_tokens"),
     )
+
+
+def _count(raw: Any, name: str) -> int:
+    value = getattr(raw, name, None) if raw is not None else None
+    if value is None:
+        return 0
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageRefused(f"the endpoint reported {name}={value!r}, which is not a number of tokens")
+    return value
+
+
+PROMPT_OVERHEAD_TOKENS = 4096
+"""Prompt tokens a request may use beyond its text: the chat template, tool instructions, a provider's
+preamble."""
+PER_MESSAGE_TOKENS = 16
+"""The chat template's markers around each message."""
+
+
+def prompt_bound(body: dict[str, Any]) -> int:
+    """The most prompt tokens ``body`` (messages and tools) can be: a token is at least one byte of its
+    text (byte-level tokenizers), and its JSON is longer than the text; the template's markers apart."""
+    size = len(json.dumps(body))  # ASCII: every other character takes 6 bytes here, at most 4 in UTF-8
+    return size + PER_MESSAGE_TOKENS * len(body.get("messages", [])) + PROMPT_OVERHEAD_TOKENS
 
 
 def retry_after(response: Any) -> float | None:

@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from machine.errors import Fix, HarnessError
-from machine.runs import Effort, HarnessRequest, HarnessResult, Message, Turn, run_loop
+from machine.runs import Budget, Effort, HarnessRequest, HarnessResult, Message, Turn, run_loop
 
 from ._chat_client import ChatClient, ModelCallError
 from ._endpoint import (
@@ -47,7 +47,12 @@ class ChatCompletionsHarness:
         async def reply(messages: list[Message], step: int) -> Turn:
             wire = to_openai(request.instructions, messages, send_reasoning=self.endpoint.send_reasoning)
             return await self.client.complete(
-                request.model, wire, tools=tools, effort=request.effort, on_text=on_text
+                request.model,
+                wire,
+                tools=tools,
+                effort=request.effort,
+                on_text=on_text,
+                budget=request.budget,
             )
 
         return await run_loop(request, reply)
@@ -97,10 +102,12 @@ class ModelRouter:
         effort: Effort | None = None,
         temperature: float | None = None,
         seed: int | None = None,
+        budget: Budget | None = None,
+        kind: str = "grading",
     ) -> Turn:
-        """One reply from ``model``, through the client of its endpoint."""
+        """One reply from ``model``, through the client of its endpoint (under ``budget``'s reservation)."""
         return await self.client_for(model).complete(
-            model, messages, effort=effort, temperature=temperature, seed=seed
+            model, messages, effort=effort, temperature=temperature, seed=seed, budget=budget, kind=kind
         )
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "MachineError",
     "NotFoundError",
     "UnknownPriceError",
+    "UsageRefused",
     "plain_spelling",
     "python_spelling",
 ]
@@ -118,6 +119,15 @@ class ConsentRequired(MachineError):
 
 class HarnessError(MachineError):
     """A harness could not run at all (missing key, missing binary, unusable script)."""
+
+
+class UsageRefused(HarnessError):
+    """A model call whose reported usage cannot be right (negative, not a whole number, over what the
+    request allowed): the call failed, and ``charged`` says what the budget was charged for it."""
+
+    def __init__(self, message: str, *, charged: float = 0.0) -> None:
+        super().__init__(message)
+        self.charged = charged
 
 
 class CommitRefused(MachineError):

@@ -13,6 +13,7 @@ import anyio
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
+from pydantic import Field
 
 from machine.errors import CommitRefused, MachineError
 from machine.ops import MachineInfo, run_planned
@@ -25,6 +26,9 @@ from ._results import Approval, MachineList, NotAsked, RecentRuns, RehearseResul
 from ._service import MachineServer, Service, can_elicit, question, report_progress, tool_error, usd
 
 log = logging.getLogger("machine.server")
+
+USD = Annotated[float, Field(strict=True, allow_inf_nan=False, description="a number of USD")]
+"""A budget as a JSON number only: ``true``, ``"1"`` or NaN is refused, not taken for a number."""
 
 
 def service(ctx: Context) -> Service:
@@ -55,7 +59,7 @@ async def recent_runs(name: str, ctx: Context, limit: int = 20) -> RecentRuns:
 
 async def ask_rehearse(
     name: str,
-    budget_usd: float,
+    budget_usd: USD,
     trials: int,
     cases: str | None,
     model: str | None,
@@ -73,7 +77,7 @@ async def ask_rehearse(
 
 async def rehearse(
     name: str,
-    budget_usd: float,
+    budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_rehearse)],
     trials: int = 1,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from machine.errors import DefinitionError, MachineError, plain_spelling
+from machine.errors import BudgetExceeded, DefinitionError, MachineError, UsageRefused, plain_spelling
 from machine.runs import CriterionScore, Effort, Message, Run, parse_effort
 
 from ._graders import GradeContext, Grader
@@ -142,12 +142,23 @@ class _Ask:
     async def call(self, criteria: Mapping[str, Criterion]) -> dict[str, tuple[float, str]]:
         """One judge call; raises MachineError when the call itself fails."""
         assert self.ctx.models is not None
-        turn = await self.ctx.models.complete(
-            self.model, _prompt(self.run, criteria), effort=self.effort, temperature=0.0, seed=JUDGE_SEED
-        )
+        budget = self.ctx.budget
+        try:
+            turn = await self.ctx.models.complete(
+                self.model,
+                _prompt(self.run, criteria),
+                effort=self.effort,
+                temperature=0.0,
+                seed=JUDGE_SEED,
+                budget=budget,
+                kind="grading",
+            )
+        except UsageRefused as refused:
+            self.cost += refused.charged
+            raise
         self.retries.extend(turn.retries)
-        if self.ctx.budget is not None:
-            self.cost += self.ctx.budget.charge(self.model, turn.usage, kind="grading")
+        if budget is not None:
+            self.cost += turn.charged(budget, self.model, kind="grading")
         self.replies.append(turn.message.content)
         return parse_verdicts(turn.message.content, list(criteria))
 
@@ -160,6 +171,8 @@ class _Ask:
             tries += 1
             try:
                 verdicts |= await self.call({n: c for n, c in criteria.items() if n not in verdicts})
+            except BudgetExceeded as error:  # refused before the call: nothing was asked
+                self.failure = f"the judge was not asked: {error.explain(plain_spelling)}"
             except MachineError as error:
                 self.retries.extend(getattr(error, "retries", []))
                 self.failure = f"the judge call failed: {error.explain(plain_spelling)}"

@@ -9,10 +9,13 @@ channel the model cannot forge:
   example the ``env`` of the machine server in the host's MCP config); ``reserve`` draws on it;
 - ``"command"``: the person typed the command (the CLI; ``consented`` records it).
 
-The allowance is a running total across calls within one process: each ``reserve`` takes its amount
-off, and ``settle`` gives back what the call did not spend (or takes the overshoot, never below zero).
-It lives in memory only, so it starts again from the configured value when the server restarts: the
-person's configuration sets it.
+The allowance is one running total across calls within one process, however many run at once: each
+``reserve`` takes its amount off, and ``settle`` gives back what the call did not spend or takes what it
+spent beyond it, so an overdraft is carried into the next calls (they are refused until it is paid off
+by a larger allowance). Each model call of a call under the allowance is also held against the
+allowance's ``ledger`` (a ``Budget`` every such call's budget spends from), so calls running together
+cannot spend past it by more than one model call's reservation. It lives in memory only, so it starts
+again from the configured value when the server restarts: the person's configuration sets it.
 
 Every settled call is recorded (``log()``) and, given a ``log_path``, appended to it as one JSON line
 with the correlation id, the tool, the machine, the amount allowed and spent, and who consented how.
@@ -32,7 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from machine.errors import BadInputError, ConsentRequired
-from machine.runs import now, timestamp
+from machine.runs import Budget, now, timestamp
 
 MAX_BUDGET_ENV = "MACHINIST_MAX_BUDGET"
 ALLOWANCE_ENV = "MACHINE_ALLOW_SPEND_USD"
@@ -126,6 +129,10 @@ class SpendingPolicy:
         )
         self.log_path = Path(log_path) if log_path is not None else None
         self._left = self.allowance
+        self.ledger: Budget | None = (
+            None if self.allowance is None else Budget(self.allowance, label=f"allowance {ALLOWANCE_ENV}")
+        )
+        """What every call consented through the allowance spends, model call by model call."""
         self._lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}
         self._log: list[dict[str, object]] = []
@@ -168,7 +175,7 @@ class SpendingPolicy:
         with self._lock:
             if self._left is None or self.allowance is None:
                 raise ConsentRequired(self._no_allowance_message(amount, tool, machine))
-            if amount > self._left:
+            if amount > 0 and amount > self._left:  # a call that spends nothing needs no room
                 raise ConsentRequired(
                     self._ran_out_message(amount, tool, machine, self._left, self.allowance)
                 )
@@ -218,8 +225,8 @@ class SpendingPolicy:
     def settle(self, correlation_id: str, *, spent_usd: float) -> None:
         """After the call: give the unspent part of a reservation back to the allowance and record the spend.
 
-        Spending past the reservation (work in flight overshoots a budget a little) is taken off the
-        allowance, which never goes below zero.
+        Spending past the reservation is taken off the allowance too, below zero if need be: the
+        overdraft is carried, so the next calls are refused until the allowance is raised.
         """
         spent = _number(spent_usd)
         if spent is None or spent < 0:
@@ -232,7 +239,7 @@ class SpendingPolicy:
                     "(already settled, or never started)"
                 )
             if pending.consent.how == "allowance" and self._left is not None:
-                self._left = max(0.0, self._left + pending.reserved - spent)
+                self._left = self._left + pending.reserved - spent
             entry: dict[str, object] = {
                 "at": timestamp(now()),
                 "correlation_id": correlation_id,
@@ -292,10 +299,11 @@ class SpendingPolicy:
         )
 
     def _ran_out_message(self, amount: float, tool: str, machine: str, left: float, allowance: float) -> str:
-        suggest = float(math.ceil(allowance + amount))
+        suggest = float(math.ceil(allowance + amount + max(-left, 0.0)))
+        what = f"only {_usd(left)} is left" if left >= 0 else f"it is overdrawn by {_usd(-left)}"
         return (
-            f"{tool} on {machine!r} (budget {_usd(amount)}) needs your consent: only {_usd(left)} is "
-            f"left of the allowance {ALLOWANCE_ENV}={allowance:g}. To allow more, raise it (e.g. "
+            f"{tool} on {machine!r} (budget {_usd(amount)}) needs your consent: {what} of the allowance "
+            f"{ALLOWANCE_ENV}={allowance:g}. To allow more, raise it (e.g. "
             f'"{ALLOWANCE_ENV}": "{suggest:g}") in the "env" of the machine server in your MCP host\'s '
             "configuration and restart the server (the running total starts again from the new value); "
             "or ask for a smaller budget_usd; or use an MCP client that supports elicitation."

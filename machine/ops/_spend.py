@@ -21,6 +21,10 @@ class Spend:
     budget: Budget
     settled: bool = field(default=False, init=False)
 
+    def __post_init__(self) -> None:
+        if self.consent.how == "allowance" and self.policy.ledger is not None:
+            self.budget.parent = self.policy.ledger  # one running total for every call it allowed
+
     @classmethod
     def by_command(
         cls, policy: SpendingPolicy, budget: Budget, *, command: str, machine: str | None

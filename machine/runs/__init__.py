@@ -4,7 +4,7 @@ the harness protocol and the shared agent loop, effort, prices and budgets, prov
 Adapters (``machine.clients``, ``machine.sandboxes``) build on this package and ``machine.errors`` alone.
 """
 
-from ._budget import Budget, parse_budget
+from ._budget import Budget, Reservation, parse_budget
 from ._effort import LEVELS, Effort, parse_effort
 from ._harness import Event, EventType, Harness, HarnessRequest, HarnessResult, ModelAccess, Turn
 from ._loop import NextTurn, call_tool, run_loop
@@ -50,6 +50,7 @@ __all__ = [
     "ModelAccess",
     "NextTurn",
     "Price",
+    "Reservation",
     "Run",
     "RunSummary",
     "SQLiteStore",

@@ -1,7 +1,12 @@
-"""Budgets: a spending limit in USD, charged for every model and judge call.
+"""Budgets: a spending limit in USD, held before every model call, not only between runs.
 
-New work asks ``check()`` before it starts and is refused once the limit is reached; work already
-in flight still charges what it used, so a command overshoots by at most its concurrent runs.
+Every model call goes through ``Budget.reserve(model, bound)``: it starts only while what is spent plus
+what the calls in flight have reserved is below the cap (it waits while calls in flight may still give
+their reservation back, and is refused once the spending alone reaches the cap). It reserves the most the
+call can legitimately cost (``bound``: the prompt's upper bound and ``max_tokens``, at the model's price)
+and settles to the real cost after. Usage an endpoint reports is hostile input: negative, non-integral,
+over the bound or over ``MAX_TOKENS_PER_CALL`` is a failed call (``UsageRefused``), charged at its
+reservation, never subtracted. So a capped command spends less than its cap plus one reservation.
 """
 
 from __future__ import annotations
@@ -9,8 +14,11 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
+from types import TracebackType
 
-from machine.errors import BadInputError, BudgetExceeded, Fix, UnknownPriceError
+import anyio
+
+from machine.errors import BadInputError, BudgetExceeded, Fix, UnknownPriceError, UsageRefused
 
 from ._pricing import price_of
 from ._records import Usage
@@ -18,12 +26,25 @@ from ._records import Usage
 BUDGET = Fix("budget", "2.5")
 PRICE_AS = Fix("price_as", "BASE_MODEL", "to price a checkpoint as its base model")
 NO_CAP = Fix("budget", "none", "to lift the cap")
+MORE = Fix("budget", "USD", "larger than that to go on")
+
+MAX_TOKENS_PER_CALL = 10_000_000
+"""No model call reports more tokens of any kind than this; a count above it is refused, bound or not."""
+
+WAIT_S = 0.01
+"""How often a call waiting for the calls in flight to settle looks again (they settle across threads
+and event loops, so it looks rather than waits on a loop's own event)."""
+
+_LOCK = threading.RLock()
+"""One lock over every budget: a call reserves in its budget and the ones above it (an allowance) at once."""
 
 
 def parse_budget(value: str | float | None) -> float | None:
-    """``"none"`` lifts the cap; anything else must be a non-negative number of USD."""
+    """``"none"`` lifts the cap; anything else must be a non-negative real number of USD (not a bool)."""
     if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
         return None
+    if isinstance(value, bool):
+        raise BadInputError(f"budget {value!r} is not a number of USD (or 'none' for no cap)", fixes=[BUDGET])
     try:
         usd = float(value)
     except (TypeError, ValueError):
@@ -37,9 +58,32 @@ def parse_budget(value: str | float | None) -> float | None:
     return usd
 
 
+def usage_problem(usage: Usage, bound: Usage | None = None) -> str | None:
+    """Why ``usage`` cannot be what a call used (given the most it could use), or None when it can."""
+    counts = {
+        "prompt": usage.input_tokens,
+        "cached prompt": usage.cached_input_tokens,
+        "output": usage.output_tokens,
+    }
+    for name, count in counts.items():
+        if count < 0:
+            return f"{count} {name} tokens is negative"
+        if count > MAX_TOKENS_PER_CALL:
+            return f"{count} {name} tokens is over the ceiling of {MAX_TOKENS_PER_CALL:,} a call"
+    if usage.cached_input_tokens > usage.input_tokens:
+        return f"{usage.cached_input_tokens} cached prompt tokens is more than the {usage.input_tokens} sent"
+    if bound is not None and usage.output_tokens > bound.output_tokens:
+        allowed = bound.output_tokens
+        return f"{usage.output_tokens} output tokens is more than the {allowed} max_tokens allowed"
+    if bound is not None and usage.input_tokens > bound.input_tokens:
+        return f"{usage.input_tokens} prompt tokens is more than the prompt can hold ({bound.input_tokens})"
+    return None
+
+
 @dataclass
 class Budget:
-    """A spending limit in USD and what has been spent, by kind (runs, grading)."""
+    """A spending limit in USD, what has been spent (by kind: runs, grading) and what the calls in flight
+    have reserved. ``parent`` is a budget this one also spends from (the allowance a server's calls share)."""
 
     usd: float | None = None
     """The limit; None means no cap (spending is still counted)."""
@@ -47,7 +91,12 @@ class Budget:
     """Model id -> the model whose price it is charged at (a fine-tuned checkpoint at its base);
     the key ``"*"`` prices every model that has no price of its own."""
     spent_by_kind: dict[str, float] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    parent: Budget | None = field(default=None, repr=False, compare=False)
+    label: str = "budget"
+    """What the limit is called in a refusal (``budget``, or the allowance a server was given)."""
+    reserved: float = field(default=0.0, init=False, compare=False)
+    """The reservations of the calls in flight."""
+    in_flight: int = field(default=0, init=False, compare=False)
 
     def __post_init__(self) -> None:
         self.usd = parse_budget(self.usd)
@@ -64,16 +113,28 @@ class Budget:
 
     @property
     def exhausted(self) -> bool:
-        """Whether the cap is reached."""
-        return self.usd is not None and self.spent >= self.usd
+        """Whether the cap is reached, here or in a budget above."""
+        own = self.usd is not None and self.spent >= self.usd
+        return own or (self.parent is not None and self.parent.exhausted)
 
     def check(self) -> None:
-        """Call before starting new work."""
-        if self.exhausted:
-            raise BudgetExceeded(
-                f"the budget of ${self.usd:.4f} is spent (${self.spent:.4f})",
-                fixes=[Fix("budget", "USD", "larger than that to go on")],
-            )
+        """Call before starting new work (a run): refused once the spending reaches a cap."""
+        for budget in self._chain():
+            if budget.usd is not None and budget.spent >= budget.usd:
+                raise budget._refusal()
+
+    def _refusal(self) -> BudgetExceeded:
+        return BudgetExceeded(
+            f"the {self.label} of ${self.usd or 0.0:.4f} is spent (${self.spent:.4f})", fixes=[MORE]
+        )
+
+    def _chain(self) -> list[Budget]:
+        chain: list[Budget] = []
+        budget: Budget | None = self
+        while budget is not None:
+            chain.append(budget)
+            budget = budget.parent
+        return chain
 
     def probe_price(self, model: str) -> None:
         """Refuse, before any call is made, a model with no known price under a cap."""
@@ -87,26 +148,112 @@ class Budget:
         if price is None and "*" in self.price_as:  # --price-as without --model: every unlisted model
             price = price_of(self.price_as["*"])
         if price is None:
-            if self.usd is None:
+            if all(budget.usd is None for budget in self._chain()):
                 return 0.0
             raise UnknownPriceError(
                 f"model {model!r} has no known price, so it cannot run under a budget",
                 fixes=[PRICE_AS, NO_CAP],
             )
-        return price.cost(usage)
+        return max(price.cost(usage), 0.0)
+
+    def reserve(self, model: str, bound: Usage | None = None, *, kind: str = "runs") -> Reservation:
+        """Hold the most one call to ``model`` can cost while it is in flight: ``async with`` it around the
+        call, and ``settle`` it with the usage the call reported. Every model call goes through this."""
+        return Reservation(self, model, bound, kind)
 
     def charge(self, model: str, usage: Usage, kind: str = "runs") -> float:
-        """Record what a finished call used; returns its cost in USD."""
+        """Record what a finished call used, when nothing was reserved for it (a host that reports its
+        calls after the fact); returns its cost. Impossible usage is refused and charges nothing."""
+        problem = usage_problem(usage)
+        if problem is not None:
+            raise UsageRefused(f"{model!r} reported usage that cannot be right: {problem}", charged=0.0)
         cost = self.cost(model, usage)
-        with self._lock:
-            self.spent_by_kind[kind] = self.spent_by_kind.get(kind, 0.0) + cost
+        self._add(kind, cost)
         return cost
+
+    def _add(self, kind: str, cost: float) -> None:
+        with _LOCK:
+            for budget in self._chain():
+                budget.spent_by_kind[kind] = budget.spent_by_kind.get(kind, 0.0) + cost
+
+    def _admit(self, amount: float) -> bool:
+        """Reserve ``amount`` in this budget and those above if every one has room; False to wait for the
+        calls in flight; BudgetExceeded once the spending alone has reached a cap."""
+        with _LOCK:
+            chain = self._chain()
+            for budget in chain:
+                if budget.usd is not None and budget.spent + budget.reserved >= budget.usd:
+                    if budget.in_flight == 0 or budget.spent >= budget.usd:
+                        raise budget._refusal()
+                    return False
+            for budget in chain:
+                budget.reserved += amount
+                budget.in_flight += 1
+            return True
+
+    def _release(self, amount: float) -> None:
+        with _LOCK:
+            for budget in self._chain():
+                budget.in_flight -= 1
+                budget.reserved = max(budget.reserved - amount, 0.0) if budget.in_flight else 0.0
 
     def describe(self) -> str:
         """What was spent, by kind, against the cap, in words."""
         parts = ", ".join(f"{kind} ${usd:.4f}" for kind, usd in sorted(self.spent_by_kind.items()) if usd)
         cap = "no cap" if self.usd is None else f"budget ${_usd(self.usd)}"
         return f"spent ${self.spent:.4f}" + (f" ({parts})" if parts else "") + f" of {cap}"
+
+
+class Reservation:
+    """One model call's hold on its budget: taken on entry (waiting, or BudgetExceeded), settled to the
+    real cost by ``settle``; a call that ends without settling gives its hold back, except one whose
+    reply carried impossible usage (``UsageRefused``), which is charged at the reservation."""
+
+    def __init__(self, budget: Budget, model: str, bound: Usage | None, kind: str) -> None:
+        self.budget, self.model, self.bound, self.kind = budget, model, bound, kind
+        self.amount = 0.0
+        """The most the call can cost (0 when the request does not bound it)."""
+        self.cost: float | None = None
+        self._held = False
+
+    async def __aenter__(self) -> Reservation:
+        self.amount = self.budget.cost(self.model, self.bound) if self.bound is not None else 0.0
+        while not self.budget._admit(self.amount):
+            await anyio.sleep(WAIT_S)
+        self._held = True
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if not self._held:
+            return
+        if isinstance(error, UsageRefused) and self.cost is None:
+            error.charged = self._close(self.amount)
+        else:
+            self._close(self.cost or 0.0)
+
+    def _close(self, cost: float) -> float:
+        self._held = False
+        self.budget._release(self.amount)
+        self.budget._add(self.kind, cost)
+        return cost
+
+    def settle(self, usage: Usage) -> float:
+        """The call's real cost, charged now; impossible usage raises UsageRefused, charged at the
+        reservation."""
+        if self.cost is not None:
+            raise RuntimeError("a reservation is settled once")
+        problem = usage_problem(usage, self.bound)
+        if problem is not None:
+            self.cost = self._close(self.amount)
+            raise UsageRefused(
+                f"{self.model!r} reported usage that cannot be right ({problem}), so the call failed; "
+                f"it is charged at the most it could cost, ${self.amount:.4f}",
+                charged=self.cost,
+            )
+        self.cost = self._close(self.budget.cost(self.model, usage))
+        return self.cost
 
 
 def _usd(amount: float) -> str:

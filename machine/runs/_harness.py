@@ -84,10 +84,17 @@ class Turn:
     usage: Usage = field(default_factory=Usage)
     retries: list[dict[str, Any]] = field(default_factory=list)
     """Failed attempts before this reply (status, error, wait), for the run's record."""
+    cost_usd: float | None = None
+    """What the call cost when it was charged under a reservation as it was made; None: not charged yet."""
+
+    def charged(self, budget: Budget, model: str, kind: str = "runs") -> float:
+        """The turn's cost in ``budget``: charged now unless it was charged under a reservation."""
+        return self.cost_usd if self.cost_usd is not None else budget.charge(model, self.usage, kind)
 
 
 class ModelAccess(Protocol):
-    """One model call for a grader, routed to the endpoint that serves ``model``."""
+    """One model call for a grader, routed to the endpoint that serves ``model``; given a ``budget``, the
+    call is made under ``budget.reserve`` and the turn carries its ``cost_usd``, charged as ``kind``."""
 
     async def complete(
         self,
@@ -97,4 +104,6 @@ class ModelAccess(Protocol):
         effort: Effort | None = None,
         temperature: float | None = None,
         seed: int | None = None,
+        budget: Budget | None = None,
+        kind: str = "grading",
     ) -> Turn: ...

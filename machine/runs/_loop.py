@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from machine.errors import HarnessError
+from machine.errors import BudgetExceeded, HarnessError
 
 from ._harness import HarnessRequest, HarnessResult, Turn
 from ._records import Message, ToolCall, Usage
@@ -31,21 +31,31 @@ async def call_tool(request: HarnessRequest, call: ToolCall) -> Message:
 
 
 async def run_loop(request: HarnessRequest, next_turn: NextTurn) -> HarnessResult:
-    """Ask for turns until the model stops calling tools or ``max_steps`` model calls are spent."""
+    """Ask for turns until the model stops calling tools or ``max_steps`` model calls are spent.
+
+    The budget is asked before every step. Refused before the first, BudgetExceeded is raised (nothing
+    ran); refused later, the run stops there with ``stop_reason`` ``"budget"``, keeping what it did."""
     trajectory = [Message(role="user", content=request.input)]
     usage, cost = Usage(), 0.0
     retries: list[dict[str, Any]] = []
     stop_reason, error = "max_steps", None
     for step in range(request.max_steps):
         try:
+            request.budget.check()
             turn = await next_turn([*request.history, *trajectory], step)
+            cost += turn.charged(request.budget, request.model)
+        except BudgetExceeded as refused:
+            if step == 0:
+                raise
+            stop_reason, error = "budget", str(refused)
+            break
         except HarnessError as failure:  # the run fails with what it did so far, and says why
             retries.extend(getattr(failure, "retries", []))
+            cost += getattr(failure, "charged", 0.0)  # impossible usage is paid for at its reservation
             stop_reason, error = "error", str(failure)
             break
         retries.extend(turn.retries)
         usage = usage + turn.usage
-        cost += request.budget.charge(request.model, turn.usage)
         trajectory.append(turn.message)
         request.emit("assistant", turn.message)
         if not turn.message.tool_calls:

@@ -44,6 +44,8 @@ class Models:
         effort: Effort | None = None,
         temperature: float | None = None,
         seed: int | None = None,
+        budget: Budget | None = None,
+        kind: str = "grading",
     ) -> Turn:
         self.calls.append(
             {"model": model, "messages": messages, "effort": effort, "temperature": temperature, "seed": seed}

@@ -64,8 +64,8 @@ async def test_a_run_and_its_judge_both_go_to_the_endpoint_and_are_charged_apart
 ) -> None:
     verdict = json.dumps({"criteria": {"helpful": {"reason": "it answers", "score": 1}}})
     server.push(
-        text("Paris.", prompt_tokens=1_000_000, completion_tokens=0),
-        text(verdict, prompt_tokens=1_000_000, completion_tokens=0),
+        text("Paris.", prompt_tokens=1000, completion_tokens=500),
+        text(verdict, prompt_tokens=1000, completion_tokens=500),
     )
     budget = Budget(10)
     ws = workspace(tmp_path, server, budget)
@@ -80,8 +80,10 @@ async def test_a_run_and_its_judge_both_go_to_the_endpoint_and_are_charged_apart
     assert judged["model"] == "thinkingmachines/Inkling-Small"
     assert judged["temperature"] == 0.0 and judged["seed"] == 0 and judged["reasoning_effort"] == "low"
     assert "Paris." in judged["messages"][1]["content"]
-    assert budget.spent_by_kind == {"runs": pytest.approx(1.86), "grading": pytest.approx(1.16)}
-    assert helpful.cost_usd == pytest.approx(1.16)
+    run_cost = (1000 * 1.86 + 500 * 5.595) / 1e6  # Qwen3.8-27B's input and output prices
+    judge_cost = (1000 * 1.16 + 500 * 2.88) / 1e6  # Inkling-Small's
+    assert budget.spent_by_kind == {"runs": pytest.approx(run_cost), "grading": pytest.approx(judge_cost)}
+    assert helpful.cost_usd == pytest.approx(judge_cost)
 
 
 @pytest.mark.anyio

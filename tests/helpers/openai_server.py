@@ -3,7 +3,8 @@
 No machine here reaches Tinker or OpenRouter, so the real client code is tested against this instead:
 only the base URL differs. It listens on 127.0.0.1 (a free port), answers ``POST .../chat/completions``
 under any prefix (``/v1``, Tinker's ``/oai/api/v1``, OpenRouter's ``/api/v1``), plain or streamed (SSE),
-plays a queue of scripted replies and injects faults on demand, and records every request.
+plays a queue of scripted replies and injects faults on demand, reports whatever usage a test
+chooses (``Reply.raw_usage``: huge, negative, NaN), and records every request.
 
 Tests import it as ``helpers.openai_server`` (``tests/`` is on ``sys.path``); a benchmark puts ``tests/``
 there first (see ``benchmarks/harness.py``)::
@@ -68,8 +69,13 @@ class Reply:
     finish_reason: str | None = None
     chunk_chars: int = 3
     """Streaming: text, reasoning and tool-call arguments are split into pieces of this many characters."""
+    raw_usage: dict[str, Any] | None = None
+    """Sent as ``usage`` exactly as given, in place of the counts above: an endpoint's hostile word
+    (negative, huge, NaN, a string). ``float("nan")`` goes on the wire as ``NaN``, as some servers send it."""
 
     def usage(self) -> dict[str, Any]:
+        if self.raw_usage is not None:
+            return dict(self.raw_usage)
         usage: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,

@@ -330,6 +330,8 @@ class Models:
         effort: Effort | None = None,
         temperature: float | None = None,
         seed: int | None = None,
+        budget: Budget | None = None,
+        kind: str = "grading",
     ) -> Turn:
         self.calls.append({"model": model, "effort": effort, "temperature": temperature, "seed": seed})
         output = messages[-1]["content"].split("## Final output\n")[-1]

@@ -119,14 +119,19 @@ def test_settle_refunds_the_unspent_part() -> None:
     assert policy.allowance_left == pytest.approx(4.25)
 
 
-def test_overshoot_is_charged_but_never_below_zero() -> None:
+def test_an_overdraft_is_carried_into_the_next_calls() -> None:
     policy = SpendingPolicy(allowance=5)
     cid, _ = policy.reserve(2, tool="rehearse", machine="red")
-    policy.settle(cid, spent_usd=2.5)  # work in flight overshoots a little
+    policy.settle(cid, spent_usd=2.5)  # spent past what it reserved
     assert policy.allowance_left == pytest.approx(2.5)
     cid, _ = policy.reserve(2.5, tool="rehearse", machine="red")
     policy.settle(cid, spent_usd=3)
-    assert policy.allowance_left == 0.0
+    assert policy.allowance_left == pytest.approx(-0.5)  # not forgotten
+    with pytest.raises(ConsentRequired, match=r"overdrawn by \$0\.50"):
+        policy.reserve(0.01, tool="rehearse", machine="red")
+    cid, _ = policy.reserve(0, tool="commit", machine="red")  # a call that spends nothing still may
+    policy.settle(cid, spent_usd=0)
+    assert policy.allowance_left == pytest.approx(-0.5)
 
 
 def test_running_out_refuses_the_next_call_and_says_how_to_allow_more() -> None:
