@@ -8,23 +8,30 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import anyio
+import anyio.lowlevel
 import httpcore
 import httpx
 
 from ._address import FetchError, FetchRefused, Policy, Resolver, public_only, resolve_host
+from ._bounded import Deadline, in_thread
+from ._decode import ACCEPT_ENCODING, PIECE_BYTES, Decoder
 from ._paths import SNIFF_BYTES, _is_binary
-from ._transport import GuardedTransport
-from .html import html_to_text
+from ._transport import GuardedTransport, ssl_context
+from .html import convert
 
 FETCH_TIMEOUT_S = 15.0
 FETCH_MAX_BYTES = 5_000_000
 MAX_REDIRECTS = 5
+TEXT_SECONDS = 10.0
+"""How long turning a page's HTML into text may take (off the event loop) before the text is cut."""
 HEADERS = {
     "User-Agent": "machine-web-fetch/0.1",
     "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
+    "Accept-Encoding": ACCEPT_ENCODING,
 }
 """The headers every request of web_fetch sends."""
 
@@ -44,6 +51,8 @@ class Page:
     redirects: tuple[str, ...] = ()
     cut: bool = False
     """Whether the body was longer than the download limit and only its start was read."""
+    text_cut: bool = False
+    """Whether turning the HTML into text stopped early (at its time or size limit)."""
 
 
 _REDIRECTS = {301, 302, 303, 307, 308}
@@ -108,14 +117,30 @@ def _charset(declared: str | None, head: bytes) -> str:
 
 
 async def _read_body(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > max_bytes:
-            return b"".join(chunks)[:max_bytes], True
-    return b"".join(chunks), False
+    """The body, decoded as it arrives, cut at ``max_bytes`` of decoded bytes and of raw bytes alike."""
+    decoder = Decoder(response.headers.get("content-encoding", ""))
+    body = bytearray()
+    raw = 0
+    async for chunk in response.aiter_raw():
+        raw += len(chunk)
+        decoder.push(chunk)
+        while piece := decoder.pull(min(PIECE_BYTES, max_bytes + 1 - len(body))):
+            body += piece
+            if len(body) > max_bytes:
+                del body[max_bytes:]
+                return bytes(body), True
+            await anyio.lowlevel.checkpoint()  # a piece at a time: a bomb's inflating never holds the loop
+        if raw > max_bytes:
+            return bytes(body), True
+    return bytes(body), False
+
+
+def _as_text(body: bytes, charset: str, html: bool, base: str, deadline: Deadline) -> tuple[str, str, bool]:
+    """(title, text, cut) of a body: run in a worker thread, since a page can be megabytes of HTML."""
+    decoded = body.decode(charset, errors="replace")
+    if not html:
+        return "", decoded, False
+    return convert(decoded, base=base, deadline=deadline)
 
 
 async def fetch(
@@ -139,7 +164,7 @@ async def fetch(
     Raises FetchRefused for a URL or address the policy refuses and FetchError for other failures."""
     current = _url(url)
     redirects: list[str] = []
-    transport = GuardedTransport(resolve, allow)
+    transport = GuardedTransport(resolve, allow, await ssl_context())
     try:
         with anyio.fail_after(timeout_s):
             async with httpx.AsyncClient(
@@ -189,10 +214,8 @@ async def _page(
         kind_shown = media or "no content type"
         raise FetchError(f"{url} is binary ({kind_shown}): web_fetch reads HTML and text pages only")
     charset = _charset(response.charset_encoding, body if kind == "html" else b"")
-    decoded = body.decode(charset, errors="replace")
-    title = ""
-    if kind == "html":
-        title, decoded = html_to_text(decoded, base=str(url))
+    work = partial(_as_text, body, charset, kind == "html", str(url))
+    title, decoded, text_cut = await in_thread(work, TEXT_SECONDS)
     return Page(
         url=asked,
         final_url=str(url),
@@ -202,4 +225,5 @@ async def _page(
         title=title,
         redirects=redirects,
         cut=cut,
+        text_cut=text_cut,
     )

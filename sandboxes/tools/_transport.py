@@ -6,13 +6,27 @@ Host header still use the URL's name.
 
 from __future__ import annotations
 
+import os
+import ssl
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+import anyio.to_thread
 import httpcore
 import httpx
 
 from ._address import FetchRefused, Policy, Resolver, vetted
+
+_CONTEXTS: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
+
+
+async def ssl_context() -> ssl.SSLContext:
+    """httpx's default TLS context, made once per certificate setting and in a worker thread: loading
+    the certificate store takes long enough to stall the event loop."""
+    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    if key not in _CONTEXTS:
+        _CONTEXTS[key] = await anyio.to_thread.run_sync(httpx.create_ssl_context)
+    return _CONTEXTS[key]
 
 
 class _GuardedBackend(httpcore.AsyncNetworkBackend):
@@ -73,9 +87,9 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     """An httpx transport over an httpcore pool that uses the guarded backend. httpcore still sees
     the URL's host name, so the Host header, TLS SNI and certificate checks are those of the name."""
 
-    def __init__(self, resolve: Resolver, allow: Policy) -> None:
+    def __init__(self, resolve: Resolver, allow: Policy, context: ssl.SSLContext | None = None) -> None:
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=context or httpx.create_ssl_context(),
             network_backend=_GuardedBackend(resolve, allow),
             http1=True,
             http2=False,

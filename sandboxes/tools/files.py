@@ -2,45 +2,66 @@
 
 from __future__ import annotations
 
+import heapq
 import os
-import re
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import anyio
 import anyio.to_thread
 
 from machine.runs import Tool, ToolContext, ToolFailure, tool
 
-from ._paths import (
-    SNIFF_BYTES,
-    _is_binary,
-    _missing,
-    _open_read,
-    _read_inside,
-    _resolve,
-    _sandbox,
-    _shown,
-    _write_inside,
-)
+from . import _bounded
+from ._bounded import Deadline, in_thread
+from ._paths import SNIFF_BYTES, _is_binary, _missing, _open_read, _resolve, _sandbox, _shown, _write_inside
+from ._reading import read_window
+from ._search import MAX_MATCH_LINE, MAX_MATCHES, MAX_SEARCH_FILE_BYTES, SEARCH_SECONDS, search
 
 MAX_LIST_ENTRIES = 500
 MAX_DEPTH = 10
-MAX_MATCHES = 200
-MAX_MATCH_LINE = 300
-SEARCH_SECONDS = 20.0
-MAX_SEARCH_FILE_BYTES = 10_000_000
 READ_LIMIT = 2000
 MAX_READ_CHARS = 60_000
 MAX_LINE_CHARS = 2000
+MAX_EDIT_BYTES = 10_000_000
+"""edit_file refuses a larger file before reading it: the edit holds the whole file in memory."""
+MAX_EDIT_MATCHES = 1000
+
+__all__ = [
+    "FILE_TOOLS",
+    "MAX_DEPTH",
+    "MAX_EDIT_BYTES",
+    "MAX_LINE_CHARS",
+    "MAX_LIST_ENTRIES",
+    "MAX_MATCHES",
+    "MAX_MATCH_LINE",
+    "MAX_READ_CHARS",
+    "MAX_SEARCH_FILE_BYTES",
+    "READ_LIMIT",
+    "SEARCH_SECONDS",
+    "edit_file",
+    "list_files",
+    "read_file",
+    "search_files",
+    "write_file",
+]
 
 
 # ------------------------------------------------------------------------------------------- listing
 
 
-def _list_files(sandbox: Any, path: str, depth: int) -> str:
+def _visible(
+    scan: Iterator[os.DirEntry[str]], hidden: set[Path], deadline: Deadline
+) -> Iterator[os.DirEntry[str]]:
+    for count, entry in enumerate(scan):
+        if count % 1000 == 999 and deadline.expired():
+            return
+        if Path(entry.path) not in hidden:
+            yield entry
+
+
+def _list_files(sandbox: Any, path: str, depth: int, deadline: Deadline) -> str:
     if not 1 <= depth <= MAX_DEPTH:
         raise ToolFailure(f"depth must be between 1 and {MAX_DEPTH}, not {depth}")
     root = _resolve(sandbox, path)
@@ -56,14 +77,16 @@ def _list_files(sandbox: Any, path: str, depth: int) -> str:
         below: list[Path] = []
         for folder in level:
             try:
-                with os.scandir(folder) as scan:
-                    entries = sorted(scan, key=lambda e: e.name)
+                with os.scandir(folder) as scan:  # only the first names are kept, whatever the folder holds
+                    wanted = MAX_LIST_ENTRIES + 1 - len(found)
+                    entries = heapq.nsmallest(wanted, _visible(scan, hidden, deadline), key=lambda e: e.name)
             except OSError as error:
                 unreadable.append(f"{_shown(sandbox, folder)}/ ({error.strerror or error})")
                 continue
+            if deadline.expired():
+                cut = True
+                break
             for entry in entries:
-                if Path(entry.path) in hidden:
-                    continue
                 if len(found) >= MAX_LIST_ENTRIES:
                     cut = True
                     break
@@ -89,7 +112,11 @@ def _list_files(sandbox: Any, path: str, depth: int) -> str:
     if not lines:
         lines = ["(empty folder)"]
     lines += [f"[could not read {u}]" for u in unreadable]
-    if cut:
+    if cut and deadline.expired():
+        lines.append(
+            f"[listing stopped after {deadline.seconds:g} s: list a subfolder, or pass a smaller depth]"
+        )
+    elif cut:
         lines.append(
             f"[listing cut at {MAX_LIST_ENTRIES} entries: list a subfolder, or pass a smaller depth]"
         )
@@ -104,117 +131,10 @@ async def list_files(ctx: ToolContext, path: str = ".", depth: int = 2) -> str:
     path: the folder, relative to the working directory ('.' for the top).
     depth: how many levels to go down (1 = only the folder's own entries; default 2, at most 10).
     Long listings are cut at 500 entries with a note."""
-    return await anyio.to_thread.run_sync(_list_files, _sandbox(ctx), path, depth)
+    return await in_thread(partial(_list_files, _sandbox(ctx), path, depth), _bounded.TOOL_SECONDS)
 
 
 # ----------------------------------------------------------------------------------------- searching
-
-
-def _walk_files(root: Path, hidden: Iterable[Path] = ()) -> Iterator[Path]:
-    """Regular files under ``root`` in sorted order; symlinks, .git and hidden folders are skipped."""
-    skip = set(hidden)
-    for folder, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d != ".git" and not os.path.islink(os.path.join(folder, d)) and Path(folder, d) not in skip
-        )
-        for name in sorted(filenames):
-            candidate = Path(folder, name)
-            if not candidate.is_symlink():
-                yield candidate
-
-
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """A glob as a regular expression: '*' and '?' stay within one folder, '**/' spans folders."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        char = pattern[i]
-        closing = pattern.find("]", i + 2) if char == "[" else -1
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif closing != -1:
-            inner = pattern[i + 1 : closing]
-            negate = inner.startswith("!")
-            members = (inner[1:] if negate else inner).replace("\\", "\\\\").replace("[", "\\[")
-            out.append("[" + ("^" if negate else "") + members.replace("^", "\\^") + "]")
-            i = closing
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
-def _glob_matches(relative: str, pattern: str) -> bool:
-    """A glob without '/' is matched against the file name, one with '/' against the whole path."""
-    if "/" not in pattern:
-        return _glob_regex(pattern).match(relative.rsplit("/", 1)[-1]) is not None
-    return _glob_regex(pattern.lstrip("/")).match(relative) is not None
-
-
-def _search_files(sandbox: Any, pattern: str, path: str, glob: str | None) -> str:
-    try:
-        regex = re.compile(pattern)
-    except re.error as error:
-        raise ToolFailure(f"invalid regular expression {pattern!r}: {error}") from None
-    root = _resolve(sandbox, path)
-    if not root.exists():
-        raise _missing(sandbox, root, path)
-    files: Iterable[Path] = [root] if root.is_file() else _walk_files(root, getattr(sandbox, "hidden", ()))
-    results: list[str] = []
-    binary = large = 0
-    stopped = ""
-    started = time.monotonic()
-    for file in files:
-        relative = _shown(sandbox, file)
-        if glob and file != root and not _glob_matches(relative, glob):
-            continue
-        if time.monotonic() - started > SEARCH_SECONDS:
-            stopped = f"[search stopped after {SEARCH_SECONDS:g} s: narrow the path or glob]"
-            break
-        try:
-            if file.stat().st_size > MAX_SEARCH_FILE_BYTES:
-                large += 1
-                continue
-            data = _read_inside(sandbox, file)
-        except (OSError, ToolFailure):  # unreadable, or not a regular file
-            continue
-        if _is_binary(data[:SNIFF_BYTES]):
-            binary += 1
-            continue
-        for number, line in enumerate(data.decode("utf-8", errors="replace").split("\n"), start=1):
-            line = line.rstrip("\r")
-            if regex.search(line):
-                if len(results) >= MAX_MATCHES:
-                    stopped = f"[stopped at {MAX_MATCHES} matches: narrow the pattern, path or glob]"
-                    break
-                text = line.strip()
-                if len(text) > MAX_MATCH_LINE:
-                    text = text[:MAX_MATCH_LINE] + "…"
-                results.append(f"{relative}:{number}: {text}")
-        if stopped:
-            break
-    where = "the working directory" if _shown(sandbox, root) == "." else repr(_shown(sandbox, root))
-    lines = results or [
-        f"no matches for {pattern!r} in {where}" + (f" (files matching {glob!r})" if glob else "")
-    ]
-    if binary:
-        lines.append(f"[{binary} binary file{'s' if binary > 1 else ''} skipped]")
-    if large:
-        lines.append(f"[{large} file{'s' if large > 1 else ''} over {MAX_SEARCH_FILE_BYTES:,} bytes skipped]")
-    if stopped:
-        lines.append(stopped)
-    return "\n".join(lines)
 
 
 @tool
@@ -225,13 +145,13 @@ async def search_files(ctx: ToolContext, pattern: str, path: str = ".", glob: st
     pattern: a Python regular expression, e.g. 'def \\w+_test' or 'TODO'.
     path: the folder (or one file) to search, relative to the working directory; default '.'.
     glob: only search files whose name matches, e.g. '*.py', or whose path matches, e.g. 'src/**/*.py'."""
-    return await anyio.to_thread.run_sync(_search_files, _sandbox(ctx), pattern, path, glob)
+    return await search(_sandbox(ctx), pattern, path, glob)
 
 
 # ------------------------------------------------------------------------------------------- reading
 
 
-def _read_file(sandbox: Any, path: str, offset: int, limit: int) -> str:
+def _read_file(sandbox: Any, path: str, offset: int, limit: int, deadline: Deadline) -> str:
     if offset < 0:
         raise ToolFailure(f"offset must be 0 or more (lines to skip), not {offset}")
     if limit < 1:
@@ -245,35 +165,34 @@ def _read_file(sandbox: Any, path: str, offset: int, limit: int) -> str:
     try:
         with os.fdopen(_open_read(sandbox, target), "rb") as handle:
             if _is_binary(handle.read(SNIFF_BYTES)):
-                size = target.stat().st_size
+                size = os.fstat(handle.fileno()).st_size
                 raise ToolFailure(f"{shown!r} is a binary file ({size:,} bytes): read_file shows text only")
             handle.seek(0)
-            lines: list[str] = []
-            chars = 0
-            total = 0
-            long_lines = False
-            last = offset
-            for total, raw in enumerate(handle, start=1):
-                if total <= offset or len(lines) >= limit or chars >= MAX_READ_CHARS:
-                    continue
-                text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                if len(text) > MAX_LINE_CHARS:
-                    text, long_lines = text[:MAX_LINE_CHARS] + " … [line cut]", True
-                lines.append(f"{total:>6}\t{text}")
-                chars += len(text) + 8
-                last = total
+            window = read_window(handle, offset, limit, MAX_READ_CHARS, MAX_LINE_CHARS, deadline)
     except OSError as error:
         raise ToolFailure(f"cannot read {shown!r}: {error.strerror or error}") from None
-    if total == 0:
+    if window.out_of_time and not window.lines:
+        raise ToolFailure(
+            f"read_file stopped after {deadline.seconds:g} s before reaching line {offset + 1} of {shown}"
+        )
+    if window.total == 0 and window.counted:
         return f"({shown} is empty)"
-    if offset >= total:
-        raise ToolFailure(f"offset {offset} is past the end: {shown} has {total} lines")
+    if offset >= window.total and window.counted:
+        raise ToolFailure(f"offset {offset} is past the end: {shown} has {window.total} lines")
+    last = window.lines[-1][0] if window.lines else offset
     notes = []
-    if last < total:
-        notes.append(f"[lines {offset + 1}-{last} of {total}; call read_file with offset={last} to read on]")
-    if long_lines:
+    if not window.counted:
+        notes.append(
+            f"[lines {offset + 1}-{last} of more than {window.total - 1:,} (too many to count); "
+            f"call read_file with offset={last} to read on]"
+        )
+    elif last < window.total:
+        notes.append(
+            f"[lines {offset + 1}-{last} of {window.total}; call read_file with offset={last} to read on]"
+        )
+    if window.cut_lines:
         notes.append(f"[lines longer than {MAX_LINE_CHARS} characters were cut]")
-    return "\n".join(lines + notes)
+    return "\n".join([f"{number:>6}\t{text}" for number, text in window.lines] + notes)
 
 
 @tool
@@ -284,7 +203,7 @@ async def read_file(ctx: ToolContext, path: str, offset: int = 0, limit: int = R
     path: the file, relative to the working directory.
     offset: how many lines to skip first (0 = from the start).
     limit: how many lines to show (default 2000)."""
-    return await anyio.to_thread.run_sync(_read_file, _sandbox(ctx), path, offset, limit)
+    return await in_thread(partial(_read_file, _sandbox(ctx), path, offset, limit), _bounded.TOOL_SECONDS)
 
 
 # ------------------------------------------------------------------------------------------- writing
@@ -314,16 +233,47 @@ async def write_file(ctx: ToolContext, path: str, content: str) -> str:
     return await anyio.to_thread.run_sync(_write_file, _sandbox(ctx), path, content)
 
 
-def _positions(text: str, snippet: str) -> list[int]:
-    """Every start of ``snippet`` in ``text``, overlapping ones included."""
-    found, start = [], text.find(snippet)
-    while start != -1:
+def _positions(text: str, snippet: str, deadline: Deadline) -> list[int]:
+    """Starts of ``snippet`` in ``text``, overlapping ones included, up to MAX_EDIT_MATCHES + 1."""
+    found: list[int] = []
+    start = text.find(snippet)
+    while start != -1 and len(found) <= MAX_EDIT_MATCHES and not deadline.expired():
         found.append(start)
         start = text.find(snippet, start + 1)
     return found
 
 
-def _edit_file(sandbox: Any, path: str, old: str, new: str) -> str:
+def _line_numbers(text: str, positions: list[int], most: int) -> list[int]:
+    """The line of each of the first positions, counted on from the one before (one pass over text)."""
+    numbers: list[int] = []
+    line, at = 1, 0
+    for position in positions:
+        line += text.count("\n", at, position)
+        at = position
+        if not numbers or numbers[-1] != line:
+            numbers.append(line)
+        if len(numbers) > most:
+            break
+    return numbers
+
+
+def _read_for_edit(sandbox: Any, target: Path, shown: str) -> str:
+    """The file's text, refused before reading when it is over MAX_EDIT_BYTES."""
+    try:
+        with os.fdopen(_open_read(sandbox, target), "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = b"" if size > MAX_EDIT_BYTES else handle.read(MAX_EDIT_BYTES + 1)
+    except OSError as error:
+        raise ToolFailure(f"cannot read {shown!r}: {error.strerror or error}") from None
+    if size > MAX_EDIT_BYTES or len(data) > MAX_EDIT_BYTES:
+        raise ToolFailure(
+            f"{shown} has {max(size, len(data)):,} bytes, over edit_file's limit of {MAX_EDIT_BYTES:,}; "
+            "nothing was changed. Change it with a command (run) or write a new file with write_file"
+        )
+    return data.decode("utf-8", errors="surrogateescape")  # bytes outside the edit round-trip exactly
+
+
+def _edit_file(sandbox: Any, path: str, old: str, new: str, deadline: Deadline) -> str:
     if not old:
         raise ToolFailure("old is empty: give the exact text to replace (use write_file to create a file)")
     if old == new:
@@ -334,25 +284,24 @@ def _edit_file(sandbox: Any, path: str, old: str, new: str) -> str:
     if not target.exists():
         raise _missing(sandbox, target, path)
     shown = _shown(sandbox, target)
-    try:
-        data = _read_inside(sandbox, target)
-    except OSError as error:
-        raise ToolFailure(f"cannot read {shown!r}: {error.strerror or error}") from None
-    text = data.decode("utf-8", errors="surrogateescape")  # bytes outside the edit round-trip exactly
-    found = _positions(text, old)
+    text = _read_for_edit(sandbox, target, shown)
+    found = _positions(text, old, deadline)
     if not found and "\r\n" in text and "\n" in old and "\r\n" not in old:  # the file uses CRLF
         old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-        found = _positions(text, old)
+        found = _positions(text, old, deadline)
+    if deadline.expired():
+        raise ToolFailure(f"edit_file stopped after {deadline.seconds:g} s; nothing was changed")
     if not found:
         raise ToolFailure(
             f"old was not found in {shown}; nothing was changed. Read the file and copy the text "
             "exactly, with its whitespace and indentation"
         )
     if len(found) > 1:
-        numbers = sorted({text.count("\n", 0, p) + 1 for p in found})
+        numbers = _line_numbers(text, found, 20)
         listed = ", ".join(str(n) for n in numbers[:20]) + (" …" if len(numbers) > 20 else "")
+        times = f"{MAX_EDIT_MATCHES:,} or more" if len(found) > MAX_EDIT_MATCHES else str(len(found))
         raise ToolFailure(
-            f"old occurs {len(found)} times in {shown} (line{'s' if len(numbers) > 1 else ''} {listed}); "
+            f"old occurs {times} times in {shown} (line{'s' if len(numbers) > 1 else ''} {listed}); "
             "nothing was changed. Include more of the surrounding text so that it matches exactly once"
         )
     at = found[0]
@@ -373,8 +322,9 @@ async def edit_file(ctx: ToolContext, path: str, old: str, new: str) -> str:
 
     path: the file, relative to the working directory.
     old: the exact text to replace (copy it from read_file, without the line numbers).
-    new: the text to put in its place."""
-    return await anyio.to_thread.run_sync(_edit_file, _sandbox(ctx), path, old, new)
+    new: the text to put in its place.
+    Files over 10,000,000 bytes are refused."""
+    return await in_thread(partial(_edit_file, _sandbox(ctx), path, old, new), _bounded.TOOL_SECONDS)
 
 
 FILE_TOOLS: tuple[Tool, ...] = (list_files, search_files, read_file, write_file, edit_file)

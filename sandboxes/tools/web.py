@@ -41,6 +41,11 @@ def _render(page: Page, offset: int, limit: int = FETCH_CHARS) -> str:
         parts += ["", f"[{total - end:,} more characters: call web_fetch with offset={end} to read on]"]
     if page.cut:
         parts += ["", f"[the page is larger than {FETCH_MAX_BYTES:,} bytes: only its start was read]"]
+    if page.text_cut:
+        parts += [
+            "",
+            "[the page's HTML was too large or too slow to turn into text: only its start is shown]",
+        ]
     return "\n".join(parts)
 
 
