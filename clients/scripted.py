@@ -4,7 +4,9 @@ tool use deterministically.
 A script is JSON: ``{"rules": [{"match": REGEX, "turns": [TURN, ...]}, ...]}``. The first rule whose
 regular expression is found in the run's input wins. A TURN holds any of ``text``, ``reasoning``,
 ``tool_calls`` (``[{"name", "arguments"}]``; ``arguments`` may be a string, which the model "sent" as
-raw JSON, valid or not) and ``usage`` (``{"input_tokens", "cached_input_tokens", "output_tokens"}``).
+raw JSON, valid or not), ``usage`` (``{"input_tokens", "cached_input_tokens", "output_tokens"}``) and
+``delay`` (seconds the "model" takes to send the turn, to replay a slow model; cancelling the run stops
+the wait).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from machine.errors import HarnessError
@@ -34,6 +37,7 @@ class ScriptedTurn(_Strict):
     reasoning: str | None = None
     tool_calls: list[ScriptedCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    delay: float = Field(default=0.0, ge=0.0, le=3600.0, allow_inf_nan=False)
 
 
 class Rule(_Strict):
@@ -106,6 +110,9 @@ class ScriptedHarness:
         turns = self.rule_for(request.input).turns
 
         async def reply(messages: list[Message], step: int) -> Turn:
+            # Every replayed model call waits (at least a checkpoint), so cancellation reaches the run
+            # here as it would in a real model call.
+            await anyio.sleep(turns[step].delay if step < len(turns) else 0)
             if step >= len(turns):  # the script ran out while the model still had tool results to answer
                 return Turn(Message(role="assistant", content=""))
             return Turn(_message(turns[step], step), turns[step].usage)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ._agree import agree_command
@@ -11,11 +13,26 @@ from ._machines import list_machines_command, show, tree
 from ._options import workspace_option
 from ._runs import eval_run, run, runs
 from ._serve import serve_command
+from ._stop import INTERRUPTED, end, stop_status
 from ._suite import suite
 from ._versions import commit_command, propose_command, revert_command, versions_command
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The command group, which ends every command stopped from outside (Ctrl-C, a closed pipe) quietly:
+    a short line and the conventional exit status instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BaseException as error:
+            status = stop_status(error)
+            if status is None:
+                raise
+            end(status, ["interrupted"] if status == INTERRUPTED else [])
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @workspace_option
 def cli() -> None:
     """Small agent loops with a rubric: run machines, grade their runs, measure them."""

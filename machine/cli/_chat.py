@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import click
 
@@ -12,6 +14,9 @@ from machine.spec import Machine
 from machine.workspace import Workspace
 
 from ._render import print_run, scorecard_lines
+from ._stop import INTERRUPTED, stop_status
+
+T = TypeVar("T")
 
 HELP = "/score grade the last exchange · /good /bad mark it · /correct NOTE · /machine · /quit"
 
@@ -44,9 +49,23 @@ def chat(
                 break
             last = _command(ws, spec, command, arg.strip(), last, pass_score)
             continue
-        last = ws.call(functools.partial(session.send, line, interactive=True))
-        print_run(last)
+        sent = _unless_interrupted(ws, functools.partial(session.send, line, interactive=True))
+        if sent is not None:
+            last = sent
+            print_run(last)
     click.echo(ws.budget.describe(), err=True)
+
+
+def _unless_interrupted(ws: Workspace, fn: Callable[[], Awaitable[T]]) -> T | None:
+    """``ws.call(fn)``, where Ctrl-C cancels only this reply (or grading) and the conversation goes on
+    from before it: None when it was cancelled."""
+    try:
+        return ws.call(fn)
+    except BaseException as error:
+        if stop_status(error) != INTERRUPTED:
+            raise
+    click.echo("cancelled; the conversation goes on from before it", err=True)
+    return None
 
 
 def _command(
@@ -70,7 +89,9 @@ def _command(
         click.echo(f"run {last.id} failed, so there is nothing to grade")
         return last
     if command == "/score":
-        graded = ws.call(lambda: ws.grade(last, spec, pass_score=pass_score))
+        graded = _unless_interrupted(ws, lambda: ws.grade(last, spec, pass_score=pass_score))
+        if graded is None:
+            return last
         if graded.scorecard is not None:
             click.echo("\n".join(scorecard_lines(graded.scorecard)))
         return graded

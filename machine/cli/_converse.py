@@ -15,6 +15,7 @@ from machine.workspace import Conversation, converse, counterpart_of
 
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._render import dump_json, scorecard_lines
+from ._stop import INTERRUPTED, end, stop_status
 
 TOOL_TEXT = 120
 """How much of a tool call's arguments and result a turn shows."""
@@ -52,18 +53,28 @@ def converse_command(
         click.secho(
             f"{spec.name} ⇄ {side.machine.name} · case {case.id} · at most {side.max_turns} turns", bold=True
         )
-    conversation = ws.call(
-        lambda: converse(
-            ws,
-            spec,
-            case,
-            model=spending["model"],
-            grade=grade,
-            grade_counterpart=grade,
-            pass_score=pass_score,
-            on_turn=None if as_json else _TurnPrinter(spec.name),
+    printer = _TurnPrinter(spec.name, show=not as_json)
+    try:
+        conversation = ws.call(
+            lambda: converse(
+                ws,
+                spec,
+                case,
+                model=spending["model"],
+                grade=grade,
+                grade_counterpart=grade,
+                pass_score=pass_score,
+                on_turn=printer,
+            )
         )
-    )
+    except BaseException as error:
+        status = stop_status(error)
+        if status is not None and printer.conversation_id is not None:
+            why = "interrupted" if status == INTERRUPTED else "output closed"
+            turns = f"{printer.count} turn{'s' if printer.count != 1 else ''}"
+            note = f"{why}: conversation {printer.conversation_id} stopped after {turns}, which are stored"
+            end(status, [note, ws.budget.describe()])
+        raise
     if as_json:
         dump_json(conversation)
     else:
@@ -82,14 +93,19 @@ def _pick(cases: Sequence[Case], case_id: str | None, machine: str) -> Case:
 
 
 class _TurnPrinter:
-    """Prints each turn as soon as it finishes: who spoke, their tool calls in brief, what they said."""
+    """Prints each turn as soon as it finishes (with ``show``): who spoke, their tool calls in brief, what
+    they said; and counts them, for the note an interrupted conversation ends with."""
 
-    def __init__(self, machine: str) -> None:
-        self.machine = machine
+    def __init__(self, machine: str, *, show: bool = True) -> None:
+        self.machine, self.show = machine, show
         self.count = 0
+        self.conversation_id: str | None = None
 
     def __call__(self, run: Run) -> None:
         self.count += 1
+        self.conversation_id = run.conversation_id
+        if not self.show:
+            return
         colour = "green" if run.machine == self.machine else "magenta"
         click.secho(f"\n[{self.count}] {run.machine}", fg=colour, bold=True)
         for message in run.trajectory[1:]:

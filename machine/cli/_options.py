@@ -21,6 +21,8 @@ from machine.ops import Spend, SpendingPolicy, make_harness, open_workspace
 from machine.runs import Budget, parse_budget, price_of
 from machine.workspace import Workspace
 
+from ._stop import INTERRUPTED, end, stop_status
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _SPEND_KEY = "machine.spend"  # in click's ctx.meta, shared by every context of one invocation
@@ -174,12 +176,14 @@ def workspace_from(ctx: click.Context, **options: Any) -> Workspace:
     return ws
 
 
-def _settle_spend(*, finished: bool) -> None:
+def _settle_spend(*, finished: bool) -> Spend | None:
     """Settle the spend ``workspace_from`` opened in this invocation, if any (see ``Spend.settle``)."""
     ctx = click.get_current_context(silent=True)
     spend = ctx.meta.pop(_SPEND_KEY, None) if ctx is not None else None
-    if isinstance(spend, Spend):
-        spend.settle(finished=finished)
+    if not isinstance(spend, Spend):
+        return None
+    spend.settle(finished=finished)
+    return spend
 
 
 def print_spend(budget: Any) -> None:
@@ -215,6 +219,7 @@ def handle_errors(fn: F) -> F:
     """Turn the library's errors into one clear line and exit status 2; nothing else is printed.
 
     Around every command, it also settles the command's spend (``_settle_spend``) once the command is done.
+    A command stopped from outside (Ctrl-C, a closed pipe) ends quietly, saying what it spent.
     """
 
     @functools.wraps(fn)
@@ -222,9 +227,13 @@ def handle_errors(fn: F) -> F:
         try:
             try:
                 result = fn(*args, **kwargs)
-            except BaseException:
-                _settle_spend(finished=False)
-                raise
+            except BaseException as error:
+                spend = _settle_spend(finished=False)
+                status = stop_status(error)
+                if status is None:
+                    raise
+                spent = [] if spend is None else [spend.budget.describe()]
+                end(status, (["interrupted"] if status == INTERRUPTED else []) + spent)
             _settle_spend(finished=True)
             return result
         except MachineError as error:

@@ -15,6 +15,7 @@ from machine.workspace import Workspace
 
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._render import dump_json, fmt_score
+from ._stop import INTERRUPTED, end, resume_command, stop_status
 
 
 @click.command()
@@ -79,15 +80,19 @@ def suite(
     progress = _Progress(plan.runs, verbose=verbose, bar=not as_json and not verbose and sys.stderr.isatty())
     announce = resume is not None
     resumed = False if resume is None else True if resume == "latest" else resume
-    report = ws.call(
-        lambda: run_planned(
-            ws,
-            plan,
-            resume=resumed,
-            on_run=progress.run,
-            on_start=lambda r, n: progress.start(r, n, announce),
+    try:
+        report = ws.call(
+            lambda: run_planned(
+                ws,
+                plan,
+                resume=resumed,
+                on_run=progress.run,
+                on_start=lambda r, n: progress.start(r, n, announce),
+            )
         )
-    )
+    except BaseException as error:
+        _stopped(ctx, ws, progress, error)
+        raise
     if as_json:
         dump_json(report)
     else:
@@ -95,14 +100,34 @@ def suite(
     print_spend(ws.budget)
 
 
+def _stopped(ctx: click.Context, ws: Workspace, progress: _Progress, error: BaseException) -> None:
+    """A suite stopped by Ctrl-C or a closed pipe ends with what it kept, what it spent and the command that
+    finishes it; any other error goes on up."""
+    status = stop_status(error)
+    if status is None or progress.suite_id is None:
+        return
+    why = "interrupted" if status == INTERRUPTED else "output closed"
+    lines = [
+        f"{why}: suite {progress.suite_id} of {progress.machine} stopped after {progress.done} of "
+        f"{progress.total} runs; the finished runs are stored",
+        ws.budget.describe(),
+        "continue it with: " + resume_command(ctx, progress.machine, progress.suite_id, leave_out=["tree"]),
+    ]
+    end(status, ["", *lines] if progress.bar and 0 < progress.done < progress.total else lines)
+
+
 class _Progress:
-    """What ``machine suite`` shows while it runs: each run (``--verbose``), or a bar on a terminal."""
+    """What ``machine suite`` shows while it runs: each run (``--verbose``), or a bar on a terminal; and
+    which suite is running, for the note a stopped suite ends with."""
 
     def __init__(self, total: int, *, verbose: bool, bar: bool) -> None:
         self.total, self.done, self.verbose, self.bar = total, 0, verbose, bar
+        self.suite_id: str | None = None
+        self.machine = ""
 
     def start(self, report: SuiteReport, remaining: int, announce: bool) -> None:
-        self.total = remaining
+        self.total, self.done = remaining, 0
+        self.suite_id, self.machine = report.suite_id, report.machine
         if announce:
             click.echo(
                 f"resuming suite {report.suite_id}: {report.resumed} pairs done, {remaining} to run", err=True
@@ -133,29 +158,36 @@ def _family(
     model: str | None,
 ) -> None:
     done = 0
+    member = _Progress(0, verbose=False, bar=False)  # the member running now, for the note if it stops
 
     def on_start(report: SuiteReport, remaining: int) -> None:
+        member.start(report, remaining, announce=False)
         if not as_json:
             click.echo(f"{report.machine}: {remaining} runs", err=True)
 
     def on_run(run: Run) -> None:
         nonlocal done
         done += 1
+        member.done += 1
         if verbose:
             _print_verbose(run, done, 0)
 
-    report = ws.call(
-        lambda: run_family(
-            ws,
-            name,
-            trials=trials,
-            concurrency=concurrency,
-            pass_score=pass_score,
-            model=model,
-            on_run=on_run,
-            on_start=on_start,
+    try:
+        report = ws.call(
+            lambda: run_family(
+                ws,
+                name,
+                trials=trials,
+                concurrency=concurrency,
+                pass_score=pass_score,
+                model=model,
+                on_run=on_run,
+                on_start=on_start,
+            )
         )
-    )
+    except BaseException as error:
+        _stopped(click.get_current_context(), ws, member, error)
+        raise
     if as_json:
         dump_json(report)
     else:

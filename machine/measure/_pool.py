@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from machine.errors import BudgetExceeded, plain_spelling
 from machine.runs import Run, Store
@@ -22,7 +23,10 @@ async def run_pool(
     jobs: Sequence[J], work: Callable[[J], Awaitable[str | None]], *, concurrency: int
 ) -> str | None:
     """Do ``jobs`` in order, at most ``concurrency`` at once. A job that raises BudgetExceeded, or returns
-    a reason (a conversation the budget cut short), stops new jobs; returns that reason, or None."""
+    a reason (a conversation the budget cut short), stops new jobs; returns that reason, or None.
+
+    Each job starts at a checkpoint, so cancelling the pool (Ctrl-C) stops it before its next job even
+    when the jobs themselves never wait on anything."""
     queue = iter(jobs)
     stopped: list[str] = []
 
@@ -30,6 +34,7 @@ async def run_pool(
         for job in queue:
             if stopped:
                 return
+            await anyio.lowlevel.checkpoint()
             try:
                 reason = await work(job)
             except BudgetExceeded as error:  # reported by every face: its fixes in plain words

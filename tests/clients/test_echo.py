@@ -1,3 +1,4 @@
+import anyio
 import pytest
 
 from machine import Budget, Event, Harness, HarnessRequest, ToolContext, tool
@@ -42,3 +43,16 @@ async def test_echo_replies_with_input_in_one_free_turn() -> None:
     assert result.cost_usd == 0.0
     assert budget.spent == 0.0
     assert [e.type for e in events] == ["assistant"]
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_echo_run_stops_at_its_model_call() -> None:
+    """Even a reply that costs nothing is a point where cancellation (Ctrl-C) reaches the run."""
+    events: list[Event] = []
+    finished = False
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await EchoHarness().run(request(Budget(None), events))
+        finished = True
+    assert scope.cancelled_caught and not finished
+    assert events == []  # it stopped before its reply

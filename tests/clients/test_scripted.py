@@ -1,7 +1,9 @@
 import json
+import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from machine import Budget, HarnessError, HarnessRequest, ToolContext, tool
@@ -141,3 +143,40 @@ async def test_scripted_model_is_free_under_a_budget(tmp_path: Path) -> None:
     )
     assert result.cost_usd == 0.0
     assert budget.spent == 0.0
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_scripted_run_stops_at_its_model_call(tmp_path: Path) -> None:
+    harness = ScriptedHarness(write(tmp_path, {"rules": [rule(".", "done")]}))
+    finished = False
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await harness.run(request("go"))
+        finished = True
+    assert scope.cancelled_caught and not finished
+
+
+@pytest.mark.anyio
+async def test_a_delay_replays_a_slow_model_and_cancelling_ends_the_wait(tmp_path: Path) -> None:
+    slow = {"rules": [{"match": ".", "turns": [{"text": "late", "delay": 0.2}]}]}
+    harness = ScriptedHarness(write(tmp_path, slow))
+    began = time.monotonic()
+    assert (await harness.run(request("go"))).output == "late"
+    assert time.monotonic() - began >= 0.2
+    stuck = ScriptedHarness(
+        write(tmp_path, {"rules": [{"match": ".", "turns": [{"text": "x", "delay": 600}]}]})
+    )
+    began = time.monotonic()
+    with anyio.move_on_after(0.1) as scope:
+        await stuck.run(request("go"))
+    assert scope.cancelled_caught
+    assert time.monotonic() - began < 10  # the ten-minute wait ended when the run was cancelled
+
+
+@pytest.mark.parametrize("delay", [-1, "inf", 3601])
+def test_a_delay_must_be_a_sensible_number_of_seconds(tmp_path: Path, delay: Any) -> None:
+    fine = {"rules": [{"match": ".", "turns": [{"text": "x", "delay": 0.5}]}]}
+    assert load_script(write(tmp_path, fine)).rules[0].turns[0].delay == 0.5
+    script = {"rules": [{"match": ".", "turns": [{"text": "x", "delay": delay}]}]}
+    with pytest.raises(HarnessError, match=r"malformed at rules\.0\.turns\.0\.delay"):
+        load_script(write(tmp_path, script))

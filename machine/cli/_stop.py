@@ -1,0 +1,108 @@
+"""How a command ends when the person stops it (Ctrl-C) or the reader of its output goes away (``| head``):
+with a line on stderr that says what was kept, an exit status that says why, and never a traceback.
+
+The first Ctrl-C cancels the command's event loop: work in flight is cancelled, what finished is written,
+and the command ends here. A second Ctrl-C, while that is under way, stops it at once.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Iterable, Iterator
+from typing import NoReturn
+
+import click
+from click.core import ParameterSource
+
+INTERRUPTED = 130
+"""128 + SIGINT: the status shells give a command stopped by Ctrl-C."""
+BROKEN_PIPE = 141
+"""128 + SIGPIPE: the status shells give a command whose reader closed the pipe (``git log | head``)."""
+
+
+def _leaves(error: BaseException) -> Iterator[BaseException]:
+    """The exceptions inside ``error``, through any exception groups (a task group's)."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield error
+
+
+def stop_status(error: BaseException) -> int | None:
+    """The exit status when ``error`` means the command was stopped from outside: a Ctrl-C anywhere in it,
+    or output that could not be written because its reader went away. None for any other error."""
+    leaves = list(_leaves(error))
+    if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+        return INTERRUPTED
+    if leaves and all(isinstance(leaf, BrokenPipeError) for leaf in leaves):
+        return BROKEN_PIPE
+    return None
+
+
+def _to_devnull(stream: object) -> None:
+    """Point a closed pipe's file descriptor at /dev/null, so the interpreter's last flush of what is
+    still buffered succeeds instead of printing "Exception ignored"."""
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (a test runner's buffer): nothing is flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def say(lines: Iterable[str]) -> None:
+    """Print on stderr, quietly giving up where stderr is a closed pipe too."""
+    try:
+        for line in lines:
+            click.echo(line, err=True)
+        sys.stderr.flush()
+    except BrokenPipeError:
+        _to_devnull(sys.stderr)
+
+
+def end(status: int, lines: Iterable[str] = ()) -> NoReturn:
+    """End the command with ``status`` after printing ``lines`` on stderr; after a closed stdout, nothing
+    more is written to it."""
+    if status == BROKEN_PIPE:
+        _to_devnull(sys.stdout)
+    if status == INTERRUPTED:  # the first Ctrl-C was handled: another one quits at once, without a word
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    say(lines)
+    sys.exit(status)
+
+
+def resume_command(ctx: click.Context, name: str, suite_id: str, *, leave_out: Iterable[str] = ()) -> str:
+    """The command that continues suite ``suite_id`` of ``name``: this command again, with every option the
+    person typed (and ``--workspace``), and ``--resume SUITE_ID`` in place of any ``--resume`` given."""
+    skip = {"name", "resume", *leave_out}
+    words = ["machine", ctx.info_name or "suite", name]
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name is None or param.name in skip:
+            continue
+        if not param.expose_value:  # --workspace: where it was typed, the root keeps it (below)
+            continue
+        if ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
+            continue
+        words.extend(_option_words(param, ctx.params[param.name]))
+    workspace = (ctx.find_root().obj or {}).get("workspace")
+    if workspace is not None:
+        words += ["--workspace", str(workspace)]
+    return shlex.join([*words, "--resume", suite_id])
+
+
+def _option_words(param: click.Option, value: object) -> list[str]:
+    """How ``value`` of ``param`` is typed on the command line."""
+    flag = max(param.opts, key=len)
+    if param.is_flag and not param.secondary_opts:
+        return [flag] if value else []
+    if param.is_flag:
+        return [flag] if value else [max(param.secondary_opts, key=len)]
+    values = value if param.multiple and isinstance(value, tuple | list) else [value]
+    return [word for v in values for word in (flag, str(v))]
