@@ -14,7 +14,9 @@ from .errors import (
     HarnessError,
     MachineError,
     NotFoundError,
+    StoreError,
     UnknownPriceError,
+    WorkFailed,
 )
 from .grade import (
     Criterion,
@@ -103,6 +105,7 @@ __all__ = [
     "Session",
     "SpendingPolicy",
     "Store",
+    "StoreError",
     "SuiteReport",
     "Tag",
     "Tool",
@@ -112,6 +115,7 @@ __all__ = [
     "UnknownPriceError",
     "Usage",
     "Version",
+    "WorkFailed",
     "Workspace",
     "check",
     "define_child",

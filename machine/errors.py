@@ -21,8 +21,10 @@ __all__ = [
     "HarnessError",
     "MachineError",
     "NotFoundError",
+    "StoreError",
     "UnknownPriceError",
     "UsageRefused",
+    "WorkFailed",
     "plain_spelling",
     "python_spelling",
 ]
@@ -142,3 +144,31 @@ class CommitRefused(MachineError):
         super().__init__(message, fixes=fixes)
         self.report = report
         self.version = version
+
+
+class StoreError(MachineError):
+    """The store cannot be used as it is: not a database, damaged, read-only, a folder, or its disk full.
+    Nothing was written when it is raised on opening."""
+
+
+class WorkFailed(MachineError):
+    """Work of many runs (a suite, a comparison) stopped on a failure that was not the budget.
+
+    The message is the first failure, and names the finished runs that could not be stored. ``lost`` holds
+    those runs, ``cause`` the first failure, and ``report`` what the work had done (a suite's report, or
+    None), so a face can still show it and what was spent.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        fixes: Sequence[Fix] = (),
+        cause: BaseException | None = None,
+        lost: Sequence[Any] = (),
+        report: Any = None,
+    ) -> None:
+        super().__init__(message, fixes=fixes)
+        self.cause = cause
+        self.lost = tuple(lost)
+        self.report = report

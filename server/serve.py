@@ -3,10 +3,12 @@ behind a bearer token, with DNS-rebinding protection (bad Host -> 421, bad Origi
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
 import logging
 import os
+import socket
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -113,11 +115,12 @@ async def serve_http(
     import anyio
     import uvicorn
 
+    listening = bind(host, port)  # before the server starts, so an address in use is a clear error
     app = server.streamable_http_app(host=host, transport_security=transport_security(host))
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     web = uvicorn.Server(config)
     async with anyio.create_task_group() as group:
-        group.start_soon(web.serve)
+        group.start_soon(web.serve, [listening])
         with anyio.fail_after(30):
             while not web.started:
                 if web.should_exit:
@@ -127,3 +130,30 @@ async def serve_http(
         shown = f"[{host}]" if ":" in host else host
         if on_ready is not None:
             on_ready(f"http://{shown}:{bound[1]}/mcp")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` for the server to listen on; an address in use or not of this
+    machine is refused in words (``BadInputError``), with the option that gets past it."""
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as error:
+        raise BadInputError(f"--host {host} is not an address of this machine ({error.strerror})") from None
+    listening = socket.socket(family, kind, proto)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind(address)
+    except OSError as error:
+        listening.close()
+        if error.errno == errno.EADDRINUSE:
+            raise BadInputError(
+                f"{shown} is already in use (another server listens there): pass --port with a free "
+                "port, or --port 0 to pick one"
+            ) from None
+        raise BadInputError(
+            f"cannot listen on {shown} ({error.strerror or error}): pass --host with an address of this "
+            "machine and --port with a port you may use"
+        ) from None
+    listening.set_inheritable(False)
+    return listening

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from machine.errors import BadInputError, Fix, MachineError
+from machine.errors import BadInputError, Fix, MachineError, WorkFailed
 from machine.ops import Spend, SpendingPolicy, make_harness, open_workspace
 from machine.runs import Budget, parse_budget, price_of
 from machine.workspace import Workspace
@@ -170,19 +170,41 @@ def workspace_from(ctx: click.Context, **options: Any) -> Workspace:
         judge_effort=options.get("judge_effort"),
         keep_sandboxes=bool(options.get("keep_sandbox")),
     )
+    ws.store.ready_to_write()  # a damaged or read-only store is refused before anything is spent
     policy = SpendingPolicy.from_env(ws.data_dir / "spending.jsonl")
     command = ctx.command.name or ctx.info_name or "machine"
     ctx.meta[_SPEND_KEY] = Spend.by_command(policy, budget, command=command, machine=ctx.params.get("name"))
     return ws
 
 
-def _settle_spend(*, finished: bool) -> Spend | None:
+def _settle_spend(*, finished: bool) -> None:
     """Settle the spend ``workspace_from`` opened in this invocation, if any (see ``Spend.settle``)."""
+    spend = _opened_spend()
+    if spend is not None:
+        spend.settle(finished=finished)
+
+
+def _opened_spend() -> Spend | None:
     ctx = click.get_current_context(silent=True)
     spend = ctx.meta.pop(_SPEND_KEY, None) if ctx is not None else None
-    if not isinstance(spend, Spend):
+    return spend if isinstance(spend, Spend) else None
+
+
+def _settle_failed(error: BaseException) -> Spend | None:
+    """A command failed: say what it spent if it did any work, and settle the spend without letting a
+    second failure (a full disk under the spending log) take the place of the first."""
+    spend = _opened_spend()
+    if spend is None:
         return None
-    spend.settle(finished=finished)
+    if isinstance(error, MachineError) and (isinstance(error, WorkFailed) or spend.budget.spent > 0):
+        print_spend(spend.budget)
+    try:
+        spend.settle(finished=False)
+    except MachineError as second:
+        if isinstance(error, MachineError):
+            error.message = f"{error.message}; and {second.message}"
+        else:
+            error.add_note(second.message)
     return spend
 
 
@@ -218,8 +240,9 @@ def fail(error: MachineError) -> None:
 def handle_errors(fn: F) -> F:
     """Turn the library's errors into one clear line and exit status 2; nothing else is printed.
 
-    Around every command, it also settles the command's spend (``_settle_spend``) once the command is done.
-    A command stopped from outside (Ctrl-C, a closed pipe) ends quietly, saying what it spent.
+    Around every command, it also settles the command's spend (``_settle_spend``) once the command is done;
+    a command that fails after spending (or after doing work, ``WorkFailed``) still says what it spent, and
+    one stopped from outside (Ctrl-C, a closed pipe) ends quietly, saying what it spent.
     """
 
     @functools.wraps(fn)
@@ -228,7 +251,7 @@ def handle_errors(fn: F) -> F:
             try:
                 result = fn(*args, **kwargs)
             except BaseException as error:
-                spend = _settle_spend(finished=False)
+                spend = _settle_failed(error)
                 status = stop_status(error)
                 if status is None:
                     raise

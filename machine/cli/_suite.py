@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from machine.errors import BadInputError
+from machine.errors import BadInputError, WorkFailed
 from machine.measure import FamilyReport, SuiteReport, run_family
 from machine.ops import plan_suite, run_planned
 from machine.runs import Run
@@ -90,14 +90,22 @@ def suite(
                 on_start=lambda r, n: progress.start(r, n, announce),
             )
         )
+    except WorkFailed as error:  # what did finish is shown; the spend and the error line follow
+        if isinstance(error.report, SuiteReport):
+            _show(error.report, as_json)
+        raise
     except BaseException as error:
         _stopped(ctx, ws, progress, error)
         raise
+    _show(report, as_json)
+    print_spend(ws.budget)
+
+
+def _show(report: SuiteReport, as_json: bool) -> None:
     if as_json:
         dump_json(report)
     else:
         _print_report(report)
-    print_spend(ws.budget)
 
 
 def _stopped(ctx: click.Context, ws: Workspace, progress: _Progress, error: BaseException) -> None:

@@ -18,7 +18,7 @@ from machine.runs import Model, Run
 from machine.spec import Case, Machine, machine_at
 from machine.workspace import Workspace, converse
 
-from ._pool import BatchWriter, run_pool
+from ._pool import BatchWriter
 from ._side import Side
 from ._tally import CaseResult, CriterionResult
 from .stats import Paired, paired
@@ -302,10 +302,7 @@ async def _run(
             on_run(run)
         return stopped
 
-    try:
-        return await run_pool(jobs, one, concurrency=concurrency)
-    finally:
-        writer.flush()
+    return await writer.run(jobs, one, concurrency=concurrency)
 
 
 async def _version_run(

@@ -10,7 +10,9 @@ the turn that failed) is tallied like a single run, and every turn of both sides
 Every invocation is a suite with an id, recorded on each of its runs and (with its cases and trials) in
 the store, so a suite that was killed can be resumed: a (case, trial) pair is finished once the store
 holds its result run (failed, or graded), and resuming runs only the other pairs. A run is written
-whole or not at all, so a crash loses at most the batch not yet written, and exactly that is rerun.
+whole or not at all, so a crash loses at most the runs of the last second, and exactly those are rerun;
+resuming also clears the sandboxes the killed invocation left (``_leftovers``). A store that cannot be
+written stops the suite with ``WorkFailed``, which carries the report and names the runs not stored.
 """
 
 from __future__ import annotations
@@ -18,15 +20,17 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from pydantic import Field, computed_field
 
-from machine.errors import BadInputError, Fix, NotFoundError
+from machine.errors import BadInputError, Fix, NotFoundError, WorkFailed
 from machine.runs import Harness, Model, Run, SuiteRecord, new_run_id
 from machine.spec import Case, Machine
 from machine.workspace import Workspace, converse
 
-from ._pool import BatchWriter, run_pool
+from ._leftovers import suite_sandboxes
+from ._pool import BatchWriter, said
 from ._tally import CaseResult, CriterionResult, tally_criteria
 
 
@@ -188,25 +192,49 @@ async def run_suite(
     if on_start is not None:
         on_start(report, len(todo))
     spent_before = workspace.budget.spent
-    writer = BatchWriter(workspace.store)
+    try:
+        with suite_sandboxes(workspace, record.id, resuming=resume is not False) as runner:
+            jobs = _Jobs(runner, machine, record.id, harness, model, pass_score, count, on_run)
+            report.stopped = await jobs.writer.run(todo, jobs.one, concurrency=concurrency)
+    except WorkFailed as error:  # what finished is counted and stored: the report and the way on
+        report.stopped = error.message if error.cause is None else said(error.cause)
+        error.report = report
+        error.fixes = (Fix("resume", record.id, "to run the rest once that is put right"),)
+        raise
+    finally:
+        report.cost_usd = workspace.budget.spent - spent_before
+    return report
 
-    async def one(job: tuple[Case, int]) -> str | None:
-        run, turns, stopped = await _case_run(workspace, machine, *job, harness, model, pass_score)
-        marked = {turn.id: turn.model_copy(update={"suite_id": record.id}) for turn in turns}
+
+@dataclass
+class _Jobs:
+    """How a suite does one (case, trial): run it, mark its turns with the suite, count its result and
+    hand every turn to the writer."""
+
+    workspace: Workspace
+    machine: Machine
+    suite_id: str
+    harness: Harness | None
+    model: str | None
+    pass_score: float
+    count: Callable[[Run], None]
+    on_run: Callable[[Run], None] | None
+
+    def __post_init__(self) -> None:
+        self.writer = BatchWriter(self.workspace.store)
+
+    async def one(self, job: tuple[Case, int]) -> str | None:
+        run, turns, stopped = await _case_run(
+            self.workspace, self.machine, *job, self.harness, self.model, self.pass_score
+        )
+        marked = {turn.id: turn.model_copy(update={"suite_id": self.suite_id}) for turn in turns}
         run = None if run is None else marked.get(run.id, run)
         if run is not None:
-            count(run)
-        writer.add(marked.values())  # a conversation's turns go into one batch together
-        if on_run is not None and run is not None:
-            on_run(run)
+            self.count(run)
+        self.writer.add(marked.values())  # a conversation's turns go into one batch together
+        if self.on_run is not None and run is not None:
+            self.on_run(run)
         return stopped
-
-    try:
-        report.stopped = await run_pool(todo, one, concurrency=concurrency)
-    finally:
-        writer.flush()
-    report.cost_usd = workspace.budget.spent - spent_before
-    return report
 
 
 def _empty_report(machine: Machine, record: SuiteRecord, cases: list[CaseResult]) -> SuiteReport:

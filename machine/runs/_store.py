@@ -3,6 +3,10 @@
 Every write is an upsert. Listing the newest runs of a machine walks an index, so it costs the
 same at a hundred runs and at a million. The directory is private (0700) and the file too (0600):
 runs hold prompts and outputs.
+
+A store that cannot be used is refused in words (``StoreError``), never a traceback: a folder, a file that
+is not a database, or a read-only one when it is opened; a damaged one (``PRAGMA quick_check``) before the
+first write, so nothing is ever written into damaged pages; a full disk when a write fails.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Protocol
 
 from machine.errors import NotFoundError
 
+from . import _store_faults as faults
 from ._names import check_name
 from ._records import Run
 from ._rows import (
@@ -43,6 +48,7 @@ from ._rows import (
 class Store(Protocol):
     """Where runs, chat sessions and suites are kept; ``SQLiteStore`` is the default."""
 
+    def ready_to_write(self) -> None: ...
     def put(self, run: Run) -> None: ...
     def put_many(self, runs: Iterable[Run]) -> None: ...
     def get(self, run_id: str) -> Run: ...
@@ -63,9 +69,31 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._lock = threading.Lock()
+        self._checked = False
+        if self.path.is_dir():
+            raise faults.not_a_file(self.path)
+        try:
+            self._make_file()
+            self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
+        except OSError as error:
+            raise faults.from_os(self.path, error) from None
+        except sqlite3.Error as error:
+            raise faults.from_sqlite(self.path, error) from None
+        try:
+            self._db.execute("PRAGMA busy_timeout=30000")
+            self._set_up()
+        except sqlite3.Error as error:
+            self._db.close()
+            raise faults.from_sqlite(self.path, error) from None
+
+    def _make_file(self) -> None:
+        """The folder (0700) and the file (0600), made if missing; the WAL and index files kept private."""
         folder = self.path.parent
         created = not folder.exists()
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if faults.is_read_only(self.path):
+            raise faults.read_only(self.path)
         # Tighten the folder the store owns (a workspace's .machine, or one made here), never a
         # folder the caller merely pointed into (``SQLiteStore("store.db")`` must not lock the cwd).
         if created or folder.name == ".machine":
@@ -75,10 +103,36 @@ class SQLiteStore:
         for file in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
             with contextlib.suppress(FileNotFoundError):  # another process may remove its WAL meanwhile
                 os.chmod(file, 0o600)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA busy_timeout=30000")
-        self._set_up()
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock; SQLite's failures said as the store's (``StoreError``)."""
+        with self._lock:
+            try:
+                yield self._db
+            except sqlite3.Error as error:
+                raise faults.from_sqlite(self.path, error) from None
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """``_reading`` for a write, which first checks the store once (``ready_to_write``)."""
+        self.ready_to_write()
+        with self._reading() as db:
+            yield db
+
+    def ready_to_write(self) -> None:
+        """Refuse a store that is read-only or damaged before anything is written to it. The check reads
+        every page once (``PRAGMA quick_check``: about 3 ms per thousand runs), so it runs once per store
+        opened, before its first write; reading commands never pay for it."""
+        if self._checked:
+            return
+        if faults.is_read_only(self.path):
+            raise faults.read_only(self.path)
+        with self._reading() as db:
+            problems = [row[0] for row in db.execute("PRAGMA quick_check(5)").fetchall()]
+        if problems != ["ok"]:
+            raise faults.damaged(self.path, "; ".join(problems))
+        self._checked = True
 
     def _set_up(self) -> None:
         """WAL mode and the schema. Switching a new file to WAL can report 'locked' without waiting
@@ -117,50 +171,51 @@ class SQLiteStore:
     def put(self, run: Run) -> None:
         """Insert ``run``, or replace the stored run with the same id."""
         row = run_row(run)
-        with self._lock:
-            self._db.execute(UPSERT_RUN_SQL, row)
+        with self._writing() as db:
+            db.execute(UPSERT_RUN_SQL, row)
 
     def put_many(self, runs: Iterable[Run]) -> None:
         """``put`` for many runs in one transaction: all are written, or (on any bad name) none."""
         rows = [run_row(run) for run in runs]
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+        with self._writing() as db:
+            db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany(UPSERT_RUN_SQL, rows)
+                db.executemany(UPSERT_RUN_SQL, rows)
+                db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     def get(self, run_id: str) -> Run:
-        with self._lock:
-            found = self._db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
+        with self._reading() as db:
+            found = db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
         if found is None:
             raise NotFoundError(f"there is no run {run_id!r} in {self.path}; `machine runs NAME` lists them")
         return Run.model_validate_json(found[0])
 
     def runs(self, machine: str, limit: int = 20) -> list[Run]:
         """The newest ``limit`` runs of ``machine``, newest first."""
-        with self._lock:
-            rows = self._db.execute(NEWEST_RUNS_SQL, (machine, limit)).fetchall()
+        with self._reading() as db:
+            rows = db.execute(NEWEST_RUNS_SQL, (machine, limit)).fetchall()
         return [Run.model_validate_json(data) for (data,) in rows]
 
     def summaries(self, machine: str, limit: int = 20) -> list[RunSummary]:
         """``runs`` for a listing: the newest ``limit`` runs of ``machine`` as ``RunSummary`` rows, newest
         first, read from the index and a few JSON fields (no run is validated, no trajectory built)."""
-        with self._lock:
-            rows = self._db.execute(NEWEST_SUMMARIES_SQL, (machine, limit)).fetchall()
+        with self._reading() as db:
+            rows = db.execute(NEWEST_SUMMARIES_SQL, (machine, limit)).fetchall()
         return [summary_row(*row) for row in rows]
 
     def iter_runs(self, machine: str | None = None) -> Iterator[Run]:
         """Every run (of ``machine``), oldest first, read in pages so memory stays flat."""
         after: tuple[str, str] = ("", "")
         while True:
-            with self._lock:
+            with self._reading() as db:
                 if machine is None:
-                    rows = self._db.execute(PAGE_RUNS_SQL, after).fetchall()
+                    rows = db.execute(PAGE_RUNS_SQL, after).fetchall()
                 else:
-                    rows = self._db.execute(PAGE_MACHINE_RUNS_SQL, (machine, *after)).fetchall()
+                    rows = db.execute(PAGE_MACHINE_RUNS_SQL, (machine, *after)).fetchall()
             for created_at, run_id, data in rows:
                 yield Run.model_validate_json(data)
                 after = (created_at, run_id)
@@ -171,8 +226,8 @@ class SQLiteStore:
         """Every run of one suite invocation, oldest first, in pages (an index walk, not a scan)."""
         after: tuple[str, str] = ("", "")
         while True:
-            with self._lock:
-                rows = self._db.execute(PAGE_SUITE_RUNS_SQL, (suite_id, *after)).fetchall()
+            with self._reading() as db:
+                rows = db.execute(PAGE_SUITE_RUNS_SQL, (suite_id, *after)).fetchall()
             for created_at, run_id, data in rows:
                 yield Run.model_validate_json(data)
                 after = (created_at, run_id)
@@ -182,8 +237,8 @@ class SQLiteStore:
     def put_suite(self, suite: SuiteRecord) -> None:
         check_name(suite.machine)
         check_name(suite.id, "suite id")
-        with self._lock:
-            self._db.execute(
+        with self._writing() as db:
+            db.execute(
                 "INSERT INTO suites (id, machine, key, created_at, data) VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT (id) DO UPDATE SET machine=excluded.machine, key=excluded.key,"
                 " created_at=excluded.created_at, data=excluded.data",
@@ -191,31 +246,29 @@ class SQLiteStore:
             )
 
     def get_suite(self, suite_id: str) -> SuiteRecord:
-        with self._lock:
-            found = self._db.execute("SELECT data FROM suites WHERE id = ?", (suite_id,)).fetchone()
+        with self._reading() as db:
+            found = db.execute("SELECT data FROM suites WHERE id = ?", (suite_id,)).fetchone()
         if found is None:
             raise NotFoundError(f"there is no suite {suite_id!r} in {self.path}")
         return SuiteRecord.model_validate_json(found[0])
 
     def latest_suite(self, machine: str, key: str) -> SuiteRecord | None:
         """The newest suite of ``machine`` over the same cases and trials (``key``)."""
-        with self._lock:
-            found = self._db.execute(LATEST_SUITE_SQL, (machine, key)).fetchone()
+        with self._reading() as db:
+            found = db.execute(LATEST_SUITE_SQL, (machine, key)).fetchone()
         return None if found is None else SuiteRecord.model_validate_json(found[0])
 
     def count(self, machine: str | None = None) -> int:
-        with self._lock:
+        with self._reading() as db:
             if machine is None:
-                return int(self._db.execute("SELECT count(*) FROM runs").fetchone()[0])
-            return int(
-                self._db.execute("SELECT count(*) FROM runs WHERE machine = ?", (machine,)).fetchone()[0]
-            )
+                return int(db.execute("SELECT count(*) FROM runs").fetchone()[0])
+            return int(db.execute("SELECT count(*) FROM runs WHERE machine = ?", (machine,)).fetchone()[0])
 
     def put_session(self, session: ChatSession) -> None:
         check_name(session.name, "session name")
         check_name(session.machine)
-        with self._lock:
-            self._db.execute(
+        with self._writing() as db:
+            db.execute(
                 "INSERT INTO sessions (name, machine, updated_at, data) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET machine=excluded.machine, updated_at=excluded.updated_at,"
                 " data=excluded.data",
@@ -223,15 +276,15 @@ class SQLiteStore:
             )
 
     def get_session(self, name: str) -> ChatSession:
-        with self._lock:
-            found = self._db.execute("SELECT data FROM sessions WHERE name = ?", (name,)).fetchone()
+        with self._reading() as db:
+            found = db.execute("SELECT data FROM sessions WHERE name = ?", (name,)).fetchone()
         if found is None:
             raise NotFoundError(f"there is no chat session {name!r}")
         return ChatSession.model_validate_json(found[0])
 
     def latest_session(self, machine: str) -> ChatSession | None:
-        with self._lock:
-            found = self._db.execute(
+        with self._reading() as db:
+            found = db.execute(
                 "SELECT data FROM sessions WHERE machine = ? ORDER BY updated_at DESC LIMIT 1", (machine,)
             ).fetchone()
         return None if found is None else ChatSession.model_validate_json(found[0])

@@ -35,18 +35,68 @@ class Case(Model):
         return self.model_dump()
 
 
+MAX_DEPTH = 64
+"""How deeply a cases file may nest lists and objects. Deeper data is refused when the file is read: a
+run records its case, and data nested too deep for the parser, the validator or the serializer would
+fail later, far from the file at fault."""
+
+
 def load_cases(path: Path) -> list[Case]:
     """Read a cases file: a JSON list of cases (or ``{"cases": [...]}``); errors name the case index."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise NotFoundError(f"cases file {path} does not exist") from None
-    except json.JSONDecodeError as error:
-        raise BadInputError(f"cases file {path} is not valid JSON: {error}") from None
+    raw = _read_json(path)
     if isinstance(raw, dict) and "cases" in raw:
         raw = raw["cases"]
     if not isinstance(raw, list):
         raise BadInputError(f"cases file {path} must hold a JSON list of cases")
+    return _cases(path, raw)
+
+
+def _read_json(path: Path) -> Any:
+    """The file's JSON, refused in words when it is not UTF-8, not JSON, or nested too deep."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NotFoundError(f"cases file {path} does not exist") from None
+    except IsADirectoryError:
+        raise BadInputError(f"cases file {path} is a folder: name a .json file") from None
+    except UnicodeDecodeError as error:
+        raise BadInputError(
+            f"cases file {path} is not UTF-8 text (byte {error.start} cannot be read): save it as UTF-8"
+        ) from None
+    except OSError as error:
+        raise BadInputError(f"cases file {path} cannot be read: {error.strerror or error}") from None
+    too_deep = BadInputError(
+        f"cases file {path} nests lists or objects more than {MAX_DEPTH} levels deep: flatten the data"
+    )
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BadInputError(f"cases file {path} is not valid JSON: {error}") from None
+    except RecursionError:
+        raise too_deep from None
+    if depth(raw) > MAX_DEPTH:
+        raise too_deep
+    return raw
+
+
+def depth(value: Any) -> int:
+    """How many lists and objects deep ``value`` nests (0 for a number or a string), found without
+    recursion, so no data is too deep to measure."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level + 1)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _cases(path: Path, raw: list[Any]) -> list[Case]:
     cases: list[Case] = []
     seen: set[str] = set()
     for index, item in enumerate(raw):

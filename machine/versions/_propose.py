@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from machine.errors import BadInputError, Fix, NotFoundError
-from machine.measure import BatchWriter, run_pool
+from machine.measure import BatchWriter
 from machine.runs import Run
 from machine.spec import DEFAULT_MIN_Z, Case, GateReport, Machine, load_cases
 from machine.spec._book import (
@@ -188,10 +188,7 @@ async def _run(
         if on_run is not None:
             on_run(run)
 
-    try:
-        return await run_pool(jobs, one, concurrency=concurrency)
-    finally:
-        writer.flush()
+    return await writer.run(jobs, one, concurrency=concurrency)
 
 
 def _record_candidate(

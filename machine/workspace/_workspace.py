@@ -97,6 +97,8 @@ class Workspace:
         self.adapters = adapters or Adapters()
         self._sandboxes = sandboxes
         self.keep_sandboxes = keep_sandboxes
+        self.sandbox_dir = self.data_dir / "sandboxes"
+        """Where runs' fresh sandboxes are made (a suite gives its runs a folder of its own)."""
         self.project = Path(project).resolve() if project is not None else None
         """A folder runs work in directly (a project the person is in) instead of a fresh sandbox;
         runs of a case with starting files still get their own."""
@@ -128,10 +130,19 @@ class Workspace:
             self._models = self.adapters.models(self._harness)
         return self._models
 
-    def using(self, *, budget: Budget | None = None, harness: Harness | None = None) -> Workspace:
-        """This workspace with another budget and/or harness (one call's, say): the same machines, store
-        and settings; the judges follow the new harness's endpoint unless model access was given."""
+    def using(
+        self,
+        *,
+        budget: Budget | None = None,
+        harness: Harness | None = None,
+        sandbox_dir: Path | None = None,
+    ) -> Workspace:
+        """This workspace with another budget, harness and/or sandbox folder (one call's, say): the same
+        machines, store and settings; the judges follow the new harness's endpoint unless model access was
+        given."""
         other = copy.copy(self)
+        if sandbox_dir is not None:
+            other.sandbox_dir = sandbox_dir
         if budget is not None:
             other.budget = budget
         if harness is not None:
@@ -233,6 +244,8 @@ class Workspace:
         model = model or spec.model
         effort = effort or self.effort
         self.budget.check()
+        if store:
+            self.store.ready_to_write()  # a store that cannot take the run is refused before it runs
         if not is_free(harness.name):
             self.budget.probe_price(model)  # an unknown price is refused before the call
         run = self._record(spec, input, harness, model, effort, case, trial, history, conversation_id)
@@ -347,7 +360,7 @@ class Workspace:
             inside = self.data_dir.resolve()
             hide = [inside.relative_to(folder).as_posix()] if inside.is_relative_to(folder) else []
             return self._sandboxes.open(folder, hide=hide)
-        return self._sandboxes.create(self.data_dir / "sandboxes", run_id, files)
+        return self._sandboxes.create(self.sandbox_dir, run_id, files)
 
     async def grade(
         self, run: Run, machine: Machine | None = None, *, pass_score: float = 1.0, store: bool = True

@@ -1,41 +1,130 @@
-"""The worker pool under cancellation: it stops between jobs however little the jobs wait."""
+"""The batch writer on a real SQLite store: finished runs are written within about a second while work
+goes on, a failure stops new work and is the one reported, and every finished run is stored or named."""
 
 from __future__ import annotations
 
+import errno
+import time
+from pathlib import Path
+
 import anyio
 import pytest
+from helpers.filesystems import small_tmpfs
 
-from machine.measure import run_pool
+from machine.errors import WorkFailed
+from machine.measure import BatchWriter
+from machine.runs import Run, SQLiteStore, Timings
 
-
-@pytest.mark.anyio
-async def test_cancelling_the_pool_stops_jobs_that_never_wait() -> None:
-    """Jobs that finish without awaiting anything (free harnesses, cached replies) still give way to
-    cancellation: at most the jobs under way when it came, one a worker, run after it."""
-    done: list[int] = []
-    concurrency = 4
-
-    with anyio.CancelScope() as scope:
-
-        async def work(job: int) -> str | None:
-            done.append(job)
-            if len(done) == 10:
-                scope.cancel()
-            return None
-
-        await run_pool(list(range(1000)), work, concurrency=concurrency)
-    assert scope.cancelled_caught
-    assert 10 <= len(done) <= 10 + concurrency
-    assert done == sorted(done)  # in order, as the pool promises
+pytestmark = pytest.mark.anyio
+LIMIT = 30
 
 
-@pytest.mark.anyio
-async def test_the_pool_still_does_every_job_when_nothing_cancels_it() -> None:
-    done: list[int] = []
+def make_run(index: int, size: int = 100) -> Run:
+    return Run(
+        id=f"r{index:04d}",
+        machine="red",
+        model="echo",
+        harness="echo",
+        input=f"input {index}",
+        output="o" * size,
+        case_id=f"c{index}",
+        trial=0,
+        timings=Timings(),
+    )
 
-    async def work(job: int) -> str | None:
-        done.append(job)
-        return None
 
-    assert await run_pool(list(range(100)), work, concurrency=4) is None
-    assert sorted(done) == list(range(100))
+async def test_finished_runs_are_in_the_store_while_others_still_run(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "store.db")
+    reader = SQLiteStore(tmp_path / "store.db")  # another connection, as another process would read
+    writer = BatchWriter(store, every_s=0.2)
+    release = anyio.Event()
+    seen_while_running: list[int] = []
+
+    async def work(index: int) -> None:
+        if index == 3:
+            deadline = time.monotonic() + 10
+            while reader.count() < 3 and time.monotonic() < deadline:  # bounded in time
+                await anyio.sleep(0.05)
+            seen_while_running.append(reader.count())
+            release.set()
+        else:
+            writer.add([make_run(index)])
+            if index == 2:
+                await release.wait()
+
+    with anyio.fail_after(LIMIT):
+        await writer.run([0, 1, 2, 3], work, concurrency=4)
+    assert seen_while_running == [3]  # runs 0, 1 and 2 were stored before the suite ended
+    assert reader.count() == 3
+    store.close()
+    reader.close()
+
+
+async def test_a_full_batch_is_written_before_the_interval(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "store.db")
+    writer = BatchWriter(store, every_s=60, batch=4)
+    counted: list[int] = []
+
+    async def work(index: int) -> None:
+        writer.add([make_run(index)])
+        if index == 4:
+            with anyio.fail_after(10):
+                while store.count() < 4:
+                    await anyio.sleep(0.02)
+            counted.append(store.count())
+
+    with anyio.fail_after(LIMIT):
+        await writer.run(range(5), work, concurrency=1)  # type: ignore[arg-type]
+    assert counted and counted[0] >= 4  # written long before the 60 s interval
+    assert store.count() == 5
+    store.close()
+
+
+async def test_a_full_disk_keeps_what_fits_reports_the_first_error_and_names_the_rest(tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "small", 512) as mounted:
+        store = SQLiteStore(mounted / "store.db")
+        writer = BatchWriter(store, every_s=0.1)
+        started: list[int] = []
+
+        async def work(index: int) -> None:
+            started.append(index)
+            if index == 40:  # a later failure, caused by the first: it must not take its place
+                raise OSError(errno.ENOSPC, "No space left on device", str(mounted / "sandbox"))
+            writer.add([make_run(index, size=30_000)])
+            await anyio.sleep(0.01)
+
+        with anyio.fail_after(LIMIT), pytest.raises(WorkFailed) as failed:
+            await writer.run(range(200), work, concurrency=2)  # type: ignore[arg-type]
+        error = failed.value
+        stored = {run.id for run in store.iter_runs()}
+        lost = {run.id for run in error.lost}
+        store.close()
+    assert error.message.startswith(
+        f"the store {mounted / 'store.db'} could not be written: the disk is full"
+    )
+    assert stored and lost and not stored & lost
+    assert stored | lost == {make_run(i).id for i in started if i != 40}
+    for run_id in lost:
+        assert run_id in error.message
+    assert len(started) < 200  # the failure stopped new work
+
+
+async def test_a_failing_job_stops_new_work_and_the_finished_runs_are_stored(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "store.db")
+    writer = BatchWriter(store)
+    started: list[int] = []
+
+    async def work(index: int) -> None:
+        started.append(index)
+        if index == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", "/somewhere/sandboxes/x")
+        await anyio.sleep(0.05)
+        writer.add([make_run(index)])
+
+    with anyio.fail_after(LIMIT), pytest.raises(WorkFailed) as failed:
+        await writer.run(range(50), work, concurrency=3)  # type: ignore[arg-type]
+    assert failed.value.message.startswith("No space left on device: /somewhere/sandboxes/x")
+    assert "every finished run" in failed.value.message and failed.value.lost == ()
+    assert len(started) <= 4  # jobs 0, 1 (in flight) finished; no new job began after the failure
+    assert store.count() == len(started) - 1
+    store.close()
