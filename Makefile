@@ -7,6 +7,8 @@
 #                command-line tour), then demo/mcp_tour.py (machine serve driven by a real MCP client)
 #   make lint    ruff and mypy only
 #   make bench   run every benchmarks/*.py script
+#   make mutate  install mutmut (the mutate extra) and run it over the confinement, token, budget, gate and
+#                scorecard modules; prints mutants killed of mutants made per module (not part of make test)
 #   make clean   remove build outputs and tool caches (keeps .venv and .machine/, which holds your runs)
 #
 # Installs are remembered by stamp files in .venv named after a hash of pyproject.toml, so a second
@@ -24,6 +26,7 @@ PYPROJECT_HASH := $(shell $(PYTHON) -c "import hashlib; print(hashlib.sha256(ope
 # STAMP: the project with its mcp extra (the demo's MCP client and `machine serve` need it).
 STAMP := $(VENV)/.installed-mcp-$(PYPROJECT_HASH)
 STAMP_DEV := $(VENV)/.installed-dev-$(PYPROJECT_HASH)
+STAMP_MUTATE := $(VENV)/.installed-mutate-$(PYPROJECT_HASH)
 
 # The agent hosts the tests drive, pinned: opencode and pi run machines (--harness opencode|pi), MCP
 # Inspector's CLI talks to `machine serve`. Installed into .venv/npm (git-ignored) with their own stamp.
@@ -32,13 +35,14 @@ NPM_PACKAGES := opencode-ai@1.18.33 @mariozechner/pi-coding-agent@0.73.1 @modelc
 NPM_HASH := $(shell echo '$(NPM_PACKAGES)' | $(PYTHON) -c "import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:12])")
 NPM_STAMP := $(NPM_DIR)/.installed-$(NPM_HASH)
 
-.PHONY: help test demo lint ruff mypy bench clean venv install install-dev bwrap hosts
+.PHONY: help test demo lint ruff mypy bench mutate clean venv install install-dev bwrap hosts
 
 help:
 	@echo "make test   set up .venv, install bubblewrap and the npm agent hosts, run ruff, mypy and pytest"
 	@echo "make demo   set up .venv, run demo/tour.sh, then drive machine serve with an MCP client"
 	@echo "make lint   ruff and mypy"
 	@echo "make bench  run every benchmarks/*.py"
+	@echo "make mutate mutation testing (mutmut) of the confinement, token, budget, gate and scorecard code"
 	@echo "make clean  remove build outputs and caches (keeps .venv and .machine/)"
 
 $(PY):
@@ -56,6 +60,11 @@ $(STAMP_DEV): | $(PY)
 	$(PY) -m pip install -q -e '.[dev]'
 	@find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(PYPROJECT_HASH)' -delete
 	@touch $@ $(STAMP)
+
+$(STAMP_MUTATE): | $(PY)
+	$(PY) -m pip install -q -e '.[dev,mutate]'
+	@find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(PYPROJECT_HASH)' -delete
+	@touch $@ $(STAMP_DEV) $(STAMP)
 
 install: $(STAMP)
 install-dev: $(STAMP_DEV)
@@ -126,6 +135,11 @@ bench: $(STAMP)
 	for script in "$${scripts[@]}"; do \
 	  echo "== $$script"; $(PY) "$$script" || exit 1; \
 	done
+
+# mutmut runs in a copy staged in build/mutate (benchmarks/mutation/mutate.py says why); a few minutes on
+# two cores. MUTATE_ARGS passes options, e.g. MUTATE_ARGS=--diffs to print each survivor's diff.
+mutate: $(STAMP_MUTATE)
+	$(PY) benchmarks/mutation/mutate.py $(MUTATE_ARGS)
 
 clean:
 	rm -rf build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

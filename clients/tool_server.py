@@ -29,11 +29,14 @@ SCOPE = "machine-run"
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
 CALL_TIMEOUT_S = 600.0
+TOKEN_BYTES = 32
+MIN_TOKEN_CHARS = 43
+"""The length of ``TOKEN_BYTES`` random bytes in URL-safe base64; a run's server refuses a shorter token."""
 
 
 def new_token() -> str:
     """A fresh bearer token: 32 random bytes (256 bits), URL-safe."""
-    return secrets.token_urlsafe(32)
+    return secrets.token_urlsafe(TOKEN_BYTES)
 
 
 def loopback_security() -> Any:
@@ -63,9 +66,15 @@ class ServedTools:
 
 
 class RunTokenVerifier:
-    """Accepts exactly this run's token, compared in constant time, until revoked."""
+    """Accepts exactly this run's token, compared in constant time, until revoked. A token shorter than
+    ``MIN_TOKEN_CHARS`` is refused here, so a server can never be opened by an empty or guessable one."""
 
     def __init__(self, token: str, run_id: str) -> None:
+        if len(token) < MIN_TOKEN_CHARS:
+            raise ValueError(
+                f"a run's bearer token needs at least {MIN_TOKEN_CHARS} characters, got {len(token)}: "
+                "make it with new_token()"
+            )
         self._token: bytes | None = token.encode()
         self._run_id = run_id
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -132,6 +133,22 @@ class CriterionScore(Record):
         return self.score is not None
 
 
+def weighted_score(criteria: Iterable[CriterionScore]) -> float | None:
+    """The weighted mean of the scored criteria, UNSCORED ones left out; None when none was scored or their
+    weights sum to nothing. A plain function (the scorecard's computed fields call it) so that it can be
+    tested and mutated on its own."""
+    scored = [(c.weight, c.score) for c in criteria if c.score is not None]
+    total = sum(weight for weight, _ in scored)
+    if not scored or total <= 0:
+        return None
+    return sum(weight * score for weight, score in scored) / total
+
+
+def verdict(score: float | None, pass_score: float) -> bool | None:
+    """Pass or fail for a scorecard's ``score``; None when there is no score to judge."""
+    return None if score is None else passes(score, pass_score)
+
+
 class Scorecard(Derived):
     """Every criterion's grade of one run, under the rubric with ``rubric_fingerprint``."""
 
@@ -144,18 +161,13 @@ class Scorecard(Derived):
     @property
     def score(self) -> float | None:
         """Weighted mean of the scored criteria; None when nothing could be scored."""
-        scored = [c for c in self.criteria.values() if c.score is not None]
-        total = sum(c.weight for c in scored)
-        if not scored or total <= 0:
-            return None
-        return sum(c.weight * c.score for c in scored if c.score is not None) / total
+        return weighted_score(self.criteria.values())
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def passed(self) -> bool | None:
         """Whether the score reaches the pass score; None when nothing could be scored."""
-        score = self.score
-        return None if score is None else passes(score, self.pass_score)
+        return verdict(self.score, self.pass_score)
 
     @property
     def unscored(self) -> list[str]:

@@ -7,10 +7,11 @@ can never pass silently.
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
 
 import pytest
+
+from .env import on_ci
 
 ROOT = Path(__file__).resolve().parents[2]
 NPM_BIN = ROOT / ".venv" / "npm" / "node_modules" / ".bin"
@@ -22,7 +23,7 @@ def host_binary(name: str) -> Path:
     if path.exists():
         return path
     message = f"{name} is not installed in {NPM_BIN}: run `make hosts` (or `make test`)"
-    if os.environ.get("CI") == "true":
+    if on_ci():
         pytest.fail(message)
     pytest.skip(message)
 

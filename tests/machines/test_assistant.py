@@ -4,11 +4,11 @@ under real bubblewrap that reads, edits, writes, runs, and has a localhost fetch
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
+from helpers.env import on_ci
 
 from machine import Case, Message, Run, Workspace, open_workspace, run_suite
 from machine.clients.scripted import ScriptedHarness
@@ -17,7 +17,7 @@ from machine.sandboxes import bubblewrap
 REPO = Path(__file__).resolve().parents[2]
 ASSISTANT = REPO / "machines" / "assistant"
 
-ON_CI = os.environ.get("CI", "").strip().lower() == "true"
+ON_CI = on_ci()
 needs_bubblewrap = pytest.mark.skipif(
     bubblewrap() is None and not ON_CI,
     reason="bubblewrap (bwrap) is missing or cannot make namespaces here; `make test` installs it",

@@ -4,7 +4,6 @@ its scripted suite writing and running real Python under bubblewrap."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from helpers.env import on_ci
 
 from machine import Message, Run, ToolCall, ToolContext, Workspace, open_workspace, run_suite
 from machine.clients.scripted import ScriptedHarness
@@ -21,7 +21,7 @@ from machine.sandboxes.tools import run as run_tool
 REPO = Path(__file__).resolve().parents[2]
 CODER = REPO / "machines" / "coder"
 
-ON_CI = os.environ.get("CI", "").strip().lower() == "true"
+ON_CI = on_ci()
 needs_bubblewrap = pytest.mark.skipif(
     bubblewrap() is None and not ON_CI,
     reason="bubblewrap (bwrap) is missing or cannot make namespaces here; `make test` installs it",

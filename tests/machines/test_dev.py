@@ -4,7 +4,6 @@ reference fix, passing after it), and its scripted suite under real bubblewrap."
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from helpers.env import on_ci
 
 from machine import Case, Message, Run, ToolCall, ToolContext, Workspace, open_workspace, run_suite
 from machine.clients.scripted import ScriptedHarness
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEV = REPO / "machines" / "dev"
 KINDS = {"fix", "feature", "question", "plan", "run", "unclear"}
 
-ON_CI = os.environ.get("CI", "").strip().lower() == "true"
+ON_CI = on_ci()
 needs_bubblewrap = pytest.mark.skipif(
     bubblewrap() is None and not ON_CI,
     reason="bubblewrap (bwrap) is missing or cannot make namespaces here; `make test` installs it",

@@ -5,7 +5,6 @@ inheritance and scripted suites under real bubblewrap."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import stat
 import sys
@@ -14,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from helpers.env import on_ci
 
 from machine import Message, Run, ToolCall, ToolContext, ToolFailure, Workspace, open_workspace, run_suite
 from machine.clients.scripted import ScriptedHarness
@@ -29,7 +29,7 @@ OWN = {
     "julia/inline": {"short_or_inline": "check"},
 }
 
-ON_CI = os.environ.get("CI", "").strip().lower() == "true"
+ON_CI = on_ci()
 needs_bubblewrap = pytest.mark.skipif(
     bubblewrap() is None and not ON_CI,
     reason="bubblewrap (bwrap) is missing or cannot make namespaces here; `make test` installs it",

@@ -1,7 +1,12 @@
+import re
+import time
+from datetime import UTC
+
 import pytest
 
 from machine import CriterionScore, Message, Run, Scorecard, Tag, ToolCall, Usage
 from machine.runs import RunSummary, new_run_id
+from machine.runs._records import now, timestamp
 
 
 def score(name: str, value: float | None, weight: float = 1.0) -> CriterionScore:
@@ -118,3 +123,24 @@ def test_run_ids_made_in_the_same_second_never_repeat() -> None:
     ids = [new_run_id() for _ in range(200_000)]
     assert len(set(ids)) == len(ids)
     assert all(len(run_id.split("-")[2]) == 16 for run_id in ids[:10])
+
+
+def test_timestamps_are_in_utc() -> None:
+    moment = now()
+    assert moment.tzinfo is UTC
+    assert timestamp(moment).endswith("Z") and "+" not in timestamp(moment)
+
+
+def test_run_ids_read_as_the_utc_time_then_random_hex() -> None:
+    before = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    run_id = new_run_id()
+    after = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{16}", run_id), run_id
+    assert before <= run_id[:15] <= after
+
+
+def test_usage_adds_every_count() -> None:
+    total = Usage(input_tokens=5, cached_input_tokens=2, output_tokens=3) + Usage(
+        input_tokens=7, cached_input_tokens=4, output_tokens=6
+    )
+    assert total == Usage(input_tokens=12, cached_input_tokens=6, output_tokens=9)

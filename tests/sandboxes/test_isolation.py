@@ -23,12 +23,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers.env import on_ci
 
 from machine.errors import BadInputError
 from machine.sandboxes import LocalSandbox, Mount, SandboxEscape, bubblewrap
 from machine.sandboxes._local import ENVIRONMENT, ETC_ALLOWED, WORKDIR, system_args
 
-ON_CI = os.environ.get("CI", "").strip().lower() == "true"
+ON_CI = on_ci()
 NO_BWRAP = (
     "bubblewrap (bwrap) is not installed, or cannot create namespaces here: install it "
     "(Debian/Ubuntu: apt-get install bubblewrap; `make test` does) to run the sandbox isolation tests"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from helpers.env import on_ci
 
 from machine import ToolContext, ToolFailure
 from machine.sandboxes import LocalSandbox, bubblewrap
@@ -13,7 +13,7 @@ from machine.sandboxes.tools import read_file, run
 
 pytestmark = pytest.mark.anyio
 
-ON_CI = os.environ.get("CI", "").strip().lower() == "true"
+ON_CI = on_ci()
 needs_bubblewrap = pytest.mark.skipif(
     bubblewrap() is None and not ON_CI,
     reason="bubblewrap (bwrap) is missing or cannot make namespaces here; `make test` installs it",

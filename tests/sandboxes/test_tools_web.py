@@ -8,7 +8,6 @@ and the servers are local ones started by the tests.
 from __future__ import annotations
 
 import ipaddress
-import os
 import shutil
 import socketserver
 import ssl
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.env import on_ci
 
 from machine import ToolContext, ToolFailure
 from machine.sandboxes.tools import (
@@ -449,7 +449,7 @@ def certificate(tmp_path: Path) -> tuple[Path, Path]:
     """A self-signed certificate for secure.example.test only (not for 127.0.0.1)."""
     if shutil.which("openssl") is None:  # never silently under CI, where the image has it
         message = "the openssl command is needed to make a test certificate"
-        if os.environ.get("CI", "").strip().lower() == "true":
+        if on_ci():
             pytest.fail(message)
         pytest.skip(message)
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
