@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from machine.errors import HarnessError
@@ -112,9 +113,15 @@ class ScriptedHarness:
         async def reply(messages: list[Message], step: int) -> Turn:
             # Every replayed model call waits (at least a checkpoint), so cancellation reaches the run
             # here as it would in a real model call.
-            await anyio.sleep(turns[step].delay if step < len(turns) else 0)
             if step >= len(turns):  # the script ran out while the model still had tool results to answer
+                await anyio.lowlevel.checkpoint()
                 return Turn(Message(role="assistant", content=""))
-            return Turn(_message(turns[step], step), turns[step].usage)
+            scripted = turns[step]
+            # The turn's usage is known before it is "sent": reserved as a real call's bound would be.
+            async with request.budget.reserve(request.model, scripted.usage) as hold:
+                await anyio.sleep(scripted.delay)
+                turn = Turn(_message(scripted, step), scripted.usage)
+                turn.cost_usd = hold.settle(turn.usage)
+            return turn
 
         return await run_loop(request, reply)

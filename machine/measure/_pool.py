@@ -146,7 +146,7 @@ class BatchWriter:
                 return said(self.failure)
             try:
                 return await work(job)
-            except BudgetExceeded:
+            except (BudgetExceeded, BrokenPipeError):  # the budget, or the reader gone: not the store's
                 raise
             except (OSError, MachineError) as error:
                 self._fail(error)
