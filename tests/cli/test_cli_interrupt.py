@@ -19,6 +19,7 @@ from helpers.env import MACHINE_BIN, clean_env
 from helpers.openai_server import FakeOpenAI, hang, text
 
 from machine import SQLiteStore
+from machine.runs import Run, Timings
 
 if TYPE_CHECKING:
     from conftest import WorkspaceFolder
@@ -286,6 +287,26 @@ def test_a_closed_pipe_ends_a_suite_and_a_listing_quietly(ws: WorkspaceFolder, t
     assert 0 < stored(ws.db) < 2000
     assert " of plain stopped after " in note
 
+
+def test_a_closed_pipe_ends_a_listing_quietly(ws: WorkspaceFolder, tmp_path: Path) -> None:
+    store = SQLiteStore(ws.db)  # more runs than a pipe holds, whatever a suite would have stored by now
+    store.put_many(
+        [
+            Run(
+                id=f"r{i:05d}",
+                machine="plain",
+                model="echo",
+                harness="echo",
+                input=f"hi {i}",
+                output="hello",
+                case_id=f"c{i}",
+                trial=0,
+                timings=Timings(),
+            )
+            for i in range(3000)
+        ]
+    )
+    store.close()
     status, first, err = read_one_line_then_close(
         ["runs", "plain", "--limit", "2000", "--workspace", ws.root], tmp_path
     )
