@@ -9,11 +9,14 @@ chat-completions harness against the tests' local OpenAI-compatible server (127.
   call costs the most it can legitimately cost, the worst case for a cap;
 - ``hostile``: usage that cannot be right (negative, NaN, more output than allowed, in turn).
 
+``--harness opencode`` or ``--harness pi`` runs the same suite through that host (the real binary from
+``.venv/npm``, ``make hosts``), whose calls go through the model proxy; the default is the chat harness.
+
 For each cap: what was spent, the overshoot (spent - cap, at least 0) in calls (overshoot / one call's
 cost, where one call's cost is what a call is charged: its full cost under ``most``, its reservation under
 ``hostile``), and the number of calls the endpoint answered. Target: the largest overshoot <= 8 calls.
 
-    .venv/bin/python benchmarks/budget_overshoot.py [--latency-ms 20] [--concurrency 8]
+    .venv/bin/python benchmarks/budget_overshoot.py [--latency-ms 20] [--concurrency 8] [--harness pi]
 """
 
 from __future__ import annotations
@@ -79,16 +82,30 @@ def hostile(request: Recorded) -> Reply:
     return Reply(content="ok", raw_usage=next(BAD))
 
 
+def make(name: str, url: str) -> Any:
+    """The harness called ``name`` against ``url``: the chat harness, or a host with its own retries off."""
+    npm = ROOT / ".venv" / "npm" / "node_modules" / ".bin"
+    if name == "opencode":
+        from machine.clients.opencode import OpencodeHarness
+
+        return OpencodeHarness(binary=npm / "opencode", base_url=url, max_retries=0)
+    if name == "pi":
+        from machine.clients.pi import PiHarness
+
+        return PiHarness(binary=npm / "pi", base_url=url, max_retries=0)
+    endpoint = Endpoint("openai", url, timeout_s=10, max_attempts=1, max_tokens=MAX_TOKENS)
+    return ChatCompletionsHarness(endpoint, client=ChatClient(endpoint), stream=False)
+
+
 async def measure(
-    cap: float, responder: Any, latency_ms: float, concurrency: int
+    cap: float, responder: Any, latency_ms: float, concurrency: int, name: str = "chat"
 ) -> tuple[float, int, float]:
     """What the suite spent under ``cap``, the calls answered, and what one call was charged."""
     with (
         FakeOpenAI(responder=responder, latency_ms=latency_ms) as server,
         tempfile.TemporaryDirectory() as tmp,
     ):
-        endpoint = Endpoint("openai", server.url + "/v1", timeout_s=10, max_attempts=1, max_tokens=MAX_TOKENS)
-        harness = ChatCompletionsHarness(endpoint, client=ChatClient(endpoint), stream=False)
+        harness = make(name, server.url + "/v1")
         budget = Budget(cap)
         ws = open_workspace(Path(tmp), harness=harness, budget=budget)
         cases = [Case(id=f"c{i}", input=f"case {i}") for i in range(64)]
@@ -105,15 +122,25 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--quick", action="store_true", help="accepted for make bench; the sizes are small")
+    parser.add_argument("--harness", choices=("chat", "opencode", "pi"), default="chat")
     args = parser.parse_args()
+    if args.harness != "chat":
+        import os
+
+        os.environ["MACHINE_MAX_TOKENS"] = str(MAX_TOKENS)  # the proxy clamps the hosts' calls to it
     worst = 0.0
-    print(f"concurrency {args.concurrency}, {MODEL}, max_tokens {MAX_TOKENS}, latency {args.latency_ms:g} ms")
+    print(
+        f"{args.harness}: concurrency {args.concurrency}, {MODEL}, max_tokens {MAX_TOKENS}, "
+        f"latency {args.latency_ms:g} ms"
+    )
     print(
         f"{'usage':8} {'cap $':>8} {'spent $':>9} {'calls':>6} {'one call $':>11} {'overshoot (calls)':>18}"
     )
     for name, responder in (("most", most), ("hostile", hostile)):
         for cap in CAPS:
-            spent, calls, one = anyio.run(measure, cap, responder, args.latency_ms, args.concurrency)
+            spent, calls, one = anyio.run(
+                measure, cap, responder, args.latency_ms, args.concurrency, args.harness
+            )
             over = max(spent - cap, 0.0) / one if one else 0.0
             worst = max(worst, over)
             print(f"{name:8} {cap:>8g} {spent:>9.4f} {calls:>6} {one:>11.5f} {over:>18.2f}")

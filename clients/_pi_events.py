@@ -78,6 +78,8 @@ class Progress:
     ended: bool = False
     max_steps: bool = False
     calls_shown: set[str] = field(default_factory=set)
+    metered: bool = False
+    """Each call is charged by the model proxy as it is made: the events only give the trajectory."""
 
     @property
     def finished(self) -> bool:
@@ -120,7 +122,8 @@ class Progress:
             message, usage = assistant_message(raw), _usage(raw.get("usage"))
             self.steps += 1
             self.usage = self.usage + usage
-            self.cost += self.request.budget.charge(self.request.model, usage)
+            if not self.metered:
+                self.cost += self.request.budget.charge(self.request.model, usage)
             self.trajectory.append(message)
             self.request.emit("assistant", message)
         elif role == "toolResult":

@@ -26,12 +26,14 @@ from ._endpoint import Endpoint, model_timeout
 from ._hosts import find_binary, host_environment, judge_endpoint, served_tools
 from ._pi_config import TOKEN_ENV, URL_ENV, pi_arguments, settings
 from ._pi_events import Progress
+from ._proxy import metered, proxied
 from ._routes import Route, route_model
 
 PI_PACKAGE = "@mariozechner/pi-coding-agent@0.73.1"
 INSTALL = f"npm install -g {PI_PACKAGE}"
 STDERR_KEEP = 8000
 """The tail of pi's stderr kept for an error message."""
+PROXIED_KEY = "held-by-the-model-proxy"
 LINE_LIMIT = 1 << 26
 """Pi writes one JSON event a line, and a streamed reply's events repeat the whole reply so far."""
 
@@ -91,18 +93,18 @@ class PiHarness:
         """One run in a pi process of its own, with the run's tools served to it while it runs."""
         binary = self.binary
         route = route_model(request.model, harness=self.name, base_url=self.base_url)
-        progress = Progress(request, [Message(role="user", content=request.input)])
+        progress = Progress(request, [Message(role="user", content=request.input)], metered=not route.own)
         if request.max_steps <= 0:
             return self._result(progress, "max_steps", None)
         timeout_s = model_timeout()
         with _private_dir() as root:
-            async with served_tools(request) as served:
+            async with served_tools(request) as served, proxied(route, request) as (host_route, meter):
                 stop_reason, error = await self._run_pi(
-                    binary, route, request, root, served, progress, timeout_s
+                    binary, (route, host_route), request, root, served, progress, timeout_s
                 )
         if served is not None and error:
             error = error.replace(served.token, "<token>")
-        return self._result(progress, stop_reason, error)
+        return metered(self._result(progress, stop_reason, error), meter)
 
     def _result(self, progress: Progress, stop_reason: str, error: str | None) -> HarnessResult:
         return HarnessResult(
@@ -117,25 +119,29 @@ class PiHarness:
     async def _run_pi(
         self,
         binary: str,
-        route: Route,
+        routes: tuple[Route, Route],
         request: HarnessRequest,
         root: Path,
         served: Any,
         progress: Progress,
         timeout_s: float,
     ) -> tuple[str, str | None]:
-        """Run pi to the end (or to ``max_steps``, or the time limit); the stop reason and any error."""
+        """Run pi to the end (or to ``max_steps``, or the time limit); the stop reason and any error.
+        ``routes``: the model's route, and the one pi is pointed at (through the model proxy)."""
+        route, host_route = routes
         # Pi works in a private folder, never the sandbox: it merges any .pi/settings.json of its working
         # folder over ours, and a run's files (or a person's project) are no place for pi's settings.
         # The tools act in the sandbox through the tool server wherever pi runs.
         cwd = root / "work"
         cwd.mkdir()
         config = settings(max_retries=self.max_retries, retry_delay_s=self.retry_delay_s, timeout_s=timeout_s)
-        args, extra = pi_arguments(route, request, root, cwd, config)
+        args, extra = pi_arguments(host_route, request, root, cwd, config)
         if served is not None:
             extra[URL_ENV], extra[TOKEN_ENV] = served.url, served.token
         (root / "home").mkdir(mode=0o700)
-        env = host_environment(route, root / "home", extra, own_keys=route.own)
+        env = host_environment(host_route, root / "home", extra, own_keys=route.own)
+        if host_route is not route and route.key_env in env:
+            env[route.key_env] = PROXIED_KEY  # the proxy holds the real key; pi never sees it
         process = await asyncio.create_subprocess_exec(
             binary,
             *args,

@@ -18,6 +18,7 @@ from machine.errors import HarnessError
 from machine.runs import HarnessRequest, HarnessResult
 
 from .._hosts import find_binary, judge_endpoint, served_tools
+from .._proxy import Meter, ModelProxy, metered
 from .._routes import Route, route_model
 from ..chat import Endpoint, model_timeout
 from ._admission import _Admission, _needs
@@ -79,6 +80,7 @@ class OpencodeHarness:
         self._start_lock = anyio.Lock()
         self._admission = _Admission()
         self._folders: dict[str, anyio.Lock] = {}
+        self._proxy: ModelProxy | None = None
 
     @property
     def endpoint(self) -> Endpoint | None:
@@ -88,10 +90,25 @@ class OpencodeHarness:
     async def aclose(self) -> None:
         """Stop the server (runs still going fail) and remove its private home, even when cancelled."""
         server, self._server = self._server, None
+        proxy, self._proxy = self._proxy, None
         self._admission.forget()
-        if server is not None:
-            with anyio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
+            if server is not None:
                 await anyio.to_thread.run_sync(_stop, server.process, server.home)
+            if proxy is not None:
+                await anyio.to_thread.run_sync(proxy.stop)
+
+    async def _host_route(self, route: Route) -> Route:
+        """Where opencode is pointed for ``route``: the harness's model proxy, for a provider we declare
+        (so each call is reserved against its run's budget before it is sent)."""
+        if route.own:
+            return route
+        async with self._start_lock:
+            if self._proxy is None:
+                proxy = ModelProxy()
+                await anyio.to_thread.run_sync(proxy.start)
+                self._proxy = proxy
+            return self._proxy.route(route)
 
     async def _ensure_server(self) -> _Server:
         async with self._start_lock:
@@ -124,7 +141,8 @@ class OpencodeHarness:
         """One run in a fresh session; its steps are passed on and charged as they finish."""
         route = route_model(request.model, harness=self.name, base_url=self.base_url)
         server = await self._ensure_server()
-        agent, needs = _needs(route, request)
+        agent, needs = _needs(await self._host_route(route), request)
+        meter = None if route.own else Meter(request.budget, request.model)
         limit = model_timeout() * (request.max_steps + 1)  # a model call a step, and one more for the tools
         async with self._folder(request) as folder, server.client(CONTROL_TIMEOUT_S) as http:
             where = {"directory": str(folder)}
@@ -134,7 +152,10 @@ class OpencodeHarness:
                 # client gone), then the run's tool server stopped and its token revoked.
                 await _connect_tools(http, where, stack, request)
                 session = await _open_session(http, where, stack, request)
-                watch = _Watch(http, where, session, request, self.max_retries)
+                if meter is not None and self._proxy is not None:
+                    meter.token = self._proxy.token
+                    stack.enter_context(self._proxy.metering(session, meter))
+                watch = _Watch(http, where, session, request, self.max_retries, metered=meter is not None)
                 body = _message(agent, route, request)
                 error = await _send(http, where, session, body, watch=watch, limit=limit, server=server)
                 messages = await http.get(f"/session/{session}/message", params=where)
@@ -142,7 +163,7 @@ class OpencodeHarness:
         result = to_result(request, messages.json(), watch)
         if error is not None:
             result.error, result.stop_reason = error, "error"
-        return result
+        return metered(result, meter)
 
 
 async def _connect_tools(

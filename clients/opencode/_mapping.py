@@ -95,7 +95,9 @@ def to_result(
         message, results = step_messages(parts)
         if info.get("id") not in seen:
             used = _usage(info.get("tokens") or {})
-            usage, cost = usage + used, cost + request.budget.charge(request.model, used)
+            usage = usage + used
+            if watch is None or not watch.metered:  # else the model proxy charged the call
+                cost += request.budget.charge(request.model, used)
             emit_step(request, message, results)
         finish = info.get("finish") or finish
         steps += 1

@@ -34,9 +34,13 @@ class _Watch:
         session: str,
         request: HarnessRequest,
         max_retries: int,
+        *,
+        metered: bool = False,
     ) -> None:
         self.http, self.where, self.session, self.request = http, where, session, request
         self.max_retries = max_retries
+        self.metered = metered
+        """Each call is charged by the model proxy as it is made: the events only give the trajectory."""
         self.parts: dict[str, dict[str, dict[str, Any]]] = {}
         """The parts seen so far, by message and part id (a tool part is updated as it runs)."""
         self.seen: set[str] = set()
@@ -87,10 +91,9 @@ class _Watch:
         self.steps += 1
         self.seen.add(message_id)
         usage = _usage(finish.get("tokens") or {})
-        self.usage, self.cost = (
-            self.usage + usage,
-            self.cost + self.request.budget.charge(self.request.model, usage),
-        )
+        self.usage = self.usage + usage
+        if not self.metered:
+            self.cost += self.request.budget.charge(self.request.model, usage)
         emit_step(self.request, *step_messages(list(self.parts.pop(message_id).values())))
         if self.steps >= self.request.max_steps and finish.get("reason") == "tool-calls":
             self.reached = True

@@ -239,6 +239,12 @@ class Reservation:
         self.budget._add(self.kind, cost)
         return cost
 
+    def vet(self, usage: Usage) -> None:
+        """Refuse, as ``settle`` would (charged at the reservation), usage that cannot be right, before
+        the reply that carries it is passed on; usage that can be right is left to ``settle``."""
+        if usage_problem(usage, self.bound) is not None:
+            self.settle(usage)
+
     def settle(self, usage: Usage) -> float:
         """The call's real cost, charged now; impossible usage raises UsageRefused, charged at the
         reservation."""
