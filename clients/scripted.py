@@ -2,7 +2,9 @@
 tool use deterministically.
 
 A script is JSON: ``{"rules": [{"match": REGEX, "turns": [TURN, ...]}, ...]}``. The first rule whose
-regular expression is found in the run's input wins. A TURN holds any of ``text``, ``reasoning``,
+regular expression is found in the run's input wins; a rule that also has ``"instructions": REGEX``
+applies only when that is found in the instructions the run was given, so a script can answer as a model
+whose behaviour follows its system prompt. A TURN holds any of ``text``, ``reasoning``,
 ``tool_calls`` (``[{"name", "arguments"}]``; ``arguments`` may be a string, which the model "sent" as
 raw JSON, valid or not), ``usage`` (``{"input_tokens", "cached_input_tokens", "output_tokens"}``) and
 ``delay`` (seconds the "model" takes to send the turn, to replay a slow model; cancelling the run stops
@@ -43,11 +45,14 @@ class ScriptedTurn(_Strict):
 
 class Rule(_Strict):
     match: str
+    instructions: str | None = None
     turns: list[ScriptedTurn] = Field(min_length=1)
 
-    @field_validator("match")
+    @field_validator("match", "instructions")
     @classmethod
-    def _compiles(cls, value: str) -> str:
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         try:
             re.compile(value)
         except re.error as error:
@@ -100,15 +105,17 @@ class ScriptedHarness:
         self.script = script if isinstance(script, Script) else load_script(script)
         self.source = None if isinstance(script, Script) else str(script)
 
-    def rule_for(self, text: str) -> Rule:
+    def rule_for(self, text: str, instructions: str = "") -> Rule:
         for rule in self.script.rules:
-            if re.search(rule.match, text):
+            if re.search(rule.match, text) and (
+                rule.instructions is None or re.search(rule.instructions, instructions)
+            ):
                 return rule
         where = f" in {self.source}" if self.source else ""
         raise HarnessError(f"no rule{where} matches the input {text[:80]!r}; add a rule whose match fits it")
 
     async def run(self, request: HarnessRequest) -> HarnessResult:
-        turns = self.rule_for(request.input).turns
+        turns = self.rule_for(request.input, request.instructions).turns
 
         async def reply(messages: list[Message], step: int) -> Turn:
             # Every replayed model call waits (at least a checkpoint), so cancellation reaches the run

@@ -31,6 +31,7 @@ from .grade import (
     judge,
     judge_panel,
 )
+from .learn import Optimization, OptimizeReport
 from .measure import SuiteReport, run_suite
 from .ops import Consent, MachineHandle, RunMessage, RunStream, Session, SpendingPolicy, load, open_workspace
 from .runs import (
@@ -96,6 +97,8 @@ __all__ = [
     "MachineHandle",
     "Message",
     "NotFoundError",
+    "Optimization",
+    "OptimizeReport",
     "Rubric",
     "Run",
     "RunMessage",

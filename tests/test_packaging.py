@@ -31,6 +31,7 @@ SUBPACKAGES = [
     "machine.workspace",
     "machine.measure",
     "machine.versions",
+    "machine.learn",
     "machine.ops",
     "machine.cli",
     "machine.server",
@@ -40,7 +41,11 @@ SUBPACKAGES = [
     "machine.sandboxes.tools",
     "machine.machinist",
 ]
-PACKAGE_DATA = ["machine/py.typed", "machine/clients/pi_extension.ts"]
+PACKAGE_DATA = [
+    "machine/py.typed",
+    "machine/clients/pi_extension.ts",
+    "machine/learn/machines/optimizer/instructions.md",
+]
 """Files besides the modules that the wheel must ship (pyproject's package-data)."""
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
 

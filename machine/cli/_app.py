@@ -9,6 +9,7 @@ import click
 from ._agree import agree_command
 from ._compare import compare_command
 from ._converse import converse_command
+from ._learn import optimize_command
 from ._machines import list_machines_command, show, tree
 from ._options import workspace_option
 from ._runs import eval_run, run, runs
@@ -51,6 +52,7 @@ COMMANDS = (
     agree_command,
     versions_command,
     propose_command,
+    optimize_command,
     commit_command,
     revert_command,
     serve_command,

@@ -46,17 +46,20 @@ def _criteria(count: int) -> str:
 
 @click.command()
 @click.argument("name")
+@click.option("--instructions", "with_instructions", is_flag=True, help="Print its instructions too.")
 @click.option("--json", "as_json", is_flag=True, help="Print the machine as JSON.")
 @with_workspace
 @click.pass_context
 @handle_errors
-def show(ctx: click.Context, /, name: str, as_json: bool) -> None:
+def show(ctx: click.Context, /, name: str, with_instructions: bool, as_json: bool) -> None:
     """Show a machine: intent, model, tools, and each criterion with its weight and grader."""
     info = describe(workspace_from(ctx), name)
     if as_json:
         dump_json(info)
         return
     click.secho(info.name, bold=True)
+    if info.builtin:
+        click.echo(f"  built into the library, in {info.builtin} (copy it to machines/{name} to change it)")
     click.echo(f"  intent: {info.intent}")
     click.echo(f"  model:  {info.model}   max steps: {info.max_steps}")
     if info.parent:
@@ -72,6 +75,9 @@ def show(ctx: click.Context, /, name: str, as_json: bool) -> None:
     for t in info.tools:
         inherited = f"  (from {t.origin})" if t.origin != name else ""
         click.echo(f"    {t.name}{inherited}: {t.description.splitlines()[0]}")
+    if with_instructions:
+        click.echo("  instructions:")
+        click.echo("\n".join(f"    {line}".rstrip() for line in info.instructions.splitlines()))
 
 
 @click.command()

@@ -48,6 +48,11 @@ class MachineInfo(Model):
     criteria: list[CriterionInfo]
     tools: list[ToolInfo]
     cases_files: list[str] = Field(description="Cases files in the machine's folder.")
+    instructions: str = Field(default="", description="The instructions its runs are given.")
+    builtin: str | None = Field(
+        default=None,
+        description="For a machine the library ships (the optimizer): the folder its files are in.",
+    )
 
 
 class MachineSummary(Model):
@@ -110,6 +115,8 @@ def describe(ws: Workspace, name: str) -> MachineInfo:
             for t in spec.tools
         ],
         cases_files=cases_files(ws.machines_dir / name),
+        instructions=spec.instructions,
+        builtin=str(spec.source.parent) if ws.loader.is_builtin(name) and spec.source else None,
     )
 
 

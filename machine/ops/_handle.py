@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import anyio
 
+from machine.learn import Optimization, optimize
 from machine.measure import Comparison, SuiteReport, compare
 from machine.runs import Budget, ChatSession, Event, Harness, Message, Run, new_run_id, now
 from machine.spec import Case, Machine, Version
@@ -272,6 +273,38 @@ class MachineHandle:
             base_model=base_model,
             note=note,
         )
+
+    async def optimize(
+        self,
+        *,
+        trials: int = 3,
+        rounds: int = 2,
+        candidates: int = 2,
+        min_z: float = 2.0,
+        cases: str | Path | list[Case] | None = None,
+        holdout: str | Path | list[Case] | None = None,
+        optimizer_model: str | None = None,
+        allow_overlap: bool = False,
+        concurrency: int = 4,
+    ) -> Optimization:
+        """Search for better instructions with the optimizer machine, as ``machine optimize`` does. A
+        kept rewrite is written to instructions.md as ``result.candidate``, pending: ``commit`` makes it
+        live (CommitRefused unless it passed), ``revert`` takes it back out of the files."""
+        result = await optimize(
+            self.workspace,
+            self.name,
+            trials=trials,
+            rounds=rounds,
+            candidates=candidates,
+            min_z=min_z,
+            cases=cases,
+            holdout=holdout,
+            optimizer_model=optimizer_model,
+            allow_overlap=allow_overlap,
+            concurrency=concurrency,
+        )
+        self.spec = self.workspace.reload(self.name)  # the files may hold the candidate now
+        return result
 
     def commit(self, *, force: bool = False) -> Version:
         """Make the newest pending candidate live; raises CommitRefused unless it passed the gate (one

@@ -21,11 +21,12 @@ from ._gate_report import (
     SideFigures,
     count_reasons,
 )
-from ._loader import MachineLoader, discover
+from ._loader import BUILTIN_MACHINES, MachineLoader, discover
 from ._machine import Counterpart, Machine, define_child, define_machine, instructions_from, model_from
 from ._revision import Baseline, machine_at
 
 __all__ = [
+    "BUILTIN_MACHINES",
     "DEFAULT_MIN_Z",
     "UNRECORDED",
     "Baseline",

@@ -114,6 +114,9 @@ class GateReport(Record):
     stopped: str | None = None
     cost_usd: float = 0.0
     created_at: datetime = Field(default_factory=now)
+    holdout: GateReport | None = None
+    """For a candidate ``optimize`` kept: the same two sides on the held-out cases, where the candidate's
+    mean had to be no lower (the paired gain above is then the one on the cases it was shown)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -21,6 +21,9 @@ from machine.runs import NAME_SEGMENT
 from ._machine import Machine
 
 _SKIP = {"__pycache__"}
+BUILTIN_MACHINES = Path(__file__).resolve().parents[1] / "learn" / "machines"
+"""The machines the library ships (the optimizer), kept beside the learning code that runs them. A
+workspace's own machine of the same name is used instead."""
 
 
 def discover(machines_dir: Path) -> list[str]:
@@ -37,10 +40,12 @@ def discover(machines_dir: Path) -> list[str]:
 
 
 class MachineLoader:
-    """Imports a machines folder's machines by name, each once, under a private package of its own."""
+    """Imports a machines folder's machines by name, each once, under a private package of its own;
+    with ``builtins``, a name the folder does not define is looked up among the library's machines."""
 
-    def __init__(self, machines_dir: Path) -> None:
+    def __init__(self, machines_dir: Path, *, builtins: bool = False) -> None:
         self.machines_dir = machines_dir.resolve()
+        self.fallback = MachineLoader(BUILTIN_MACHINES) if builtins else None
         digest = hashlib.sha256(str(self.machines_dir).encode()).hexdigest()[:12]
         self.package = f"_machine_workspace_{digest}"
         self._cache: dict[str, Machine] = {}
@@ -48,6 +53,12 @@ class MachineLoader:
     def names(self) -> list[str]:
         """The machines under the folder, sorted."""
         return discover(self.machines_dir)
+
+    def is_builtin(self, name: str) -> bool:
+        """Whether ``name`` loads the library's machine of that name (the folder has none of its own)."""
+        if self.fallback is None or not (self.fallback.machines_dir / name / "machine.py").is_file():
+            return False
+        return not (self.machines_dir / name / "machine.py").is_file()
 
     def unload(self) -> None:
         """Forget every machine loaded, so the next ``load`` imports the files as they are now."""
@@ -77,6 +88,8 @@ class MachineLoader:
         if name in self._cache:
             return self._cache[name]
         known = self.names()
+        if name not in known and self.fallback is not None and self.is_builtin(name):
+            return self.fallback.load(name)
         if name not in known:
             listing = (
                 ", ".join(known)

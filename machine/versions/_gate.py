@@ -76,14 +76,25 @@ class SideTally:
 
 def tally_for(version: Version) -> SideTally:
     """An empty tally of ``version``."""
-    return SideTally(SideFigures(version=version.label, model=version.model), version.model, {}, {}, {}, {})
+    return empty_tally(version.label, version.model)
+
+
+def empty_tally(label: str, model: str) -> SideTally:
+    """An empty tally of the side ``label`` (a version, or a proposal not yet a version) on ``model``."""
+    return SideTally(SideFigures(version=label, model=model), model, {}, {}, {}, {})
 
 
 def gate(
-    paired: _stats.Paired | None, min_z: float, stopped: str | None, unmeasured: Sequence[str] = ()
+    paired: _stats.Paired | None,
+    min_z: float,
+    stopped: str | None,
+    unmeasured: Sequence[str] = (),
+    data: str = "held-out",
 ) -> tuple[GateOutcome, str]:
     """The promotion gate's decision and the reason in words. ``unmeasured`` says, for each criterion
-    with no scored grade on a side, which and why: any makes the decision "not measured"."""
+    with no scored grade on a side, which and why: any makes the decision "not measured". ``data``
+    names the cases in the reasons (``held-out``; ``optimize`` applies the rule to the cases it shows)."""
+    kind = f"{data} " if data else ""
     if unmeasured:
         also = f"; the comparison also stopped early ({stopped})" if stopped else ""
         return "not measured", (
@@ -95,7 +106,7 @@ def gate(
     if paired is None or paired.cases == 0:
         return (
             "not passed",
-            "no held-out case has scored runs of both versions, so there is nothing to compare",
+            f"no {kind}case has scored runs of both versions, so there is nothing to compare",
         )
     if paired.diff <= 0:
         return "not passed", (
@@ -103,12 +114,11 @@ def gate(
         )
     if paired.cases < 2:
         return "not passed", (
-            "only one held-out case has scored runs of both versions: no standard error to judge by"
+            f"only one {kind}case has scored runs of both versions: no standard error to judge by"
         )
     if paired.se == 0:
         return "passed", (
-            f"every one of the {paired.cases} held-out cases scored {paired.diff:+.3f} higher "
-            "(standard error 0)"
+            f"every one of the {paired.cases} {kind}cases scored {paired.diff:+.3f} higher (standard error 0)"
         )
     z = paired.diff / paired.se
     if z >= min_z:
@@ -124,30 +134,34 @@ def gate(
 
 def measured(
     spec: Machine,
-    live: Version,
-    candidate: Version,
+    live: Version | str,
+    candidate: Version | str,
     sides: dict[str, SideTally],
     chosen: Sequence[Case],
     cases_file: str,
     trials: int,
     min_z: float,
     stopped: str | None,
+    data: str = "held-out",
 ) -> GateReport:
     """The report of a finished comparison: each side's figures, each criterion before and after, the
-    paired difference and the gate's decision."""
-    before, after = sides[live.label], sides[candidate.label]
+    paired difference and the gate's decision. ``live`` and ``candidate`` are versions, or the labels
+    their sides are kept under."""
+    live_label = live if isinstance(live, str) else live.label
+    candidate_label = candidate if isinstance(candidate, str) else candidate.label
+    before, after = sides[live_label], sides[candidate_label]
     before.finish()
     after.finish()
     paired = None
     if any(before.scores.get(c.id) and after.scores.get(c.id) for c in chosen):
         paired = _stats.paired(before.scores, after.scores)
     criteria = {name: _criterion(before, after, name, c.weight) for name, c in spec.rubric.items()}
-    labels = (f"live {live.label}", f"candidate {candidate.label}")
-    outcome, decision = gate(paired, min_z, stopped, _unmeasured(criteria, labels))
+    labels = (f"live {live_label}", f"candidate {candidate_label}")
+    outcome, decision = gate(paired, min_z, stopped, _unmeasured(criteria, labels), data)
     return GateReport(
         machine=spec.name,
-        live=live.label,
-        candidate=candidate.label,
+        live=live_label,
+        candidate=candidate_label,
         cases_file=cases_file,
         cases=len(chosen),
         trials=trials,

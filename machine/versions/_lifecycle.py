@@ -168,9 +168,16 @@ def update(
     return version
 
 
+def _written(book: Book, spec: Machine, candidate: Version) -> bool:
+    """Whether the machine's files are already ``candidate``'s (``optimize`` writes the instructions it
+    keeps, and leaves them for the person to accept)."""
+    return identity_of(spec) == candidate.identity and candidate.identity != book.live.identity
+
+
 def commit(ws: Workspace, name: str, *, force: bool = False) -> Version:
     """Make the newest pending candidate live, only if it passed the promotion gate (``force``
-    overrides): write its model.json and record it live; the live version is retired.
+    overrides): write its files (its model.json; instructions.md for one ``optimize`` kept, which may be
+    written already) and record it live; the live version is retired.
 
     Raises CommitRefused (with the candidate's report) when it did not pass or was not measured.
     """
@@ -189,7 +196,8 @@ def commit(ws: Workspace, name: str, *, force: bool = False) -> Version:
             f"candidate {candidate.label} of machine {name!r} was measured against v{candidate.base}, "
             f"but {live.label} is live now: propose it again to measure it against {live.label}"
         )
-    require_live(book, spec, f"commit {candidate.label}")
+    if not _written(book, spec, candidate):
+        require_live(book, spec, f"commit {candidate.label}")
     report = candidate.report
     if report is None:
         raise BadInputError(
@@ -202,7 +210,7 @@ def commit(ws: Workspace, name: str, *, force: bool = False) -> Version:
     spec = _write_and_check(
         ws,
         name,
-        {MODEL_FILE: files_of(book, candidate)[MODEL_FILE]},  # all a candidate changes
+        files_of(book, candidate),
         lambda loaded: (
             _model_problem(loaded, candidate.model, live.model)
             or (
@@ -240,9 +248,16 @@ def revert(ws: Workspace, name: str, *, to: str | int | None = None) -> Version:
     """Make the version that was live before the live one live again (or version ``to``), writing back
     its instructions.md and model.json exactly as they were (removing one it did not have). Without
     ``to`` it steps back along the live history, so reverting again goes further back and never returns
-    to a version already reverted away from; with ``to`` the version joins the history's end."""
+    to a version already reverted away from; with ``to`` the version joins the history's end.
+
+    When the files hold a pending candidate not yet committed (instructions ``optimize`` kept), the
+    live version's files are written back instead and the live version is returned; the candidate
+    stays pending, so ``commit`` can still make it live."""
     spec = ws.reload(name)
     book = open_book(ws.machines_dir / name, spec)
+    pending = book.match(identity_of(spec))
+    if to is None and pending is not None and pending.status == "pending" and _written(book, spec, pending):
+        return _withdraw(ws, name, book, pending)
     live = require_live(book, spec, "be reverted")
     target = _revert_target(book, live, to)
     if target.rubric != spec.rubric.fingerprint:
@@ -268,6 +283,23 @@ def revert(ws: Workspace, name: str, *, to: str | int | None = None) -> Version:
     book.make_live(target, back=to is None)
     write_book((ws.machines_dir / name) / VERSIONS_FILE, book)
     return target
+
+
+def _withdraw(ws: Workspace, name: str, book: Book, pending: Version) -> Version:
+    """Write the live version's files back over the pending candidate written into them."""
+    live = book.live
+    _write_and_check(
+        ws,
+        name,
+        files_of(book, live),
+        lambda loaded: (
+            None
+            if identity_of(loaded) == live.identity
+            else f"machine {name!r} written back to {live.label}'s files still differs from {live.label}; "
+            "the files were left as they were"
+        ),
+    )
+    return live
 
 
 def _revert_target(book: Book, live: Version, to: str | int | None) -> Version:

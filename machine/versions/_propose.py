@@ -27,6 +27,9 @@ from machine.workspace import Workspace
 
 from ._gate import SideTally, measured, tally_for
 
+Job = tuple[str, Case, int, Run | None]
+"""One run to make (its side's label, the case, the trial) or, with a stored run, one to grade again."""
+
 
 @dataclass
 class Candidate:
@@ -133,7 +136,7 @@ async def propose(
         ws.budget.price_as.setdefault(model, base_model)
     candidate = _record_candidate(ws.machines_dir / name, book, live, model, base_model, note)
     sides = {live.label: tally_for(live), candidate.label: tally_for(candidate)}
-    jobs = _jobs(ws, name, chosen, sides, trials, pass_score)
+    jobs = plan_runs(ws, name, chosen, sides, trials, pass_score)
     spent_before = ws.budget.spent
     stopped = await _run(ws, spec, sides, jobs, concurrency, pass_score, on_run)
     report = measured(spec, live, candidate, sides, chosen, cases_file, trials, min_z, stopped)
@@ -162,7 +165,7 @@ async def _run(
     ws: Workspace,
     spec: Machine,
     sides: dict[str, SideTally],
-    jobs: list[tuple[str, Case, int, Run | None]],
+    jobs: list[Job],
     concurrency: int,
     pass_score: float,
     on_run: Callable[[Run], None] | None,
@@ -171,7 +174,7 @@ async def _run(
     it stopped early, if it did."""
     writer = BatchWriter(ws.store)
 
-    async def one(job: tuple[str, Case, int, Run | None]) -> None:
+    async def one(job: Job) -> None:
         label, case, trial, old = job
         side = sides[label]
         if old is not None:
@@ -229,19 +232,28 @@ def _record_candidate(
     return candidate
 
 
-def _jobs(
-    ws: Workspace, name: str, chosen: list[Case], sides: dict[str, SideTally], trials: int, pass_score: float
-) -> list[tuple[str, Case, int, Run | None]]:
-    """The runs still to make (or stale ones to grade again), interleaved by trial, case and version;
-    stored graded runs are counted into ``sides`` at once."""
+def plan_runs(
+    ws: Workspace,
+    name: str,
+    chosen: list[Case],
+    sides: dict[str, SideTally],
+    trials: int,
+    pass_score: float,
+    on_reused: Callable[[Run], None] | None = None,
+) -> list[Job]:
+    """The runs still to make (or stale ones to grade again), interleaved by trial, case and side;
+    stored graded runs of a side (a version's label) are counted into ``sides`` at once (and handed to
+    ``on_reused``). A side whose label no stored run records (a proposal) gets every run new."""
     graded, stale = _reusable(ws, name, chosen, sides, trials, ws.load(name).rubric.fingerprint)
-    jobs: list[tuple[str, Case, int, Run | None]] = []
+    jobs: list[Job] = []
     for trial in range(trials):
         for case in chosen:
             for label, side in sides.items():
                 old = graded.get((label, case.id), [])
                 if trial < len(old):
                     side.add(old[trial], how="reused", pass_score=pass_score)
+                    if on_reused is not None:
+                        on_reused(old[trial])
                     continue
                 again = stale.get((label, case.id), [])
                 index = trial - len(old)

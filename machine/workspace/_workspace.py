@@ -102,7 +102,7 @@ class Workspace:
         self.project = Path(project).resolve() if project is not None else None
         """A folder runs work in directly (a project the person is in) instead of a fresh sandbox;
         runs of a case with starting files still get their own."""
-        self.loader = MachineLoader(self.machines_dir)
+        self.loader = MachineLoader(self.machines_dir, builtins=True)
 
     @property
     def store(self) -> Store:
@@ -186,7 +186,8 @@ class Workspace:
         return self.loader.names()
 
     def load(self, name: str) -> Machine:
-        """The machine ``name`` (imported once; ``reload`` reads its files again)."""
+        """The machine ``name`` (imported once; ``reload`` reads its files again): the workspace's own,
+        else the library's built-in one of that name."""
         return self.loader.load(name)
 
     def reload(self, name: str) -> Machine:

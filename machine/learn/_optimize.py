@@ -1,0 +1,256 @@
+"""Optimize: a search over rewrites of a machine's own instructions. Each round asks the optimizer
+machine for proposals from the best instructions so far, each shown a different sample of the failures;
+every proposal is measured on the cases, and one is kept only when the measurement says so: a paired
+gain over the live version of at least ``min_z`` standard errors on the cases, no lower a mean on the
+held-out cases (never shown to the optimizer), nothing unmeasured, and no case copied into it. The best
+one kept is written to instructions.md as a pending candidate, left for the person to accept."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from machine.errors import BudgetExceeded, plain_spelling
+from machine.runs import Run
+from machine.spec import DEFAULT_MIN_Z, Case, Machine, Version
+from machine.workspace import Workspace
+
+from ._arms import Arm, Measure, with_instructions
+from ._ask import ask
+from ._decide import decide_cases, decide_holdout, promising
+from ._examples import examples, samples
+from ._inputs import cases_of, checked_cases, checked_machine, checked_numbers, holdout_of, no_holdout
+from ._overlap import overlaps
+from ._reflect import brief
+from ._report import Calls, Copied, OptimizeReport, Proposal, Round
+from ._result import Optimization, keep
+
+OPTIMIZER = "optimizer"
+
+
+@dataclass
+class Search:
+    """One optimize call: what it works on, and what it found so far."""
+
+    ws: Workspace
+    spec: Machine
+    live: Version
+    optimizer: Machine
+    optimizer_model: str
+    cases: list[Case]
+    holdout: list[Case] | None
+    measure: Measure
+    report: OptimizeReport
+    candidates: int
+    shown: int
+    passes_shown: int
+    allow_overlap: bool
+    seed: int
+    arms: dict[str, Arm] = field(default_factory=dict)
+
+    @property
+    def base(self) -> Arm:
+        return self.arms[self.live.label]
+
+    async def run(self, rounds: int) -> None:
+        self.arms[self.live.label] = Arm(self.live.label, self.spec)
+        if await self._stop_at("measuring the live version on the cases", self.base, "cases"):
+            return
+        self.report.live_cases_mean = _mean(self.base, "cases")
+        parent = self.base
+        for number in range(1, rounds + 1):
+            ended = await self._round(number, parent)
+            if ended:
+                self.report.ended = ended
+                return
+            parent = self._next_parent(parent)
+        self.report.ended = f"all {rounds} rounds were done"
+
+    async def _stop_at(self, where: str, arm: Arm, key: str) -> bool:
+        """Measure ``arm`` on ``key``; True (with where and why kept) when refused work stopped it."""
+        cases = self.cases if key == "cases" else self.holdout or []
+        stopped = await self.measure([arm], key, cases)
+        if stopped:
+            self.report.stopped = f"{where}: {stopped}"
+            self.report.ended = "stopped early"
+        return stopped is not None
+
+    async def _round(self, number: int, parent: Arm) -> str | None:
+        """One round; why the search ends here, if it does."""
+        failing, passing = examples(parent.graded, self.cases, self.measure.pass_score)
+        if not failing and not passing:
+            reasons = parent.sides["cases"].criteria_reasons
+            said = next((f" (criterion {c!r}: {r[0]})" for c, r in reasons.items() if r), "")
+            return (
+                f"no run of {parent.label} on the cases was scored, so there is nothing to learn from{said}"
+            )
+        if not failing:
+            return f"{parent.label} passed every trial of every case: nothing left to learn from"
+        round_ = Round(number=number, parent=parent.label)
+        self.report.rounds.append(round_)
+        dealt = samples(
+            failing,
+            passing,
+            self.candidates,
+            shown=self.shown,
+            passes_shown=self.passes_shown,
+            seed=f"{self.seed}:{number}",
+        )
+        for index, (sample, good) in enumerate(dealt, start=1):
+            proposal = Proposal(label=f"r{number}.p{index}", round=number, parent=parent.label)
+            proposal.shown = [e.case.id for e in sample]
+            round_.proposals.append(proposal)
+            try:
+                await ask(
+                    self.ws,
+                    self.optimizer,
+                    self.optimizer_model,
+                    brief(self.spec, parent.own, sample, good),
+                    proposal,
+                    self.report.calls,
+                )
+            except BudgetExceeded as refused:
+                return self._refused(f"round {number}, asking for {proposal.label}", refused)
+        return await self._measure_round(round_)
+
+    def _refused(self, where: str, refused: BudgetExceeded) -> str:
+        self.report.stopped = f"{where}: {refused.explain(plain_spelling)}"
+        return "stopped early"
+
+    async def _measure_round(self, round_: Round) -> str | None:
+        asked = round_.proposals
+        fresh = [p for p in asked if p.instructions is not None and self._fresh(p, asked)]
+        if not round_.proposals or all(p.instructions is None for p in round_.proposals):
+            return f"round {round_.number} has no proposal: {round_.proposals[-1].decision}"
+        for p in fresh:
+            assert p.instructions is not None
+            p.diff = _diff(self.live.label, p.label, self.spec.own_instructions, p.instructions)
+            known = [self.spec.intent, self.spec.own_instructions]
+            p.copied = [Copied(**vars(o)) for o in overlaps(p.instructions, self.cases, known=known)]
+            self.arms[p.label] = Arm(p.label, with_instructions(self.spec, p.instructions))
+        arms = [self.arms[p.label] for p in fresh]
+        stopped = await self.measure(arms, "cases", self.cases)
+        for p in fresh:
+            decide_cases(self, p, self.arms[p.label], stopped)
+        if stopped:
+            self.report.stopped = f"round {round_.number}, measuring its proposals on the cases: {stopped}"
+            return "stopped early"
+        return await self._held_out(round_, [p for p in fresh if p.outcome == "kept"])
+
+    def _fresh(self, proposal: Proposal, others: Sequence[Proposal]) -> bool:
+        """Whether the proposal differs from the live instructions, from every proposal measured before
+        and from the proposals of its round before it."""
+        text = (proposal.instructions or "").strip()
+        earlier = [(arm.label, arm.own) for arm in self.arms.values()]
+        earlier += [(p.label, p.instructions or "") for p in others[: others.index(proposal)]]
+        for label, own in earlier:
+            if own.strip() == text:
+                proposal.outcome = "discarded"
+                proposal.decision = f"the same instructions as {label}, so it is not measured again"
+                return False
+        return True
+
+    async def _held_out(self, round_: Round, passed: list[Proposal]) -> str | None:
+        """The proposals that passed on the cases, measured on the held-out cases (and the live version,
+        its stored runs reused); without a held-out file they stand as they are."""
+        if not passed or self.holdout is None:
+            return None
+        arms = [self.base, *(self.arms[p.label] for p in passed)]
+        stopped = await self.measure(arms, "holdout", self.holdout)
+        self.report.live_holdout_mean = _mean(self.base, "holdout")
+        for p in passed:
+            decide_holdout(self, p, self.arms[p.label], stopped)
+        if stopped:
+            self.report.stopped = f"round {round_.number}, measuring on the held-out cases: {stopped}"
+            return "stopped early"
+        return None
+
+    def _next_parent(self, parent: Arm) -> Arm:
+        """The best instructions so far to build on: the best proposal kept, else the best that beat the
+        parent on the cases and was not refused for copying or for the held-out cases."""
+        proposals = [p for r in self.report.rounds for p in r.proposals if promising(p, self.allow_overlap)]
+        if not proposals:
+            return parent
+        kept = [p for p in proposals if p.outcome == "kept"]
+        best = max(kept or proposals, key=lambda p: p.cases.mean if p.cases and p.cases.mean else 0.0)
+        mean = best.cases.mean if best.cases else None
+        ahead = _mean(parent, "cases")
+        if best.outcome != "kept" and (mean is None or ahead is None or mean <= ahead):
+            return parent
+        return self.arms[best.label]
+
+
+def _mean(arm: Arm, key: str) -> float | None:
+    side = arm.sides[key]
+    side.finish()
+    return side.figures.mean
+
+
+def _diff(before_label: str, after_label: str, before: str, after: str) -> str:
+    lines = difflib.unified_diff(
+        before.strip().splitlines(), after.strip().splitlines(), before_label, after_label, lineterm=""
+    )
+    return "\n".join(lines)
+
+
+async def optimize(
+    ws: Workspace,
+    name: str,
+    *,
+    trials: int = 3,
+    rounds: int = 2,
+    candidates: int = 2,
+    min_z: float = DEFAULT_MIN_Z,
+    cases: str | Path | Sequence[Case] | None = None,
+    holdout: str | Path | Sequence[Case] | None = None,
+    optimizer_model: str | None = None,
+    model: str | None = None,
+    concurrency: int = 4,
+    pass_score: float = 1.0,
+    allow_overlap: bool = False,
+    shown: int = 4,
+    passes_shown: int = 2,
+    seed: int = 0,
+    on_run: Callable[[Run], None] | None = None,
+) -> Optimization:
+    """Search for better own instructions of machine ``name`` (see the module's docstring). Returns the
+    report and, when a proposal was kept, its pending candidate (written to instructions.md). ``model``
+    measures the machine on another model than its live version's (its stored runs then do not count)."""
+    checked_numbers(trials, rounds, candidates, min_z, concurrency, shown)
+    spec, live = checked_machine(ws, name)
+    if model and model.strip() != spec.model:
+        spec = replace(spec, model=model.strip())
+    chosen, cases_file = cases_of(ws, name, cases)
+    held, held_file = holdout_of(ws, name, holdout)
+    checked_cases(name, chosen, held)
+    optimizer = ws.load(OPTIMIZER)
+    opt_model = (optimizer_model or "").strip() or optimizer.model
+    calls = Calls()
+    report = OptimizeReport(
+        machine=name,
+        live=live.label,
+        optimizer=optimizer.name,
+        optimizer_model=opt_model,
+        model=spec.model,
+        cases_file=cases_file,
+        cases=len(chosen),
+        holdout_file=held_file,
+        holdout_cases=len(held or []),
+        trials=trials,
+        rounds_asked=rounds,
+        candidates=candidates,
+        min_z=min_z,
+        allow_overlap=allow_overlap,
+        calls=calls,
+    )
+    if held is None:
+        report.warnings.append(no_holdout(name))
+    measure = Measure(ws, name, trials, concurrency, pass_score, calls, live.label, on_run)
+    search = Search(
+        ws, spec, live, optimizer, opt_model, chosen, held, measure, report,
+        candidates, shown, passes_shown, allow_overlap, seed,
+    )  # fmt: skip
+    await search.run(rounds)
+    return keep(search)
