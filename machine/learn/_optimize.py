@@ -112,6 +112,7 @@ class Search:
                     self.report.calls,
                 )
             except BudgetExceeded as refused:
+                proposal.decision = "the budget refused the optimizer's call"
                 return self._refused(f"round {number}, asking for {proposal.label}", refused)
         return await self._measure_round(round_)
 

@@ -57,6 +57,10 @@ def _best(search: Search) -> Proposal | None:
 def keep(search: Search) -> Optimization:
     """The search's result: the best proposal kept written as a pending candidate, or none."""
     _costs(search)
+    for proposal in (p for r in search.report.rounds for p in r.proposals):
+        if proposal.instructions is not None and proposal.outcome == "no proposal":
+            proposal.outcome = "not measured"
+            proposal.decision = "the search stopped before it was measured"
     report = search.report
     best = _best(search)
     if best is None or best.instructions is None:
