@@ -12,37 +12,9 @@ import time
 from typing import Any
 
 from machine.errors import UsageRefused
-from machine.runs import Message, Usage
+from machine.runs import Usage, to_openai
 
-
-def to_openai(instructions: str, messages: list[Message], *, send_reasoning: bool) -> list[dict[str, Any]]:
-    """Our messages in the chat-completions wire format, the instructions as the system message."""
-    wire: list[dict[str, Any]] = [{"role": "system", "content": instructions}] if instructions else []
-    for m in messages:
-        if m.role == "assistant":
-            item: dict[str, Any] = {"role": "assistant", "content": m.content or None}
-            if m.tool_calls:
-                item["tool_calls"] = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {
-                            "name": c.name,
-                            "arguments": c.raw_arguments
-                            if c.raw_arguments is not None
-                            else json.dumps(c.arguments or {}),
-                        },
-                    }
-                    for c in m.tool_calls
-                ]
-            if send_reasoning and m.reasoning:
-                item["reasoning_content"] = m.reasoning
-            wire.append(item)
-        elif m.role == "tool":
-            wire.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
-        else:
-            wire.append({"role": m.role, "content": m.content})
-    return wire
+__all__ = ["to_openai"]  # kept here for the harnesses that import it from the wire module
 
 
 def tool_arguments(raw: str | None) -> dict[str, Any] | None:

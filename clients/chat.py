@@ -11,7 +11,16 @@ import os
 from typing import Any
 
 from machine.errors import Fix, HarnessError
-from machine.runs import Budget, Effort, HarnessRequest, HarnessResult, Message, Turn, run_loop
+from machine.runs import (
+    Budget,
+    Effort,
+    HarnessRequest,
+    HarnessResult,
+    Message,
+    Turn,
+    openai_tools,
+    run_loop,
+)
 
 from ._chat_client import ChatClient, ModelCallError
 from ._endpoint import (
@@ -37,7 +46,7 @@ class ChatCompletionsHarness:
 
     async def run(self, request: HarnessRequest) -> HarnessResult:
         """Run the request's agent loop, streaming the reply's text when someone listens."""
-        tools = [{"type": "function", "function": t.function()} for t in request.tools] or None
+        tools = openai_tools(request.tools) or None
         on_text = None
         if self.stream and request.on_event is not None:
 

@@ -9,6 +9,7 @@ import click
 from ._agree import agree_command
 from ._compare import compare_command
 from ._converse import converse_command
+from ._export import export_command
 from ._learn import optimize_command
 from ._machines import list_machines_command, show, tree
 from ._options import workspace_option
@@ -55,6 +56,7 @@ COMMANDS = (
     optimize_command,
     commit_command,
     revert_command,
+    export_command,
     serve_command,
 )
 for command in COMMANDS:

@@ -18,7 +18,10 @@ from ._stop import INTERRUPTED, stop_status
 
 T = TypeVar("T")
 
-HELP = "/score grade the last exchange · /good /bad mark it · /correct NOTE · /machine · /quit"
+HELP = (
+    "/score grade the last exchange · /good /bad mark it · /good --as TEXT learn TEXT as its answer · "
+    "/correct NOTE · /machine · /quit"
+)
 
 
 def chat(
@@ -99,6 +102,14 @@ def _command(
         click.echo("/correct needs a note saying what should change, e.g. /correct answer in one line")
         return last
     kind = command[1:].replace("correct", "correction")
-    tagged = ws.tag(last, kind, arg or None)
-    click.echo(f"marked run {tagged.id} {kind}" + (f": {arg}" if arg else ""))
+    answer = None
+    if command == "/good" and (arg == "--as" or arg.startswith("--as ")):
+        answer = arg.removeprefix("--as").strip()
+        if not answer:
+            click.echo("/good --as needs the answer to learn, e.g. /good --as The capital is Paris.")
+            return last
+        arg = ""
+    tagged = ws.tag(last, kind, arg or None, answer=answer)
+    said = f": {arg}" if arg else f", to be learned as: {answer}" if answer else ""
+    click.echo(f"marked run {tagged.id} {kind}{said}")
     return tagged

@@ -2,27 +2,55 @@
 and keeps a rewrite only when it is measured better on the cases and no worse on held-out ones."""
 
 from ._blocks import Reply, read_reply
+from ._export import ExportReport, FunnelStep, export, iter_rows, rows_of
 from ._optimize import OPTIMIZER, optimize
 from ._overlap import Overlap, overlaps
 from ._render import format_optimization
 from ._report import Calls, Copied, Cost, Measured, OptimizeReport, Proposal, ProposalOutcome, Round
 from ._result import Optimization
+from ._select import Funnel, Selection, TagFilter
+from ._trainer import (
+    Checkpoint,
+    Prepared,
+    StepMetrics,
+    Trainer,
+    TrainExample,
+    TrainSettings,
+    example_of,
+    failed_steps,
+)
 
 __all__ = [
     "OPTIMIZER",
     "Calls",
+    "Checkpoint",
     "Copied",
     "Cost",
+    "ExportReport",
+    "Funnel",
+    "FunnelStep",
     "Measured",
     "Optimization",
     "OptimizeReport",
     "Overlap",
+    "Prepared",
     "Proposal",
     "ProposalOutcome",
     "Reply",
     "Round",
+    "Selection",
+    "StepMetrics",
+    "TagFilter",
+    "TrainExample",
+    "TrainSettings",
+    "Trainer",
+    "example_of",
+    "export",
+    "failed_steps",
     "format_optimization",
+    "iter_rows",
     "optimize",
     "overlaps",
     "read_reply",
+    "rows_of",
 ]

@@ -9,7 +9,16 @@ from ._effort import LEVELS, Effort, parse_effort
 from ._harness import Event, EventType, Harness, HarnessRequest, HarnessResult, ModelAccess, Turn
 from ._loop import NextTurn, call_tool, run_loop
 from ._names import NAME_SEGMENT, check_name
-from ._pricing import FREE_HARNESSES, TINKER_PRICES, Price, is_free, price_of
+from ._openai import openai_tools, to_openai
+from ._pricing import (
+    FREE_HARNESSES,
+    TINKER_PRICES,
+    TINKER_TRAIN_PRICES,
+    TRAINING,
+    Price,
+    is_free,
+    price_of,
+)
 from ._provenance import git_revision, library_version
 from ._records import (
     CriterionScore,
@@ -36,6 +45,8 @@ __all__ = [
     "LEVELS",
     "NAME_SEGMENT",
     "TINKER_PRICES",
+    "TINKER_TRAIN_PRICES",
+    "TRAINING",
     "Budget",
     "ChatSession",
     "CriterionScore",
@@ -74,11 +85,13 @@ __all__ = [
     "library_version",
     "new_run_id",
     "now",
+    "openai_tools",
     "parse_budget",
     "parse_effort",
     "passes",
     "price_of",
     "run_loop",
     "timestamp",
+    "to_openai",
     "tool",
 ]

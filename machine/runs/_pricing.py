@@ -44,6 +44,23 @@ TINKER_PRICES: dict[str, Price] = {
     "Qwen/Qwen3.5-397B-A17B": Price(3.0, 0.6, 7.5),
 }
 
+TRAINING = "train:"
+"""The prefix that names a model's training price (``train:thinkingmachines/Inkling``): a training step
+is reserved and charged like a model call, each token trained at it."""
+
+TINKER_TRAIN_PRICES: dict[str, float] = {
+    # Tinker's listed training price, without its limited-time discount.
+    "thinkingmachines/Inkling": 11.22,
+    # Not listed beside the sampling prices above: three times the prefill price, the ratio Tinker's
+    # list shows for the models it prices both ways (so an estimate, erring on neither side).
+    "thinkingmachines/Inkling-Small": 3.48,
+    "Qwen/Qwen3.8-27B": 5.58,
+    "Qwen/Qwen3.6-35B-A3B": 1.62,
+    "Qwen/Qwen3.6-27B": 5.58,
+    "Qwen/Qwen3.5-397B-A17B": 9.0,
+}
+"""USD per million tokens trained (every token of an example, targets or not), by base model."""
+
 FREE_HARNESSES = frozenset({"echo", "scripted"})
 """Harnesses that never call a model: their runs are not priced, and their model ids cost nothing."""
 
@@ -57,6 +74,9 @@ def price_of(model: str) -> Price | None:
     """The price of ``model``, or None when it is unknown (a checkpoint is priced as its base model)."""
     if model in FREE_HARNESSES or model.endswith(":free"):
         return FREE
+    if model.startswith(TRAINING):
+        rate = TINKER_TRAIN_PRICES.get(model.removeprefix(TRAINING).split(":peft:")[0])
+        return None if rate is None else Price(rate, rate, 0.0)
     if model.startswith("openrouter/"):
         return None  # OpenRouter's own prices are not in the table: free models only, or priced as another
     return TINKER_PRICES.get(model.removeprefix("tinker/"))  # ids are exact: Tinker's are case-sensitive

@@ -189,6 +189,8 @@ class Tag(Record):
 
     kind: Literal["good", "bad", "correction"]
     note: str | None = None
+    answer: str | None = None
+    """For ``good``: the final answer to learn instead of the run's own (``/good --as TEXT``)."""
     at: datetime = Field(default_factory=now)
 
 

@@ -382,8 +382,9 @@ class Workspace:
             self.store.put(graded)
         return graded
 
-    def tag(self, run: Run, kind: str, note: str | None = None) -> Run:
-        """Mark ``run`` good, bad or with a correction, and store it."""
-        tagged = run.model_copy(update={"tags": [*run.tags, Tag(kind=kind, note=note)]})
+    def tag(self, run: Run, kind: str, note: str | None = None, *, answer: str | None = None) -> Run:
+        """Mark ``run`` good (with ``answer``, the final answer to learn instead of its own), bad or with
+        a correction, and store it."""
+        tagged = run.model_copy(update={"tags": [*run.tags, Tag(kind=kind, note=note, answer=answer)]})
         self.store.put(tagged)
         return tagged

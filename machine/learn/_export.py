@@ -1,0 +1,181 @@
+"""Export: a machine's good runs as chat JSONL for fine-tuning, one ``{"messages", "tools", "metadata"}``
+object a line in the OpenAI chat shape (the instructions the run was given as the system message, its
+input, the assistant turns with their tool calls and reasoning, the tool results). The file holds prompts
+and outputs, so it is written readable only by its owner; it streams, so memory does not grow with the
+number of runs."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from machine.errors import BadInputError
+from machine.measure import family
+from machine.runs import Message, Model, Run, openai_tools, to_openai
+from machine.spec import Case, Machine
+from machine.workspace import Workspace
+
+from ._select import Funnel, Selection, TagFilter
+
+
+class FunnelStep(Model):
+    """One filter of the selection and how many runs it left."""
+
+    keeps: str
+    left: int
+
+
+class ExportReport(Model):
+    """What an export wrote, and what each filter left of the stored runs."""
+
+    machine: str
+    out: str
+    runs: int
+    rows: int
+    per_turn: bool = False
+    source: str | None = None
+    """``--from``: the machine whose runs were exported as this one's."""
+    stored: int = 0
+    funnel: list[FunnelStep] = Field(default_factory=list)
+
+
+def _answered(run: Run, messages: list[Message]) -> list[Message]:
+    """The messages with the final answer a person gave (``/good --as``) in place of the run's own."""
+    answers = [t.answer for t in run.tags if t.kind == "good" and t.answer]
+    if not answers:
+        return messages
+    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=None)
+    if last is None:
+        return [*messages, Message(role="assistant", content=answers[-1])]
+    return [*messages[:last], messages[last].model_copy(update={"content": answers[-1], "tool_calls": []})]
+
+
+def rows_of(
+    run: Run, target: Machine, *, per_turn: bool = False, source: Machine | None = None
+) -> list[dict[str, Any]]:
+    """The training rows of one run as ``target`` should learn it: the run as it was, or (``source``, a
+    run of another machine) with ``target``'s instructions and its reasoning rewritten by ``target``'s
+    ``transform_reasoning``."""
+    messages = _answered(run, [*run.history, *run.trajectory])
+    instructions = run.instructions
+    if source is not None:
+        instructions = target.instructions
+        change = target.transform_reasoning
+        if change is not None:
+            messages = [
+                m.model_copy(update={"reasoning": change(m.reasoning)}) if m.reasoning else m
+                for m in messages
+            ]
+    wire = to_openai(instructions, messages, send_reasoning=True)
+    tools = openai_tools(target.tools)
+    metadata = {
+        "run_id": run.id,
+        "machine": run.machine,
+        "version": run.version,
+        "case": run.case_id,
+        "trial": run.trial,
+        "score": run.score,
+        "model": run.model,
+    }
+    if source is not None:
+        metadata["as"] = target.name
+    if not per_turn:
+        return [{"messages": wire, "tools": tools, "metadata": metadata}]
+    ends = [i for i, m in enumerate(wire) if m["role"] == "assistant"]
+    return [
+        {"messages": wire[: end + 1], "tools": tools, "metadata": {**metadata, "turn": n}}
+        for n, end in enumerate(ends, start=1)
+    ]
+
+
+def _open_private(path: Path) -> tuple[Path, Any]:
+    """A temporary file beside ``path``, created readable only by its owner."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    return temp, os.fdopen(fd, "w", encoding="utf-8")
+
+
+def _members(
+    ws: Workspace, name: str, tree: bool, source: str | None
+) -> list[tuple[Machine, Machine | None]]:
+    """(the machine whose runs are read, the machine they are exported as when another)."""
+    target = ws.load(name)
+    if source is not None:
+        return [(ws.load(source), target)]
+    names = family(ws, name) if tree else [name]
+    return [(ws.load(member), None) for member in names]
+
+
+def export(
+    ws: Workspace,
+    name: str,
+    *,
+    out: str | Path,
+    tree: bool = False,
+    min_score: float = 1.0,
+    best: int | None = None,
+    since: str | None = None,
+    cases: Sequence[Case] | None = None,
+    source: str | None = None,
+    per_turn: bool = False,
+    tags: TagFilter = "all",
+) -> ExportReport:
+    """Write the selected runs of machine ``name`` (of its family with ``tree``; of machine ``source``
+    exported as ``name`` with ``source``) to ``out``; an empty selection is an error that says which
+    filter emptied it, and leaves no file."""
+    if best is not None and best < 1:
+        raise BadInputError(f"best must be at least 1, got {best}")
+    if tree and source is not None:
+        raise BadInputError("export takes --tree or --from, not both")
+    path = Path(out)
+    report = ExportReport(machine=name, out=str(path), runs=0, rows=0, per_turn=per_turn, source=source)
+    totals: list[list[Any]] = []
+    temp, handle = _open_private(path)
+    try:
+        with handle:
+            for spec, target in _members(ws, name, tree, source):
+                funnel = Funnel()
+                selection = Selection(spec.rubric.fingerprint, min_score, best, since, cases, (), tags)
+                for run in selection.select(ws.store.iter_runs(spec.name), funnel):
+                    rows = rows_of(run, target or spec, per_turn=per_turn, source=spec if target else None)
+                    handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+                    report.runs += 1
+                    report.rows += len(rows)
+                _add(totals, report, funnel)
+        if report.rows == 0:
+            raise _empty(source or name, totals, report)
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+    report.funnel = [FunnelStep(keeps=what, left=left) for what, left, _ in totals]
+    return report
+
+
+def _add(totals: list[list[Any]], report: ExportReport, funnel: Funnel) -> None:
+    """Add one member's funnel to the family's."""
+    report.stored += funnel.stored
+    for index, (what, left, widen) in enumerate(funnel.steps):
+        if index < len(totals):
+            totals[index][1] += left
+        else:
+            totals.append([what, left, widen])
+
+
+def _empty(name: str, totals: list[list[Any]], report: ExportReport) -> BadInputError:
+    funnel = Funnel(stored=report.stored, steps=[(w, n, h) for w, n, h in totals])
+    return funnel.empty_error(name)
+
+
+def iter_rows(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The rows of an exported file, one at a time."""
+    with Path(path).open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)

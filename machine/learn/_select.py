@@ -1,0 +1,168 @@
+"""Which stored runs are good examples to learn from: graded under the machine's current rubric, scoring at
+least ``min_score`` (or marked good by a person), never marked bad, never a held-out case (by id or by
+input), optionally only the runs a given model produced itself, and each case's best ``best`` runs. Every
+filter's count is kept, so an empty selection says which filter emptied it."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from machine.errors import BadInputError, Fix
+from machine.runs import Run
+from machine.spec import Case
+
+TagFilter = Literal["good", "bad", "all"]
+REPLAYED = ("scripted", "echo")
+"""Harnesses whose runs no model produced: replays, never a model's own."""
+
+
+@dataclass
+class Funnel:
+    """How many runs each filter let through, in order."""
+
+    stored: int = 0
+    steps: list[tuple[str, int, str]] = field(default_factory=list)
+    """(what the filter keeps, runs left, how to widen it)."""
+
+    def empty_error(self, machine: str) -> BadInputError:
+        stored = self.stored
+        if stored == 0:
+            return BadInputError(
+                f"machine {machine!r} has no stored runs to learn from: run a suite first",
+                fixes=[Fix(operation="suite", machine=machine, purpose="makes some")],
+            )
+        before = stored
+        for what, left, widen in self.steps:
+            if left == 0:
+                return BadInputError(
+                    f"no run of machine {machine!r} is left once only {what} are kept ({before} were before "
+                    f"that filter): {widen}"
+                )
+            before = left
+        return BadInputError(f"no run of machine {machine!r} was selected")
+
+
+def _best_tag(run: Run) -> str | None:
+    """The run's last good or bad mark, if it has one."""
+    marks = [t.kind for t in run.tags if t.kind in ("good", "bad")]
+    return marks[-1] if marks else None
+
+
+def _since(value: str | None) -> tuple[str | None, datetime | None]:
+    """``--since``: a suite id, or a time (ISO 8601)."""
+    if value is None:
+        return None, None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return value, None
+    return None, when if when.tzinfo else when.astimezone()
+
+
+@dataclass
+class Selection:
+    """What to keep of a machine's stored runs."""
+
+    fingerprint: str
+    min_score: float = 1.0
+    best: int | None = None
+    since: str | None = None
+    cases: Sequence[Case] | None = None
+    held_out: Sequence[Case] = ()
+    tags: TagFilter = "all"
+    own_model: str | None = None
+
+    def filters(self) -> list[tuple[str, str]]:
+        """Each filter's name in the funnel and how to widen it."""
+        found = [("runs that finished", "the stored runs all failed")]
+        found.append(("runs graded under the current rubric", "grade them with `machine grade` first"))
+        if self.since:
+            found.append((f"runs since {self.since}", "give an earlier --since"))
+        if self.cases is not None:
+            found.append(("runs of the cases given", "check the case ids of --cases"))
+        if self.held_out:
+            found.append(("runs of cases not held out", "run cases that are not in holdout.json"))
+        if self.own_model:
+            found.append(
+                (
+                    f"runs {self.own_model} produced itself",
+                    "sample the model (--samples) or allow --any-model",
+                )
+            )
+        if self.tags != "all":
+            found.append((f"runs marked {self.tags}", "mark some, or use --tags all"))
+        found.append((f"runs scoring at least {self.min_score:g}", "lower --min-score or sample more"))
+        return found
+
+    def select(self, runs: Iterable[Run], funnel: Funnel) -> Iterator[Run]:
+        """The runs kept, as they stream past (each case's best ``best``, best first, at the end)."""
+        names = self.filters()
+        counts = [0] * (len(names) + 1)
+        try:
+            kept = self._kept(runs, counts)
+            yield from (kept if self.best is None else _best_of(kept, self.best))
+        finally:
+            funnel.stored = counts[0]
+            funnel.steps = [(what, n, widen) for (what, widen), n in zip(names, counts[1:], strict=True)]
+
+    def _kept(self, runs: Iterable[Run], counts: list[int]) -> Iterator[Run]:
+        suite, when = _since(self.since)
+        case_ids = None if self.cases is None else {c.id: c.input for c in self.cases}
+        held_ids = {c.id for c in self.held_out}
+        held_inputs = {c.input for c in self.held_out}
+        for run in runs:
+            counts[0] += 1
+            step = 1
+            checks = [run.status == "ok", self._graded(run)]
+            if self.since:
+                checks.append(run.suite_id == suite if when is None else run.created_at >= when)
+            if case_ids is not None:
+                checks.append(case_ids.get(run.case_id or "") == run.input)
+            if self.held_out:
+                checks.append(run.case_id not in held_ids and run.input not in held_inputs)
+            if self.own_model:
+                checks.append(run.model == self.own_model and run.harness not in REPLAYED)
+            if self.tags != "all":
+                checks.append(_best_tag(run) == self.tags)
+            checks.append(self._scores(run))
+            for ok in checks:
+                if not ok:
+                    break
+                counts[step] += 1
+                step += 1
+            else:
+                yield run
+
+    def _graded(self, run: Run) -> bool:
+        """Graded under the current rubric, or marked by a person (whose mark stands for a grade)."""
+        card = run.scorecard
+        return _best_tag(run) is not None or (
+            card is not None and card.rubric_fingerprint == self.fingerprint
+        )
+
+    def _scores(self, run: Run) -> bool:
+        mark = _best_tag(run)
+        if self.tags == "bad":
+            return mark == "bad"
+        if mark is not None:
+            return mark == "good"
+        return run.score is not None and run.score >= self.min_score
+
+
+def _best_of(runs: Iterable[Run], k: int) -> list[Run]:
+    """Each case's best ``k`` runs (by score, then newest), cases in the order first seen; memory holds
+    ``k`` runs a case, whatever the number of runs."""
+    heaps: dict[str, list[tuple[float, str, int, Run]]] = {}
+    for index, run in enumerate(runs):
+        key = run.case_id or f"input:{run.input}"
+        item = ((run.score if run.score is not None else 1.0), run.created_at.isoformat(), index, run)
+        heap = heaps.setdefault(key, [])
+        if len(heap) < k:
+            heapq.heappush(heap, item)
+        else:
+            heapq.heappushpop(heap, item)
+    return [item[3] for heap in heaps.values() for item in sorted(heap, reverse=True)]

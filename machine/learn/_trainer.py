@@ -1,0 +1,145 @@
+"""The Trainer protocol: what every trainer (Tinker's service, a local model) takes and gives back, so
+``train`` selects, records and gates the same way whichever one learns. Examples go in as OpenAI-shaped
+chat conversations with the assistant messages to learn marked; a checkpoint the harnesses can sample and
+per-step metrics come out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import Field
+
+from machine.runs import Budget, Model, Run
+from machine.spec import Machine
+
+from ._export import rows_of
+
+
+class TrainExample(Model):
+    """One conversation to learn from: chat messages (system first), the tools offered, and the indices of
+    the assistant messages that are targets (the others are context)."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    targets: list[int]
+    run_id: str = ""
+    case: str | None = None
+
+
+class TrainSettings(Model):
+    """How to train: the base model and the hyperparameters (None: the trainer's default for the base)."""
+
+    base_model: str
+    epochs: int = 1
+    learning_rate: float | None = None
+    rank: int = 32
+    batch_size: int = 8
+    """Sequences per optimizer step."""
+    effort: float | None = None
+    """The reasoning effort examples are rendered at (the one runs were sampled at)."""
+    seed: int = 0
+    max_length: int | None = None
+
+
+class Prepared(Model):
+    """The examples as the trainer will send them: how they were rendered, and their size."""
+
+    trainer: str
+    renderer: str
+    examples: int
+    sequences: int
+    """Training sequences: one per example rendered whole, one per target step otherwise."""
+    whole_run: int = 0
+    """Examples trained as one sequence with every target step in it (the renderer's prompts for each
+    step are token prefixes of the whole run's rendering, checked per example)."""
+    per_step: int = 0
+    tokens: int = 0
+    target_tokens: int = 0
+    learning_rate: float
+    data: Any = Field(default=None, exclude=True)
+    """The trainer's own form of the sequences (not recorded)."""
+
+
+class StepMetrics(Model):
+    """One optimizer step, as ``metrics.jsonl`` keeps it."""
+
+    step: int
+    epoch: int
+    loss: float | None = None
+    sequences: int = 0
+    tokens: int = 0
+    learning_rate: float = 0.0
+    seconds: float = 0.0
+    cost_usd: float = 0.0
+
+
+class Checkpoint(Model):
+    """What training left: the model id a harness samples (``tinker://…/sampler_weights/…``, or a local
+    adapter), its base, and where to resume from."""
+
+    model: str
+    base_model: str
+    step: int
+    state: str | None = None
+    """Where the trainer's state (weights and optimizer) was saved, to resume from."""
+
+
+@runtime_checkable
+class Trainer(Protocol):
+    """A way to fine-tune a model on examples."""
+
+    name: str
+
+    def prepare(self, examples: Sequence[TrainExample], settings: TrainSettings) -> Prepared:
+        """Render the examples for the base model and decide whole-run or per-step for each."""
+        ...
+
+    async def train(
+        self,
+        prepared: Prepared,
+        settings: TrainSettings,
+        *,
+        folder: Path,
+        budget: Budget,
+        on_step: Callable[[StepMetrics], None],
+        resume: Checkpoint | None = None,
+    ) -> Checkpoint:
+        """Train, reserving each step's tokens against ``budget`` before it is sent, reporting each
+        step, and saving the sampler checkpoint; ``resume`` continues from a saved state."""
+        ...
+
+
+def failed_steps(run: Run) -> set[int]:
+    """The trajectory indices of the assistant messages whose tool calls all failed."""
+    failed = set()
+    messages = run.trajectory
+    for index, message in enumerate(messages):
+        if message.role != "assistant" or not message.tool_calls:
+            continue
+        ids = {c.id for c in message.tool_calls}
+        results = [m for m in messages[index + 1 :] if m.role == "tool" and m.tool_call_id in ids]
+        if results and all(m.is_error for m in results):
+            failed.add(index)
+    return failed
+
+
+def example_of(run: Run, spec: Machine, *, source: Machine | None = None) -> TrainExample | None:
+    """The run as one training example: its own assistant steps are the targets, except those whose tool
+    calls all failed; None when no step is left to learn."""
+    row = rows_of(run, spec, source=source)[0]
+    messages = row["messages"]
+    skipped = failed_steps(run)
+    system = 1 if messages and messages[0]["role"] == "system" else 0
+    before = system + len(run.history)  # the system message and the history come first
+    targets = [
+        before + i
+        for i, m in enumerate(run.trajectory)
+        if m.role == "assistant" and i not in skipped and before + i < len(messages)
+    ]
+    if not targets:
+        return None
+    return TrainExample(
+        messages=messages, tools=row["tools"], targets=targets, run_id=run.id, case=run.case_id
+    )
