@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from machine.errors import BudgetExceeded, plain_spelling
-from machine.runs import Run
+from machine.runs import Run, is_free
 from machine.spec import DEFAULT_MIN_Z, Case, Machine, Version
 from machine.workspace import Workspace
 
@@ -228,7 +228,8 @@ async def optimize(
     checked_cases(name, chosen, held)
     optimizer = ws.load(OPTIMIZER)
     opt_model = (optimizer_model or "").strip() or optimizer.model
-    calls = Calls()
+    if not is_free(ws.harness.name):
+        ws.budget.probe_price(opt_model)  # refused before the live version is paid for, not after
     report = OptimizeReport(
         machine=name,
         live=live.label,
@@ -244,11 +245,11 @@ async def optimize(
         candidates=candidates,
         min_z=min_z,
         allow_overlap=allow_overlap,
-        calls=calls,
+        calls=Calls(),
     )
     if held is None:
         report.warnings.append(no_holdout(name))
-    measure = Measure(ws, name, trials, concurrency, pass_score, calls, live.label, on_run)
+    measure = Measure(ws, name, trials, concurrency, pass_score, report.calls, live.label, on_run)
     search = Search(
         ws, spec, live, optimizer, opt_model, chosen, held, measure, report,
         candidates, shown, passes_shown, allow_overlap, seed,
