@@ -220,12 +220,12 @@ async def optimize(
     report and, when a proposal was kept, its pending candidate (written to instructions.md). ``model``
     measures the machine on another model than its live version's (its stored runs then do not count)."""
     checked_numbers(trials, rounds, candidates, min_z, concurrency, shown)
+    chosen, cases_file = cases_of(ws, name, cases)
+    held, held_file = holdout_of(ws, name, holdout)
+    checked_cases(name, chosen, held)  # before the machine's versions are first recorded
     spec, live = checked_machine(ws, name)
     if model and model.strip() != spec.model:
         spec = replace(spec, model=model.strip())
-    chosen, cases_file = cases_of(ws, name, cases)
-    held, held_file = holdout_of(ws, name, holdout)
-    checked_cases(name, chosen, held)
     optimizer = ws.load(OPTIMIZER)
     opt_model = (optimizer_model or "").strip() or optimizer.model
     if not is_free(ws.harness.name):

@@ -187,7 +187,7 @@ def brief(
         for index, example in enumerate(examples):
             block = _example(example, seen, failed)
             size = sum(len(line) + 1 for line in block)
-            if size > budget and index > 0:
+            if size > budget and (index > 0 or not failed):  # the first failure is always shown
                 lines += [f"({len(examples) - index} more not shown, to keep this brief)", ""]
                 break
             lines += block

@@ -26,6 +26,10 @@ from machine.spec import (
     count_reasons,
 )
 
+Z_TOLERANCE = 1e-9
+"""A gain of exactly ``min_z`` standard errors reaches the gate, though its z came out a rounding error
+short."""
+
 
 @dataclass
 class SideTally:
@@ -121,7 +125,7 @@ def gate(
             f"every one of the {paired.cases} {kind}cases scored {paired.diff:+.3f} higher (standard error 0)"
         )
     z = paired.diff / paired.se
-    if z >= min_z:
+    if z >= min_z - Z_TOLERANCE:
         return "passed", (
             f"the candidate scored {paired.diff:+.3f} higher, {z:.2f} standard errors above zero "
             f"(at least {min_z:g} needed)"

@@ -209,3 +209,10 @@ def test_an_unmeasured_decision_mentions_a_stop_only_when_there_was_one() -> Non
     both = gate(strong, 2.0, "cancelled", ["a", "b"])[1]
     assert both.startswith("a; b: the gate cannot judge")
     assert both.endswith("propose again; the comparison also stopped early (cancelled)")
+
+
+def test_a_gain_of_exactly_min_z_standard_errors_passes_though_its_z_rounds_short() -> None:
+    """0.3 / 0.1 is 2.9999999999999996 in floating point: the gain is 3 standard errors, and passes at 3."""
+    assert 0.3 / 0.1 < 3
+    assert gate(paired(0.3, 0.1, 5), 3.0, None)[0] == "passed"
+    assert gate(paired(0.3, 0.1000001, 5), 3.0, None)[0] == "not passed"
