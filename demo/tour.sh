@@ -33,6 +33,33 @@ $machine run coder "Write a program that prints every prime number below 50, one
 say "coder's suite: every program really written and run; does_task waits for a model judge"
 $machine suite coder --harness scripted --script machines/coder/script.json
 
+# optimize writes the machine's files, so it works on a copy of dates in a workspace of its own, made a
+# git repository so the kept rewrite shows up as an uncommitted change.
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$scratch/machines" && cp -R machines/dates "$scratch/machines/dates"
+printf '.machine/\n__pycache__/\n' > "$scratch/.gitignore"
+$machine versions dates --workspace "$scratch" > /dev/null
+has_git() { command -v git > /dev/null 2>&1; }
+if has_git; then
+  git -C "$scratch" init -q
+  git -C "$scratch" add -A
+  git -C "$scratch" -c user.name=tour -c user.email=tour@localhost -c commit.gpgsign=false commit -q -m "dates v1"
+fi
+
+say "optimize: the optimizer machine rewrites dates' instructions, kept only if measured better"
+$machine optimize dates --workspace "$scratch" --harness scripted --script machines/dates/script.json \
+  --candidates 1 --trials 2
+
+if has_git; then
+  say "The kept rewrite is written to instructions.md and left uncommitted in git"
+  git -C "$scratch" status --short
+fi
+
+say "commit makes it the live version (revert would take it back)"
+$machine commit dates --workspace "$scratch"
+$machine versions dates --workspace "$scratch"
+
 say "The newest stored runs (in .machine/store.db)"
 $machine runs red --limit 5
 

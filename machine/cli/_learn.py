@@ -16,18 +16,19 @@ from ._render import dump_json
 
 
 class _Progress:
-    """A line per finished run of the machine, on a terminal (stderr, so --json stays clean)."""
+    """A line per finished run of the machine, on a terminal (stderr, so --json stays clean). A run is
+    the live version's when it has the live instructions; a proposal's runs match no version yet."""
 
-    def __init__(self, show: bool) -> None:
-        self.show, self.done = show, 0
+    def __init__(self, show: bool, live_instructions: str) -> None:
+        self.show, self.done, self.live = show, 0, live_instructions
 
     def run(self, run: Run) -> None:
         self.done += 1
         if self.show:
             score = "failed" if run.status == "error" else "-" if run.score is None else f"{run.score:.2f}"
-            click.echo(
-                f"  run {self.done}: {run.case_id} trial {run.trial} ({run.version}): {score}", err=True
-            )
+            whose = "live" if run.instructions == self.live else "a proposal"
+            trial = "" if run.trial is None else f" trial {run.trial + 1}"
+            click.echo(f"  run {self.done}: case {run.case_id}{trial} ({whose}): {score}", err=True)
 
 
 def _next_steps(name: str, result: Optimization) -> str:
@@ -99,7 +100,8 @@ def optimize_command(
     on the cases (by --min-z standard errors) and no lower on the held-out cases. A kept rewrite is written
     to instructions.md as a pending candidate; nothing is committed."""
     ws = workspace_from(ctx, **spending)
-    progress = _Progress(not as_json and sys.stderr.isatty())
+    show = not as_json and sys.stderr.isatty()
+    progress = _Progress(show, ws.load(name).instructions if show else "")
     result = ws.call(
         lambda: optimize(
             ws,
@@ -120,10 +122,10 @@ def optimize_command(
         )
     )
     if as_json:
+        for warning in result.report.warnings:  # the printed report says them itself
+            click.secho(f"warning: {warning}", fg="yellow", err=True)
         dump_json(result.report)
     else:
-        for warning in result.report.warnings:
-            click.secho(f"warning: {warning}", fg="yellow", err=True)
         click.echo(format_optimization(result.report))
         click.echo(_next_steps(name, result))
     print_spend(ws.budget)

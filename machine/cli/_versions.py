@@ -182,7 +182,13 @@ def commit_command(ctx: click.Context, /, name: str, force: bool) -> None:
             click.echo(format_report(refused.report))
         fail(refused)
     forced = " (forced past the gate)" if version.forced else ""
-    click.echo(f"{version.label} is live{forced}: model {version.model}, written to model.json")
+    click.echo(f"{version.label} is live{forced}: model {version.model}, held in {_files(version)}")
+
+
+def _files(version: Version) -> str:
+    """The version files a committed version has (instructions.md, model.json), as the person reads them."""
+    held = [file for file, text in version.files.items() if text is not None]
+    return " and ".join(held) if held else "its machine file"
 
 
 @click.command("revert")

@@ -9,6 +9,10 @@ def _score(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _many(count: int, thing: str) -> str:
+    return f"{count} {thing}" + ("" if count == 1 else "s")
+
+
 def _cost(cost: Cost) -> str:
     return (
         f"runs ${cost.runs:.4f}, judges ${cost.judges:.4f}, optimizer ${cost.optimizer:.4f} "
@@ -50,8 +54,9 @@ def format_optimization(report: OptimizeReport) -> str:
     )
     lines = [
         f"optimize {report.machine}: live {report.live} on {report.model}; {report.cases} cases from "
-        f"{report.cases_file} and {held}, {report.trials} trials each; {report.candidates} proposals a "
-        f"round from {report.optimizer} on {report.optimizer_model}; keep at z >= {report.min_z:g}",
+        f"{report.cases_file} and {held}, {_many(report.trials, 'trial')} each; "
+        f"{_many(report.candidates, 'proposal')} a round from {report.optimizer} on "
+        f"{report.optimizer_model}; keep at z >= {report.min_z:g}",
         *(f"warning: {w}" for w in report.warnings),
         f"live {report.live}: cases mean {_score(report.live_cases_mean)}, "
         f"held-out mean {_score(report.live_holdout_mean)}",
@@ -73,7 +78,7 @@ def format_optimization(report: OptimizeReport) -> str:
     c = report.calls
     lines.append(
         f"calls: {c.new} machine runs made ({c.live_new} of the live version), {c.reused} reused, "
-        f"{c.regraded} graded again, {c.optimizer} optimizer calls"
+        f"{c.regraded} graded again, {_many(c.optimizer, 'optimizer call')}"
     )
     lines.append(f"cost: {_cost(report.cost)}")
     return "\n".join(lines)

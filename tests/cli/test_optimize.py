@@ -1,0 +1,368 @@
+"""``machine optimize`` through the real console script, on a workspace of its own made a git repository.
+
+The machine ``when`` answers "what is the day after DATE?" and is checked for the answer written as
+YYYY-MM-DD. The scripted harness plays both sides: the machine's rules carry ``"instructions":
+"YYYY-MM-DD"``, so it answers in that form only once its instructions ask for it, and the optimizer's rule
+(its brief starts with ``# The machine: when``) proposes instructions that do. Which proposal wins, and by
+how much, is therefore known exactly: live v1 passes case ``a`` only (cases mean 0.25) and held-out case
+``f`` only (0.5); the proposal passes every case, a paired gain of +0.75 with SE 0.25 (z 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from helpers.env import MACHINE_BIN, clean_env, on_ci
+
+if TYPE_CHECKING:
+    from conftest import Command
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None and not on_ci(), reason="git is not installed")
+
+MACHINE_PY = """\
+from machine import check, define_evaluator, define_machine, define_rubric, instructions_from
+
+
+def _iso(run, case):
+    got = run.output.strip()
+    if got == case["answer"]:
+        return True, f"answered {got}"
+    return False, f"answered {got!r}, not {case['answer']} written as YYYY-MM-DD"
+
+
+rubric = define_rubric({"iso": "The reply is the day asked for, written as YYYY-MM-DD."})
+
+machine = define_machine(
+    name="when",
+    intent="Say which day comes after a given date.",
+    instructions=instructions_from(__file__),
+    model="Qwen/Qwen3.8-27B",
+    rubric=rubric,
+    evaluator=define_evaluator(rubric, {"iso": check("iso_date", _iso)}),
+)
+"""
+
+LIVE = "Answer with the day after the date you are given.\n"
+PROPOSAL = "Answer with the day after the date you are given, written as YYYY-MM-DD and nothing else."
+EXPLANATION = "The failing runs wrote the day in words; the grader reads only YYYY-MM-DD, so I asked for it."
+
+# id: (the date asked about, the answer, what the live instructions get, held out?)
+DAYS: dict[str, tuple[str, str, str, bool]] = {
+    "a": ("2024-01-01", "2024-01-02", "2024-01-02", False),
+    "b": ("2024-02-28", "2024-02-29", "February 29, 2024", False),
+    "c": ("2024-03-31", "2024-04-01", "April 1, 2024", False),
+    "d": ("2024-12-31", "2025-01-01", "January 1, 2025", False),
+    "e": ("2023-06-30", "2023-07-01", "July 1, 2023", True),
+    "f": ("2023-09-30", "2023-10-01", "2023-10-01", True),
+}
+
+
+def script(
+    fixes: str = "abcdef", wrong_held_out: bool = False, usage: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """The optimizer's rule, then for each case a rule for instructions that ask for YYYY-MM-DD (the
+    right answer in that form for the cases in ``fixes``; a wrong day for held-out ones when
+    ``wrong_held_out``), then the live answer."""
+    reply = f"{EXPLANATION}\n<instructions>\n{PROPOSAL}\n</instructions>"
+    rules: list[dict[str, Any]] = [{"match": "^# The machine: when", "turns": [{"text": reply}]}]
+    extra = {"usage": usage} if usage else {}
+    for case, (day, answer, live, held) in DAYS.items():
+        iso = "1999-01-01" if held and wrong_held_out else answer if case in fixes else live
+        rules.append({"match": day, "instructions": "YYYY-MM-DD", "turns": [{"text": iso, **extra}]})
+        rules.append({"match": day, "turns": [{"text": live, **extra}]})
+    return {"rules": rules}
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+class Folder:
+    """The workspace: ``when`` with its cases and held-out cases, its versions recorded and committed."""
+
+    def __init__(self, root: Path, machine: Command) -> None:
+        self.root, self.machine_cmd = root, machine
+        self.folder = root / "machines" / "when"
+        self.folder.mkdir(parents=True)
+        (self.folder / "machine.py").write_text(MACHINE_PY, encoding="utf-8")
+        (self.folder / "instructions.md").write_text(LIVE, encoding="utf-8")
+        cases = [
+            {"id": c, "input": f"What is the day after {d[0]}?", "answer": d[1]} for c, d in DAYS.items()
+        ]
+        (self.folder / "cases.json").write_text(json.dumps([c for c in cases if c["id"] in "abcd"]))
+        (self.folder / "holdout.json").write_text(json.dumps([c for c in cases if c["id"] in "ef"]))
+        (root / ".gitignore").write_text(".machine/\n__pycache__/\nscript.json\n", encoding="utf-8")
+        self.write_script(script())
+        self.run("versions", "when")  # v1 is recorded before the first commit
+        git(root, "init", "-q")
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "when")
+
+    @property
+    def instructions(self) -> str:
+        return (self.folder / "instructions.md").read_text(encoding="utf-8")
+
+    def write_script(self, data: dict[str, Any]) -> Path:
+        path = self.root / "script.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return path
+
+    def status(self) -> str:
+        return git(self.root, "status", "--porcelain")
+
+    def run(self, *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+        done = self.machine_cmd(*args, "--workspace", self.root)
+        assert done.returncode == code, (done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr
+        return done
+
+    def optimize(self, *args: str, code: int = 0) -> subprocess.CompletedProcess[str]:
+        scripted = ("--harness", "scripted", "--script", str(self.root / "script.json"))
+        return self.run("optimize", "when", "--trials", "2", "--rounds", "1", *scripted, *args, code=code)
+
+
+@pytest.fixture
+def ws(tmp_path: Path, machine_cmd: Command) -> Folder:
+    return Folder(tmp_path / "ws", machine_cmd)
+
+
+def test_a_kept_proposal_prints_its_report_and_is_left_uncommitted(ws: Folder) -> None:
+    out = ws.optimize().stdout
+    assert out.startswith(
+        "optimize when: live v1 on Qwen/Qwen3.8-27B; 4 cases from cases.json and 2 held-out cases from "
+        "holdout.json, 2 trials each; 2 proposals a round from optimizer on thinkingmachines/Inkling; "
+        "keep at z >= 2\n"
+    )
+    assert "live v1: cases mean 0.250, held-out mean 0.500\n" in out
+    assert "round 1 (from v1):\n  r1.p1: KEPT: on the cases, the candidate scored +0.750 higher, 3.00 " in out
+    assert "      cases: mean 1.000 (live 0.250), gain +0.750, SE 0.250, z 3.00 over 4 cases\n" in out
+    assert "      held-out: mean 1.000 (live 0.500), gain +0.500, SE 0.500, z 1.00 over 2 cases\n" in out
+    assert "  r1.p2: DISCARDED: the same instructions as r1.p1, so it is not measured again\n" in out
+    assert "kept: r1.p1, written to instructions.md as pending candidate v2\n" in out
+    assert f"diff:\n--- v1\n+++ r1.p1\n@@ -1 +1 @@\n-{LIVE.strip()}\n+{PROPOSAL}\n" in out
+    assert (
+        "calls: 24 machine runs made (12 of the live version), 0 reused, 0 graded again, 2 optimizer calls"
+        in out
+    )
+    assert "cost: runs $0.0000, judges $0.0000, optimizer $0.0000 (total $0.0000)" in out
+    assert out.rstrip().endswith(
+        "v2 is pending and written to instructions.md (not committed to git): accept it with "
+        "`machine commit when` (and commit the file), or reject it with `machine revert when`"
+    )
+    assert "warning" not in out
+    assert ws.instructions.strip() == PROPOSAL
+    assert " M machines/when/instructions.md\n" in ws.status()
+
+    done = ws.run("commit", "when")
+    assert done.stdout.strip() == "v2 is live: model Qwen/Qwen3.8-27B, held in instructions.md"
+    assert ws.instructions.strip() == PROPOSAL
+    listing = ws.run("versions", "when").stdout
+    assert (
+        "v1   retired" in listing and "v2   live" in listing and "optimize r1.p1: The failing runs" in listing
+    )
+    assert "live history: v1 -> v2" in listing
+
+    done = ws.run("revert", "when")
+    assert done.stdout.strip() == "v1 is live again: model Qwen/Qwen3.8-27B; its files were written back"
+    assert ws.instructions == LIVE
+    assert "instructions.md" not in ws.status()
+
+
+def test_revert_before_commit_writes_the_live_instructions_back(ws: Folder) -> None:
+    ws.optimize()
+    assert ws.instructions.strip() == PROPOSAL
+    done = ws.run("revert", "when")
+    assert done.stdout.strip() == "v1 is live again: model Qwen/Qwen3.8-27B; its files were written back"
+    assert ws.instructions == LIVE  # byte for byte, its final newline too
+    assert "instructions.md" not in ws.status()
+    listing = ws.run("versions", "when").stdout
+    assert "v1   live" in listing and "v2   pending" in listing
+    # The candidate is still pending: committing it writes the kept instructions again.
+    assert ws.run("commit", "when").stdout.startswith("v2 is live")
+    assert ws.instructions.strip() == PROPOSAL
+
+
+def test_json_prints_the_optimize_report(ws: Folder) -> None:
+    done = ws.optimize("--json")
+    report = json.loads(done.stdout)
+    assert (report["machine"], report["live"], report["kept"], report["candidate"]) == (
+        "when",
+        "v1",
+        "r1.p1",
+        "v2",
+    )
+    assert report["live_cases_mean"] == 0.25 and report["live_holdout_mean"] == 0.5
+    assert report["ended"] == "all 1 rounds were done" and report["stopped"] is None
+    first, second = report["rounds"][0]["proposals"]
+    assert first["outcome"] == "kept" and second["outcome"] == "discarded"
+    assert first["instructions"] == PROPOSAL and first["explanation"] == EXPLANATION
+    assert (first["cases"]["diff"], first["cases"]["se"], first["cases"]["z"]) == (0.75, 0.25, 3.0)
+    assert first["holdout"]["mean"] == 1.0 and first["holdout"]["outcome"] == "passed"
+    assert set(first["shown"]) == {"b", "c", "d"}  # failing cases only, never a held-out one
+    assert first["copied"] == [] and first["diff"].startswith("--- v1\n+++ r1.p1\n")
+    assert set(report["cost"]) == {"runs", "judges", "optimizer"}
+    assert report["calls"] == {"new": 24, "reused": 0, "regraded": 0, "optimizer": 2, "live_new": 12}
+    assert report["gate"]["outcome"] == "passed" and report["gate"]["candidate"] == "v2"
+    assert report["warnings"] == [] and "warning" not in done.stderr
+    assert ws.instructions.strip() == PROPOSAL
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("held-out", "its held-out mean is lower than v1's (-0.500 over 2 held-out cases)"),
+        ("within-2-se", "only 1.00 standard errors above zero (2 needed): not evidence that it is better"),
+    ],
+)
+def test_a_discarded_proposal_leaves_the_files_as_they_were(ws: Folder, kind: str, said: str) -> None:
+    ws.write_script(script(wrong_held_out=True) if kind == "held-out" else script(fixes="b"))
+    before = {p.name: p.read_bytes() for p in ws.folder.iterdir() if p.is_file()}
+    out = ws.optimize().stdout
+    assert "r1.p1: DISCARDED: " in out and said in out
+    assert "kept: nothing; instructions.md is unchanged\n" in out
+    assert out.rstrip().endswith("nothing was kept; instructions.md is as it was")
+    after = {p.name: p.read_bytes() for p in ws.folder.iterdir() if p.is_file()}
+    assert after == before
+    assert ws.status() == ""
+
+
+WARNING = (
+    "warning: machine 'when' has no held-out cases (holdout.json), so a proposal is judged on the cases "
+    "it was shown alone, and one that memorized them cannot be told apart: write holdout.json"
+)
+
+
+def test_without_held_out_cases_it_warns_and_decides_on_the_cases(ws: Folder) -> None:
+    (ws.folder / "holdout.json").unlink()
+    done = ws.optimize("--candidates", "1")
+    assert done.stdout.count(WARNING) == 1 and WARNING not in done.stderr  # said once, in the report
+    assert "4 cases from cases.json and no held-out cases, 2 trials each; 1 proposal a round" in done.stdout
+    assert "r1.p1: KEPT" in done.stdout and "held-out:" not in done.stdout
+    assert "0 graded again, 1 optimizer call\n" in done.stdout
+    assert ws.instructions.strip() == PROPOSAL
+
+
+def test_without_held_out_cases_json_warns_on_stderr(ws: Folder) -> None:
+    (ws.folder / "holdout.json").unlink()
+    done = ws.optimize("--json")
+    report = json.loads(done.stdout)
+    assert report["warnings"] == [WARNING.removeprefix("warning: ")]
+    assert report["holdout_file"] is None and report["live_holdout_mean"] is None
+    assert done.stderr.count(WARNING) == 1
+
+
+def test_a_spent_budget_stops_the_search_cleanly(ws: Folder) -> None:
+    # Every machine turn uses 10,000 input tokens: $0.0186 at Qwen3.8-27B's price. The live version's
+    # 4 runs fit in $0.10; the proposal's runs do not.
+    ws.write_script(script(usage={"input_tokens": 10_000}))
+    done = ws.optimize("--trials", "1", "--budget", "0.10")
+    out = done.stdout
+    assert "ended: stopped early\n" in out
+    assert (
+        "stopped early: round 1, measuring its proposals on the cases: the budget of $0.1000 is spent" in out
+    )
+    assert "kept: nothing; instructions.md is unchanged" in out
+    assert "live v1: cases mean 0.250" in out
+    assert "spent $0.1" in done.stderr and "of budget $0.10" in done.stderr
+    assert ws.instructions == LIVE and ws.status() == ""
+
+
+def test_bad_options_are_one_error_line(ws: Folder) -> None:
+    done = ws.optimize("--trials", "0", code=2)
+    lines = [line for line in done.stderr.splitlines() if line.lower().startswith("error:")]
+    assert len(lines) == 1 and "--trials" in lines[0] and done.stdout == ""
+    done = ws.optimize("--holdout", "nowhere.json", code=2)
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "nowhere.json" in lines[0], done.stderr
+    assert ws.instructions == LIVE
+
+
+def test_a_machine_whose_instructions_are_not_in_instructions_md_is_refused(ws: Folder) -> None:
+    machine_py = ws.folder / "machine.py"
+    machine_py.write_text(
+        MACHINE_PY.replace("instructions_from(__file__)", repr(LIVE.strip())), encoding="utf-8"
+    )
+    done = ws.optimize(code=2)
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "does not take its instructions from" in lines[0], done.stderr
+
+
+def test_show_optimizer_says_where_its_folder_is(ws: Folder) -> None:
+    out = ws.run("show", "optimizer").stdout
+    line = next(line for line in out.splitlines() if "built into the library" in line)
+    folder = Path(line.split(" in ", 1)[1].split(" (copy it", 1)[0])
+    assert (folder / "instructions.md").is_file() and (folder / "machine.py").is_file()
+    assert "(copy it to machines/optimizer to change it)" in line
+    assert "thinkingmachines/Inkling" in out and "proposes" in out and "explains" in out
+    assert "You improve the instructions" not in out
+    out = ws.run("show", "optimizer", "--instructions").stdout
+    first = (folder / "instructions.md").read_text(encoding="utf-8").splitlines()[0]
+    assert "  instructions:\n" in out and f"    {first}" in out
+
+
+def test_a_terminal_gets_a_progress_line_per_finished_run(ws: Folder) -> None:
+    """On a terminal, stderr gets one line per finished run of the machine; stdout stays the report."""
+    leader, follower = pty.openpty()
+    chunks: list[bytes] = []
+
+    def drain() -> None:  # read while it runs, so a full terminal buffer never blocks the command
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the command closed its end
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        command = [str(MACHINE_BIN), "optimize", "when", "--trials", "2", "--rounds", "1"]
+        command += ["--harness", "scripted", "--script", str(ws.root / "script.json")]
+        done = subprocess.run(
+            [*command, "--workspace", str(ws.root)],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            stdin=subprocess.DEVNULL,
+            env=clean_env(),
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(follower)
+    reader.join(timeout=10)
+    os.close(leader)
+    assert done.returncode == 0
+    lines = b"".join(chunks).decode().replace("\r\n", "\n").splitlines()
+    progress = [line for line in lines if re.match(r"  run \d+: case [a-f] trial [12] \(", line)]
+    assert len(progress) == 24, lines  # 12 runs of v1 and 12 of r1.p1, on the cases and held out
+    assert [line.split(":", 1)[0] for line in progress] == [f"  run {n}" for n in range(1, 25)]
+    assert "  run 1: case a trial 1 (live): 1.00" in progress
+    assert "  run 2: case b trial 1 (live): 0.00" in progress
+    assert sum(line.endswith("(a proposal): 1.00") for line in progress) == 12
+    assert "  run 1: " not in done.stdout.decode()
