@@ -13,7 +13,7 @@ MCP server call too:
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Generator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -286,6 +286,10 @@ class MachineHandle:
         optimizer_model: str | None = None,
         allow_overlap: bool = False,
         concurrency: int = 4,
+        pass_score: float = 1.0,
+        model: str | None = None,
+        seed: int = 0,
+        on_run: Callable[[Run], None] | None = None,
     ) -> Optimization:
         """Search for better instructions with the optimizer machine, as ``machine optimize`` does. A
         kept rewrite is written to instructions.md as ``result.candidate``, pending: ``commit`` makes it
@@ -302,6 +306,10 @@ class MachineHandle:
             optimizer_model=optimizer_model,
             allow_overlap=allow_overlap,
             concurrency=concurrency,
+            pass_score=pass_score,
+            model=model,
+            seed=seed,
+            on_run=on_run,
         )
         self.spec = self.workspace.reload(self.name)  # the files may hold the candidate now
         return result

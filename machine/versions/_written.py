@@ -20,6 +20,13 @@ from machine.workspace import Workspace
 from ._lifecycle import _instructions_problem, _write_and_check
 
 
+def _labelled(report: GateReport, label: str) -> GateReport:
+    """``report`` with its candidate side named ``label`` (it was measured under a proposal's name)."""
+    after = report.after.model_copy(update={"version": label})
+    held = None if report.holdout is None else _labelled(report.holdout, label)
+    return report.model_copy(update={"candidate": label, "after": after, "holdout": held})
+
+
 def write_candidate(
     ws: Workspace, name: str, *, instructions: str, report: GateReport, note: str = ""
 ) -> Version:
@@ -57,13 +64,7 @@ def write_candidate(
             base=live.number,
         )
         book.versions.append(found)
-    held = report.holdout
-    found.report = report.model_copy(
-        update={
-            "candidate": found.label,
-            "holdout": None if held is None else held.model_copy(update={"candidate": found.label}),
-        }
-    )
+    found.report = _labelled(report, found.label)
     found.files, found.note = files, note or found.note
     write_book(folder / VERSIONS_FILE, book)
     return found
