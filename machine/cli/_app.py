@@ -17,6 +17,7 @@ from ._runs import eval_run, run, runs
 from ._serve import serve_command
 from ._stop import INTERRUPTED, end, stop_status
 from ._suite import suite
+from ._train import train_command
 from ._versions import commit_command, propose_command, revert_command, versions_command
 
 
@@ -54,6 +55,7 @@ COMMANDS = (
     versions_command,
     propose_command,
     optimize_command,
+    train_command,
     commit_command,
     revert_command,
     export_command,

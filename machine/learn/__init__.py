@@ -5,10 +5,12 @@ from ._blocks import Reply, read_reply
 from ._export import ExportReport, FunnelStep, export, iter_rows, rows_of
 from ._optimize import OPTIMIZER, optimize
 from ._overlap import Overlap, overlaps
+from ._record import RecordFolder, TrainingRecord
 from ._render import format_optimization
 from ._report import Calls, Copied, Cost, Measured, OptimizeReport, Proposal, ProposalOutcome, Round
 from ._result import Optimization
 from ._select import Funnel, Selection, TagFilter
+from ._train import train, trainer_for
 from ._trainer import (
     Checkpoint,
     Prepared,
@@ -36,6 +38,7 @@ __all__ = [
     "Prepared",
     "Proposal",
     "ProposalOutcome",
+    "RecordFolder",
     "Reply",
     "Round",
     "Selection",
@@ -44,6 +47,7 @@ __all__ = [
     "TrainExample",
     "TrainSettings",
     "Trainer",
+    "TrainingRecord",
     "example_of",
     "export",
     "failed_steps",
@@ -53,4 +57,6 @@ __all__ = [
     "overlaps",
     "read_reply",
     "rows_of",
+    "train",
+    "trainer_for",
 ]

@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 import anyio
 
-from machine.learn import Optimization, optimize
+from machine.learn import Optimization, Trainer, TrainSettings, optimize
+from machine.learn import train as train_machine
 from machine.measure import Comparison, SuiteReport, compare
 from machine.runs import Budget, ChatSession, Event, Harness, Message, Run, new_run_id, now
 from machine.spec import Case, Machine, Version
@@ -313,6 +314,39 @@ class MachineHandle:
         )
         self.spec = self.workspace.reload(self.name)  # the files may hold the candidate now
         return result
+
+    async def train(
+        self,
+        *,
+        samples: int = 0,
+        trials: int = 3,
+        best_of: int = 2,
+        min_score: float = 1.0,
+        epochs: int = 1,
+        lr: float | None = None,
+        rank: int = 32,
+        effort: float | None = None,
+        any_model: bool = False,
+        min_z: float = 2.0,
+        trainer: Trainer | str | None = None,
+        resume: str | None = None,
+    ) -> Candidate:
+        """Fine-tune the model on the good runs, as ``machine train`` does: a pending candidate measured
+        on the held-out cases; ``commit`` makes it live only if it passed."""
+        settings = TrainSettings(base_model="", epochs=epochs, learning_rate=lr, rank=rank, effort=effort)
+        return await train_machine(
+            self.workspace,
+            self.name,
+            samples=samples,
+            trials=trials,
+            best_of=best_of,
+            min_score=min_score,
+            settings=settings,
+            any_model=any_model,
+            min_z=min_z,
+            trainer=trainer,
+            resume=resume,
+        )
 
     def commit(self, *, force: bool = False) -> Version:
         """Make the newest pending candidate live; raises CommitRefused unless it passed the gate (one

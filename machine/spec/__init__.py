@@ -19,6 +19,7 @@ from ._gate_report import (
     GateReport,
     ReasonCount,
     SideFigures,
+    TrainingSummary,
     count_reasons,
 )
 from ._loader import BUILTIN_MACHINES, MachineLoader, discover
@@ -40,6 +41,7 @@ __all__ = [
     "MachineLoader",
     "ReasonCount",
     "SideFigures",
+    "TrainingSummary",
     "Version",
     "VersionStatus",
     "count_reasons",

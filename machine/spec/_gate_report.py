@@ -89,6 +89,33 @@ class CriterionFigures(Record):
         return self.after is not None
 
 
+class TrainingSummary(Record):
+    """What a candidate ``train`` made was trained on and how training went."""
+
+    record: str
+    """The training record's id (``.machine/training/<id>/``)."""
+    trainer: str
+    base_model: str
+    renderer: str = ""
+    sampled: int = 0
+    """Runs made for training (``samples``)."""
+    runs: int = 0
+    """Runs selected to learn from."""
+    examples: int = 0
+    sequences: int = 0
+    whole_run: int = 0
+    per_step: int = 0
+    tokens: int = 0
+    target_tokens: int = 0
+    epochs: int = 0
+    steps: int = 0
+    learning_rate: float = 0.0
+    first_loss: float | None = None
+    last_loss: float | None = None
+    seconds: float = 0.0
+    cost_usd: float = 0.0
+
+
 class GateReport(Record):
     """What ``propose`` found and decided: the data, each version's figures, each criterion before and
     after, the paired difference (candidate - live) and the gate's decision (``outcome``, with the
@@ -114,6 +141,8 @@ class GateReport(Record):
     stopped: str | None = None
     cost_usd: float = 0.0
     created_at: datetime = Field(default_factory=now)
+    training: TrainingSummary | None = None
+    """For a candidate ``train`` made: what it learned from and how training went."""
     holdout: GateReport | None = None
     """For a candidate ``optimize`` kept: the same two sides on the held-out cases, where the candidate's
     mean had to be no lower (the paired gain above is then the one on the cases it was shown)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from machine.spec import CriterionFigures, GateReport, ReasonCount
+from machine.spec import CriterionFigures, GateReport, ReasonCount, TrainingSummary
 
 
 def _score(value: float | None) -> str:
@@ -35,11 +35,31 @@ def format_report(report: GateReport) -> str:
             f"candidate - live: {report.diff:+.3f}, standard error {_score(report.se)} over "
             f"{report.paired_cases} cases, z {z} (gate: z >= {report.min_z:g})"
         )
+    if report.training is not None:
+        lines.extend(_training_lines(report.training))
+    if report.holdout is not None:
+        h = report.holdout
+        lines.append(
+            f"held-out cases ({h.cases} from {h.cases_file}): live {_score(h.before.mean)} -> candidate "
+            f"{_score(h.after.mean)}; {h.outcome}: {h.decision}"
+        )
     lines.append(f"decision: {report.outcome.upper()}: {report.decision}")
     if report.stopped:
         lines.append(f"stopped early: {report.stopped}")
     lines.append(f"cost: ${report.cost_usd:.4f}")
     return "\n".join(lines)
+
+
+def _training_lines(t: TrainingSummary) -> list[str]:
+    loss = "-" if t.first_loss is None or t.last_loss is None else f"{t.first_loss:.4f} -> {t.last_loss:.4f}"
+    return [
+        f"training {t.record}: {t.trainer} on {t.base_model} ({t.renderer or 'default rendering'})",
+        f"  data: {t.runs} runs ({t.sampled} sampled for it) -> {t.examples} examples -> {t.sequences} "
+        f"sequences ({t.whole_run} whole runs, {t.per_step} split per step), {t.tokens} tokens, "
+        f"{t.target_tokens} of them targets",
+        f"  {t.epochs} epochs, {t.steps} steps at learning rate {t.learning_rate:g}; loss {loss}; "
+        f"{t.seconds:.1f} s, ${t.cost_usd:.4f}",
+    ]
 
 
 def _criteria_lines(report: GateReport) -> list[str]:

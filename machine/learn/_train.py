@@ -1,0 +1,306 @@
+"""Train: fine-tune the live model's base on the machine's good runs and make the checkpoint a pending
+candidate, gated on the held-out cases like any other. It samples the cases (``samples`` runs each),
+grades what is pending, selects (current rubric only, each case's best ``best_of`` scoring at least
+``min_score``, never a held-out case by id or input, only the live model's own runs unless
+``any_model``), records what goes in, trains, and proposes the checkpoint against the live version."""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from machine.errors import BadInputError, BudgetExceeded, MachineError, plain_spelling
+from machine.runs import TRAINING, Run, git_revision, library_version
+from machine.spec import DEFAULT_MIN_Z, Case, Machine, TrainingSummary, Version, load_cases
+from machine.spec._book import VERSIONS_FILE, open_book, require_live, write_book
+from machine.versions import Candidate, propose
+from machine.workspace import Workspace
+
+from ._record import Chosen, RecordFolder, TrainingRecord, differences
+from ._sampling import grade_pending, sample
+from ._select import Funnel, Selection
+from ._trainer import Checkpoint, Prepared, StepMetrics, Trainer, TrainExample, TrainSettings, example_of
+
+TRAINING_DIR = "training"
+
+
+def trainer_for(base_model: str, name: str | None = None) -> Trainer:
+    """The trainer ``name`` (``tinker``), else the one for ``base_model``."""
+    chosen = name or "tinker"
+    if chosen == "tinker":
+        module = importlib.import_module("machine.learn._tinker")  # the SDK loads only when training
+        trainer: Trainer = module.TinkerTrainer()
+        return trainer
+    raise BadInputError(f"there is no trainer {chosen!r}; the trainers are: tinker")
+
+
+def _held_out(ws: Workspace, name: str) -> tuple[list[Case], Path]:
+    path = ws.cases_file(name, None, default="holdout.json")
+    if not path.exists():
+        raise BadInputError(
+            f"machine {name!r} has no held-out cases ({path}): training needs some to measure the checkpoint "
+            "on cases it never learned from; write holdout.json"
+        )
+    return load_cases(path), path
+
+
+def _machine(ws: Workspace, name: str) -> tuple[Machine, Version]:
+    spec = ws.reload(name)
+    if spec.counterpart is not None:
+        raise BadInputError(
+            f"machine {name!r} holds conversations with a counterpart; train takes single runs"
+        )
+    book = open_book(ws.machines_dir / name, spec)
+    return spec, require_live(book, spec, "be trained")
+
+
+async def train(
+    ws: Workspace,
+    name: str,
+    *,
+    samples: int = 0,
+    trials: int = 3,
+    best_of: int = 2,
+    min_score: float = 1.0,
+    settings: TrainSettings | None = None,
+    any_model: bool = False,
+    min_z: float = DEFAULT_MIN_Z,
+    trainer: Trainer | str | None = None,
+    resume: str | None = None,
+    concurrency: int = 4,
+    pass_score: float = 1.0,
+    on_run: Callable[[Run], None] | None = None,
+    on_step: Callable[[StepMetrics], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> Candidate:
+    """Train machine ``name``'s model on its good runs and propose the checkpoint (see the module's
+    docstring). The machine's files are not changed; ``commit`` makes the candidate live if it passed."""
+    if samples < 0 or trials < 1 or (best_of is not None and best_of < 1):
+        raise BadInputError("samples must be 0 or more, and trials and best_of at least 1")
+    spec, live = _machine(ws, name)
+    held, held_path = _held_out(ws, name)
+    base = live.base_model or live.model
+    settings = (settings or TrainSettings(base_model=base)).model_copy(update={"base_model": base})
+    chosen = trainer if isinstance(trainer, Trainer) else trainer_for(base, trainer)
+    ws.budget.probe_price(TRAINING + base)  # an unknown training price is refused before anything runs
+    say = on_phase or (lambda _line: None)
+    spent_before = ws.budget.spent
+    sampled = await _gather(ws, spec, live, samples, concurrency, pass_score, on_run, say)
+    runs, examples, chose = _examples(ws, spec, live, held, min_score, best_of, any_model)
+    root = ws.data_dir / TRAINING_DIR
+    folder, record, done = _open_record(ws, root, resume, name, chosen.name, base, settings, chose, held_path)
+    pin = folder.write_examples(examples) if done is None else None
+    if pin is not None:
+        record.datasets = [pin]
+    say(f"training record {folder.id}: {len(examples)} examples from {len(runs)} runs")
+    prepared = chosen.prepare(examples, settings)
+    record.renderer, record.status = prepared.renderer, "training"
+    _check_identity(folder, record, resume)
+    folder.write(record)
+    checkpoint, seconds = await _fit(ws, folder, record, chosen, prepared, settings, done, on_step, say)
+    say(f"proposing {checkpoint.model} against {live.label} on {held_path.name}")
+    candidate = await propose(
+        ws, name, model=checkpoint.model, trials=trials, min_z=min_z, base_model=base,
+        concurrency=concurrency, pass_score=pass_score, note=f"trained {folder.id}", on_run=on_run,
+    )  # fmt: skip
+    summary = _summary(folder, record, prepared, settings, sampled, len(runs), seconds)
+    summary.cost_usd = ws.budget.spent - spent_before
+    record.candidate = candidate.label
+    folder.write(record)
+    return _with_training(ws, name, spec, candidate, summary)
+
+
+async def _gather(
+    ws: Workspace,
+    spec: Machine,
+    live: Version,
+    samples: int,
+    concurrency: int,
+    pass_score: float,
+    on_run: Callable[[Run], None] | None,
+    say: Callable[[str], None],
+) -> int:
+    """Sample the cases (``samples`` runs each) and grade what is pending; the runs sampled."""
+    sampled = 0
+    if samples:
+        say(f"sampling {samples} runs of each case on {live.model}")
+        sampled = await sample(ws, spec, ws.cases(spec.name), samples, concurrency, pass_score, on_run)
+    graded = await grade_pending(ws, spec, concurrency, pass_score)
+    if graded:
+        say(f"graded {graded} stored runs")
+    return sampled
+
+
+def _examples(
+    ws: Workspace,
+    spec: Machine,
+    live: Version,
+    held: list[Case],
+    min_score: float,
+    best_of: int,
+    any_model: bool,
+) -> tuple[list[Run], list[TrainExample], Chosen]:
+    """The runs selected, the examples made of them, and the selection as the record pins it."""
+    selection = Selection(
+        spec.rubric.fingerprint,
+        min_score=min_score,
+        best=best_of,
+        held_out=held,
+        own_model=None if any_model else live.model,
+    )
+    funnel = Funnel()
+    runs = list(selection.select(ws.store.iter_runs(spec.name), funnel))
+    examples = [e for e in (example_of(run, spec) for run in runs) if e is not None]
+    if not examples:
+        raise funnel.empty_error(spec.name)
+    chose = Chosen(
+        min_score=min_score,
+        best_of=best_of,
+        any_model=any_model,
+        own_model=selection.own_model,
+        held_out=sorted(c.id for c in held),
+        run_ids=[e.run_id for e in examples],
+    )
+    return runs, examples, chose
+
+
+def _open_record(
+    ws: Workspace,
+    root: Path,
+    resume: str | None,
+    name: str,
+    trainer: str,
+    base: str,
+    settings: TrainSettings,
+    chose: Chosen,
+    held_path: Path,
+) -> tuple[RecordFolder, TrainingRecord, Checkpoint | None]:
+    """A new record, or the one ``resume`` names with its last checkpoint."""
+    fresh = TrainingRecord(
+        id="",
+        machine=name,
+        trainer=trainer,
+        base_model=base,
+        settings=settings,
+        selection=chose,
+        library_version=library_version(),
+        revision=git_revision(ws.root),
+    )
+    if resume is None:
+        folder = RecordFolder.create(root, [ws.data_dir / "store.db", held_path, ws.cases_file(name)])
+        fresh.id = folder.id
+        return folder, fresh, None
+    folder = RecordFolder.open(root, resume)
+    earlier = folder.read()
+    fresh.id, fresh.datasets = earlier.id, earlier.datasets
+    return folder, fresh, folder.last_checkpoint()
+
+
+def _check_identity(folder: RecordFolder, record: TrainingRecord, resume: str | None) -> None:
+    """A resumed training must be the same training: say what differs otherwise."""
+    if resume is None:
+        return
+    earlier = folder.read()
+    changed = differences(earlier.identity(), record.identity())
+    if changed:
+        raise BadInputError(
+            f"training {resume} cannot be resumed: what it would train on or how has changed ("
+            + "; ".join(changed[:5])
+            + "); start a new training instead"
+        )
+
+
+async def _fit(
+    ws: Workspace,
+    folder: RecordFolder,
+    record: TrainingRecord,
+    trainer: Trainer,
+    prepared: Prepared,
+    settings: TrainSettings,
+    done: Checkpoint | None,
+    on_step: Callable[[StepMetrics], None] | None,
+    say: Callable[[str], None],
+) -> tuple[Checkpoint, float]:
+    """Train, recording each step; a refused or failed step leaves the record saying so."""
+    started = time.monotonic()
+
+    def step(metrics: StepMetrics) -> None:
+        folder.step(metrics)
+        record.steps = metrics.step
+        if on_step is not None:
+            on_step(metrics)
+
+    folder.log(
+        f"{trainer.name} on {record.base_model}: {prepared.sequences} sequences, {prepared.tokens} tokens"
+    )
+    try:
+        checkpoint = await trainer.train(
+            prepared, settings, folder=folder.folder, budget=ws.budget, on_step=step, resume=done
+        )
+    except BudgetExceeded as refused:
+        _stopped(folder, record, "stopped", refused)
+        raise
+    except MachineError as error:
+        _stopped(folder, record, "failed", error)
+        raise
+    folder.checkpoint(checkpoint)
+    record.checkpoint, record.status = checkpoint, "trained"
+    folder.write(record)
+    folder.log(f"checkpoint {checkpoint.model} after {checkpoint.step} steps")
+    say(f"trained: {checkpoint.model}")
+    return checkpoint, time.monotonic() - started
+
+
+def _stopped(folder: RecordFolder, record: TrainingRecord, status: str, error: MachineError) -> None:
+    record.status = "stopped" if status == "stopped" else "failed"
+    record.error = error.explain(plain_spelling)
+    folder.write(record)
+    folder.log(
+        f"{record.status} after {record.steps} steps: {record.error}; resume with --resume {folder.id}"
+    )
+
+
+def _summary(
+    folder: RecordFolder,
+    record: TrainingRecord,
+    prepared: Prepared,
+    settings: TrainSettings,
+    sampled: int,
+    runs: int,
+    seconds: float,
+) -> TrainingSummary:
+    losses = [m.loss for m in folder.metrics() if m.loss is not None]
+    return TrainingSummary(
+        record=folder.id,
+        trainer=record.trainer,
+        base_model=record.base_model,
+        renderer=prepared.renderer,
+        sampled=sampled,
+        runs=runs,
+        examples=prepared.examples,
+        sequences=prepared.sequences,
+        whole_run=prepared.whole_run,
+        per_step=prepared.per_step,
+        tokens=prepared.tokens,
+        target_tokens=prepared.target_tokens,
+        epochs=settings.epochs,
+        steps=record.steps,
+        learning_rate=prepared.learning_rate,
+        first_loss=losses[0] if losses else None,
+        last_loss=losses[-1] if losses else None,
+        seconds=seconds,
+    )
+
+
+def _with_training(
+    ws: Workspace, name: str, spec: Machine, candidate: Candidate, summary: TrainingSummary
+) -> Candidate:
+    """The candidate with what it was trained on in its report, as versions.json keeps it."""
+    report = candidate.report.model_copy(update={"training": summary})
+    book = open_book(ws.machines_dir / name, spec)
+    stored = book.get(candidate.version.number)
+    stored.report = report
+    write_book(ws.machines_dir / name / VERSIONS_FILE, book)
+    return Candidate(version=stored, report=report)
