@@ -26,6 +26,9 @@ class TrainExample(Model):
     targets: list[int]
     run_id: str = ""
     case: str | None = None
+    effort: float | None = None
+    """The reasoning effort the run was sampled at: a renderer that writes effort into the prompt renders
+    the example at it, so the model learns from the prompt it was given."""
 
 
 class TrainSettings(Model):
@@ -38,7 +41,7 @@ class TrainSettings(Model):
     batch_size: int = 8
     """Sequences per optimizer step."""
     effort: float | None = None
-    """The reasoning effort examples are rendered at (the one runs were sampled at)."""
+    """The reasoning effort examples are rendered at when their run recorded none."""
     seed: int = 0
     max_length: int | None = None
 
@@ -141,5 +144,10 @@ def example_of(run: Run, spec: Machine, *, source: Machine | None = None) -> Tra
     if not targets:
         return None
     return TrainExample(
-        messages=messages, tools=row["tools"], targets=targets, run_id=run.id, case=run.case_id
+        messages=messages,
+        tools=row["tools"],
+        targets=targets,
+        run_id=run.id,
+        case=run.case_id,
+        effort=run.effort,
     )
