@@ -37,10 +37,22 @@ class Pin(Model):
     sha256: str
     rows: int = 0
 
+    @classmethod
+    def of(cls, text: str, *, rows: int, path: str = EXAMPLES) -> Pin:
+        """The pin of ``text`` as it will be written to ``path``."""
+        return cls(path=path, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), rows=rows)
+
+
+def examples_text(examples: list[TrainExample]) -> str:
+    """``train.jsonl``: one example a line, as sent to the trainer."""
+    return "".join(e.model_dump_json() + "\n" for e in examples)
+
 
 class Chosen(Model):
     """The exact selection: the filters and the runs they kept."""
 
+    samples: int = 0
+    """New runs made of each case before selecting."""
     min_score: float
     best_of: int | None
     any_model: bool
@@ -63,6 +75,8 @@ class TrainingRecord(Model):
     datasets: list[Pin] = Field(default_factory=list)
     library_version: str | None = None
     revision: str | None = None
+    sampled: int = 0
+    """Runs made for this training (``samples`` of each case)."""
     status: Literal["preparing", "training", "trained", "stopped", "failed"] = "preparing"
     error: str | None = None
     checkpoint: Checkpoint | None = None
@@ -141,10 +155,11 @@ class RecordFolder:
         _private(temp, record.model_dump_json(indent=2) + "\n")
         os.replace(temp, self.folder / RECORD)
 
-    def write_examples(self, examples: list[TrainExample]) -> Pin:
-        path = self.folder / EXAMPLES
-        _private(path, "".join(e.model_dump_json() + "\n" for e in examples))
-        return Pin(path=EXAMPLES, sha256=sha256_file(path), rows=len(examples))
+    def write_examples(self, text: str) -> None:
+        """Write ``train.jsonl`` (``examples_text``), once: a record's examples are never written over."""
+        fd = os.open(self.folder / EXAMPLES, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
 
     def step(self, metrics: StepMetrics) -> None:
         _private(self.folder / METRICS, metrics.model_dump_json() + "\n", append=True)

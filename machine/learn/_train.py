@@ -11,14 +11,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from machine.errors import BadInputError, BudgetExceeded, MachineError, plain_spelling
+from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError, plain_spelling
 from machine.runs import TRAINING, Run, git_revision, library_version
 from machine.spec import DEFAULT_MIN_Z, Case, Machine, TrainingSummary, Version, load_cases
-from machine.spec._book import VERSIONS_FILE, open_book, require_live, write_book
+from machine.spec._book import VERSIONS_FILE, _read_book, open_book, require_live, write_book
 from machine.versions import Candidate, propose
 from machine.workspace import Workspace
 
-from ._record import Chosen, RecordFolder, TrainingRecord, differences
+from ._record import Chosen, Pin, RecordFolder, TrainingRecord, differences, examples_text
 from ._sampling import grade_pending, sample
 from ._select import Funnel, Selection
 from ._trainer import Checkpoint, Prepared, StepMetrics, Trainer, TrainExample, TrainSettings, example_of
@@ -30,7 +30,13 @@ def trainer_for(base_model: str, name: str | None = None) -> Trainer:
     """The trainer ``name`` (``tinker``), else the one for ``base_model``."""
     chosen = name or "tinker"
     if chosen == "tinker":
-        module = importlib.import_module("machine.learn._tinker")  # the SDK loads only when training
+        try:
+            module = importlib.import_module("machine.learn._tinker")  # the SDK loads only when training
+        except ModuleNotFoundError as missing:
+            raise BadInputError(
+                f"the tinker trainer cannot be loaded ({missing}): install the training extra, "
+                "pip install 'machine[train]'"
+            ) from None
         trainer: Trainer = module.TinkerTrainer()
         return trainer
     raise BadInputError(f"there is no trainer {chosen!r}; the trainers are: tinker")
@@ -46,14 +52,22 @@ def _held_out(ws: Workspace, name: str) -> tuple[list[Case], Path]:
     return load_cases(path), path
 
 
-def _machine(ws: Workspace, name: str) -> tuple[Machine, Version]:
+def _machine(ws: Workspace, name: str) -> tuple[Machine, str]:
+    """The machine and the base model its live version trains, read without recording anything (the
+    first version is recorded once the training price is known)."""
     spec = ws.reload(name)
     if spec.counterpart is not None:
         raise BadInputError(
             f"machine {name!r} holds conversations with a counterpart; train takes single runs"
         )
-    book = open_book(ws.machines_dir / name, spec)
-    return spec, require_live(book, spec, "be trained")
+    book = _read_book(ws.machines_dir / name / VERSIONS_FILE, name)
+    if book is None:
+        return spec, spec.model
+    return spec, book.live.base_model or book.live.model
+
+
+def _live(ws: Workspace, spec: Machine) -> Version:
+    return require_live(open_book(ws.machines_dir / spec.name, spec), spec, "be trained")
 
 
 async def train(
@@ -79,34 +93,37 @@ async def train(
     docstring). The machine's files are not changed; ``commit`` makes the candidate live if it passed."""
     if samples < 0 or trials < 1 or (best_of is not None and best_of < 1):
         raise BadInputError("samples must be 0 or more, and trials and best_of at least 1")
-    spec, live = _machine(ws, name)
+    spec, base = _machine(ws, name)
     held, held_path = _held_out(ws, name)
-    base = live.base_model or live.model
     settings = (settings or TrainSettings(base_model=base)).model_copy(update={"base_model": base})
     chosen = trainer if isinstance(trainer, Trainer) else trainer_for(base, trainer)
     ws.budget.probe_price(TRAINING + base)  # an unknown training price is refused before anything runs
+    root = ws.data_dir / TRAINING_DIR
+    earlier = None if resume is None else RecordFolder.open(root, resume)  # before anything runs
+    live = _live(ws, spec)
     say = on_phase or (lambda _line: None)
     spent_before = ws.budget.spent
-    sampled = await _gather(ws, spec, live, samples, concurrency, pass_score, on_run, say)
-    runs, examples, chose = _examples(ws, spec, live, held, min_score, best_of, any_model)
-    root = ws.data_dir / TRAINING_DIR
-    folder, record, done = _open_record(ws, root, resume, name, chosen.name, base, settings, chose, held_path)
-    pin = folder.write_examples(examples) if done is None else None
-    if pin is not None:
-        record.datasets = [pin]
+    # a resumed training sampled already: sampling again would change what it learns from
+    sampled = await _gather(ws, spec, live, 0 if earlier else samples, concurrency, pass_score, on_run, say)
+    runs, examples, chose = _examples(ws, spec, live, held, min_score, best_of, any_model, samples)
+    fresh = TrainingRecord(
+        id="", machine=name, trainer=chosen.name, base_model=base, settings=settings, selection=chose,
+        sampled=sampled, library_version=library_version(), revision=git_revision(ws.root),
+    )  # fmt: skip
+    folder, record, done = _open_record(ws, root, earlier, fresh, examples, held_path)
     say(f"training record {folder.id}: {len(examples)} examples from {len(runs)} runs")
     prepared = chosen.prepare(examples, settings)
     record.renderer, record.status = prepared.renderer, "training"
-    _check_identity(folder, record, resume)
     folder.write(record)
     checkpoint, seconds = await _fit(ws, folder, record, chosen, prepared, settings, done, on_step, say)
+    spent_training = ws.budget.spent
     say(f"proposing {checkpoint.model} against {live.label} on {held_path.name}")
     candidate = await propose(
         ws, name, model=checkpoint.model, trials=trials, min_z=min_z, base_model=base,
         concurrency=concurrency, pass_score=pass_score, note=f"trained {folder.id}", on_run=on_run,
     )  # fmt: skip
-    summary = _summary(folder, record, prepared, settings, sampled, len(runs), seconds)
-    summary.cost_usd = ws.budget.spent - spent_before
+    summary = _summary(folder, record, prepared, settings, record.sampled, len(runs), seconds)
+    summary.cost_usd = spent_training - spent_before  # the held-out comparison's cost is the report's own
     record.candidate = candidate.label
     folder.write(record)
     return _with_training(ws, name, spec, candidate, summary)
@@ -141,6 +158,7 @@ def _examples(
     min_score: float,
     best_of: int,
     any_model: bool,
+    samples: int,
 ) -> tuple[list[Run], list[TrainExample], Chosen]:
     """The runs selected, the examples made of them, and the selection as the record pins it."""
     selection = Selection(
@@ -156,6 +174,7 @@ def _examples(
     if not examples:
         raise funnel.empty_error(spec.name)
     chose = Chosen(
+        samples=samples,
         min_score=min_score,
         best_of=best_of,
         any_model=any_model,
@@ -169,47 +188,31 @@ def _examples(
 def _open_record(
     ws: Workspace,
     root: Path,
-    resume: str | None,
-    name: str,
-    trainer: str,
-    base: str,
-    settings: TrainSettings,
-    chose: Chosen,
+    earlier: RecordFolder | None,
+    record: TrainingRecord,
+    examples: list[TrainExample],
     held_path: Path,
 ) -> tuple[RecordFolder, TrainingRecord, Checkpoint | None]:
-    """A new record, or the one ``resume`` names with its last checkpoint."""
-    fresh = TrainingRecord(
-        id="",
-        machine=name,
-        trainer=trainer,
-        base_model=base,
-        settings=settings,
-        selection=chose,
-        library_version=library_version(),
-        revision=git_revision(ws.root),
-    )
-    if resume is None:
-        folder = RecordFolder.create(root, [ws.data_dir / "store.db", held_path, ws.cases_file(name)])
-        fresh.id = folder.id
-        return folder, fresh, None
-    folder = RecordFolder.open(root, resume)
-    earlier = folder.read()
-    fresh.id, fresh.datasets = earlier.id, earlier.datasets
-    return folder, fresh, folder.last_checkpoint()
-
-
-def _check_identity(folder: RecordFolder, record: TrainingRecord, resume: str | None) -> None:
-    """A resumed training must be the same training: say what differs otherwise."""
-    if resume is None:
-        return
-    earlier = folder.read()
-    changed = differences(earlier.identity(), record.identity())
+    """A new record holding ``examples``, or the ``earlier`` one with its last checkpoint when it is the
+    same training (refused, naming what differs, before any of its files is written over)."""
+    text = examples_text(examples)
+    record.datasets = [Pin.of(text, rows=len(examples))]
+    if earlier is None:
+        inputs = [ws.data_dir / "store.db", held_path, ws.cases_file(record.machine)]
+        folder = RecordFolder.create(root, inputs)
+        record.id = folder.id
+        folder.write_examples(text)
+        return folder, record, None
+    before = earlier.read()
+    record.id, record.sampled = before.id, before.sampled
+    changed = differences(before.identity(), record.identity())
     if changed:
         raise BadInputError(
-            f"training {resume} cannot be resumed: what it would train on or how has changed ("
+            f"training {before.id} cannot be resumed: what it would train on or how has changed ("
             + "; ".join(changed[:5])
             + "); start a new training instead"
         )
+    return earlier, record, earlier.last_checkpoint()
 
 
 async def _fit(
@@ -241,7 +244,11 @@ async def _fit(
         )
     except BudgetExceeded as refused:
         _stopped(folder, record, "stopped", refused)
-        raise
+        raise BudgetExceeded(
+            f"training {folder.id} stopped after step {record.steps} ({refused.message}); its record is "
+            f"{folder.folder}",
+            fixes=[*refused.fixes, Fix("resume", folder.id, "to go on from its last checkpoint")],
+        ) from refused
     except MachineError as error:
         _stopped(folder, record, "failed", error)
         raise
@@ -254,8 +261,14 @@ async def _fit(
 
 
 def _stopped(folder: RecordFolder, record: TrainingRecord, status: str, error: MachineError) -> None:
+    """Say in the record why training ended early, keeping the state the trainer saved before it (an
+    error a trainer raises carries it as ``checkpoint``) for a resumed training to start from."""
     record.status = "stopped" if status == "stopped" else "failed"
     record.error = error.explain(plain_spelling)
+    saved = getattr(error, "checkpoint", None)
+    if isinstance(saved, Checkpoint) and saved != folder.last_checkpoint():
+        folder.checkpoint(saved)
+        record.checkpoint = saved
     folder.write(record)
     folder.log(
         f"{record.status} after {record.steps} steps: {record.error}; resume with --resume {folder.id}"

@@ -1,0 +1,172 @@
+"""``machine train`` on a workspace of its own (``caps``, tests/helpers/training.py) with the scripted
+harness. The command names its trainer (``--trainer``; Tinker by default, a service no machine here
+reaches), so the runs that train go through click's runner in this process with the trainer the command
+looks up by name answered by the in-process one; everything a person can get wrong goes through the real
+console script: one ``error:`` line and exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from click.testing import Result
+from helpers.training import BASE, TRAIN_CASES, Counting, make_caps
+
+import machine.learn._train as train_module
+from machine.learn import Trainer
+
+if TYPE_CHECKING:
+    from conftest import Command
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """The workspace, and a script that answers the training cases right and anything else wrongly."""
+    make_caps(tmp_path / "ws")
+    rules = [{"match": f"^{c['input']}$", "turns": [{"text": c["input"].upper()}]} for c in TRAIN_CASES]
+    script = {"rules": [*rules, {"match": ".", "turns": [{"text": "no idea"}]}]}
+    (tmp_path / "ws" / "script.json").write_text(json.dumps(script), encoding="utf-8")
+    return tmp_path / "ws"
+
+
+def common(root: Path) -> list[str]:
+    return ["--harness", "scripted", "--script", str(root / "script.json"), "--workspace", str(root)]
+
+
+@pytest.fixture
+def counting(monkeypatch: pytest.MonkeyPatch) -> Counting:
+    """The trainer ``--trainer counting`` names, in this process."""
+    trainer = Counting()
+    real = train_module.trainer_for
+
+    def trainer_for(base: str, name: str | None = None) -> Trainer:
+        return trainer if name == "counting" else real(base, name)
+
+    monkeypatch.setattr(train_module, "trainer_for", trainer_for)
+    return trainer
+
+
+def one_error_line(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+TRAIN = ["train", "caps", "--trainer", "counting", "--any-model", "--samples", "1", "--trials", "1"]
+
+
+def test_train_prints_its_phases_steps_and_the_report(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    result = invoke(*TRAIN, "--batch-size", "2", "--epochs", "2", *common(root))
+    assert result.exit_code == 0, result.output
+    err = result.stderr
+    assert f"sampling 1 runs of each case on {BASE}" in err
+    [record] = (root / ".machine" / "training").iterdir()
+    assert f"training record {record.name}: 3 examples from 3 runs" in err
+    assert "  step 1 (epoch 1): loss 2.0000" in err and "  step 4 (epoch 2): loss 0.5000" in err
+    assert "step 5" not in err  # 3 sequences, 2 a step, 2 epochs
+    checkpoint = f"good:{record.name}:4"
+    assert f"trained: {checkpoint}" in err and f"proposing {checkpoint} against v1 on holdout.json" in err
+    out = result.stdout
+    assert f"caps: candidate v2 ({checkpoint}) against live v1 ({BASE})" in out
+    assert f"training {record.name}: counting on {BASE} (characters/4)" in out
+    assert "3 runs (3 sampled for it) -> 3 examples -> 3 sequences" in out
+    assert "2 epochs, 4 steps at learning rate 0.0001; loss 2.0000 -> 0.5000" in out
+    # the scripted harness answers the same whichever model it is given: no gain, so no pass
+    assert "v2 is pending but did not pass the gate: `machine commit caps` refuses it" in out
+    assert counting.steps == [1, 2, 3, 4]
+
+
+def test_train_json_prints_the_candidate_version(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    result = invoke(*TRAIN, "--json", "--lr", "0.001", "--rank", "8", *common(root))
+    assert result.exit_code == 0, result.output
+    version = json.loads(result.stdout)
+    [record] = (root / ".machine" / "training").iterdir()
+    assert (version["number"], version["status"], version["model"]) == (2, "pending", f"good:{record.name}:1")
+    assert version["base_model"] == BASE
+    training = version["report"]["training"]
+    assert (training["record"], training["examples"], training["learning_rate"]) == (record.name, 3, 0.001)
+    assert "step 1" not in result.stderr
+    settings = json.loads((record / "record.json").read_text(encoding="utf-8"))["settings"]
+    assert (settings["learning_rate"], settings["rank"]) == (0.001, 8)
+
+
+def test_an_unknown_trainer_is_one_error_line(machine_cmd: Command, root: Path) -> None:
+    result = machine_cmd("train", "caps", "--trainer", "nope", *common(root))
+    one_error_line(result, "there is no trainer 'nope'", "the trainers are: tinker")
+    assert not (root / ".machine" / "training").exists()
+
+
+def error_line(result: Result, *fragments: str) -> str:
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def test_replayed_runs_without_any_model_name_the_filter(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    result = invoke("train", "caps", "--trainer", "counting", "--samples", "1", *common(root))
+    error_line(result, f"only runs {BASE} produced itself are kept", "--samples", "--any-model")
+    assert counting.prepared == []
+
+
+def test_an_unknown_record_to_resume_names_the_records(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    result = invoke("train", "caps", "--trainer", "counting", "--resume", "nope", *common(root))
+    error_line(result, "there is no training record 'nope'", "the records are: none")
+
+
+def test_an_unpriced_base_under_a_budget_is_refused(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    (root / "machines" / "caps" / "model.json").write_text('{"model": "acme/unpriced"}\n', encoding="utf-8")
+    args = ["train", "caps", "--trainer", "counting", "--samples", "2", "--budget", "1", *common(root)]
+    error_line(invoke(*args), "'train:acme/unpriced' has no known price")
+    assert not (root / "machines" / "caps" / "versions.json").exists()
+    assert not (root / ".machine" / "training").exists()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [["--samples", "-1"], ["--epochs", "0"], ["--lr", "0"], ["--best-of", "0"], ["--rank", "x"]],
+)
+def test_bad_options_exit_2_with_one_error_line(machine_cmd: Command, root: Path, bad: list[str]) -> None:
+    result = machine_cmd("train", "caps", *bad, *common(root))
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert f"Error: Invalid value for '{bad[0]}'" in result.stderr
+    assert not (root / ".machine").exists()
+
+
+def test_a_training_the_budget_stops_says_how_to_resume_and_resumes(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    assert invoke("suite", "caps", "--trials", "1", *common(root)).exit_code == 0
+    args = ["train", "caps", "--trainer", "counting", "--any-model", "--trials", "1", "--batch-size", "1"]
+    # the first step costs more than the whole budget, so the second is refused
+    stopped = invoke(*args, "--budget", "0.0001", *common(root))
+    [record] = (root / ".machine" / "training").iterdir()
+    line = error_line(stopped, f"training {record.name} stopped after step 1", "is spent")
+    assert line.endswith(f"pass --resume {record.name} to go on from its last checkpoint")
+    assert "  step 1 (epoch 1)" in stopped.stderr and "step 2" not in stopped.stderr
+    resumed = invoke(*args, "--resume", record.name, *common(root))
+    assert resumed.exit_code == 0, resumed.output
+    assert "step 1 " not in resumed.stderr and "  step 3 (epoch 1)" in resumed.stderr
+    assert [c.step if c else None for c in counting.resumed] == [None, 1]
+    assert f"training {record.name}: counting" in resumed.stdout

@@ -1,0 +1,209 @@
+"""Training in this process, for the tests of ``train``: a trainer that keeps the Trainer protocol the way a
+real one must (it counts the tokens of the examples it is given, reserves each batch on the budget at the
+base model's training price before "sending" it, reports every batch with a falling loss, and leaves a
+checkpoint), a harness that answers by model so the checkpoint is known to be better or not, and a machine
+folder to train (``caps``: answer the input in capital letters).
+
+The checkpoint's model id starts with the trainer's ``becomes``: ``good…`` answers every case right,
+anything else (the base model, ``same…``) answers right unless the input is one of the ``HARD`` ones."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from machine.errors import BudgetExceeded
+from machine.learn import Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings
+from machine.runs import TRAINING, Budget, HarnessRequest, HarnessResult, Message, Turn, Usage, run_loop
+
+BASE = "thinkingmachines/Inkling"
+"""The live model: Tinker prices both its sampling and its training."""
+HARD = frozenset({"dan", "dee", "dot"})
+"""Inputs only a better model answers right."""
+CHARS_PER_TOKEN = 4
+USAGE = Usage(input_tokens=1000, output_tokens=10)
+"""What every reply of ``Tutored`` uses, so runs cost what the pricing table says."""
+
+RUBRIC_PY = """\
+from machine import define_rubric
+
+rubric = define_rubric({"correct": "The reply is the input in capital letters."})
+"""
+
+MACHINE_PY = f"""\
+from machine import check, define_evaluator, define_machine, instructions_from, model_from
+
+from .rubric import rubric
+
+machine = define_machine(
+    name="caps",
+    intent="Repeat the input in capital letters.",
+    instructions=instructions_from(__file__),
+    model=model_from(__file__, "{BASE}"),
+    rubric=rubric,
+    evaluator=define_evaluator(rubric, {{"correct": check("caps", lambda r: r.output == r.input.upper())}}),
+)
+"""
+
+TRAIN_CASES = [{"id": c, "input": c} for c in ("ann", "bob", "cat")]
+HELD_OUT = [{"id": f"h-{c}", "input": c} for c in sorted(HARD)]
+
+
+def make_caps(
+    root: Path,
+    *,
+    cases: list[dict[str, str]] | None = None,
+    holdout: list[dict[str, str]] | None = None,
+    model_json: bytes | None = None,
+) -> Path:
+    """``root/machines/caps`` with its cases and held-out cases (and a model.json, given one)."""
+    folder = root / "machines" / "caps"
+    folder.mkdir(parents=True)
+    (folder / "machine.py").write_text(MACHINE_PY, encoding="utf-8")
+    (folder / "rubric.py").write_text(RUBRIC_PY, encoding="utf-8")
+    (folder / "instructions.md").write_text("Shout the input.\n", encoding="utf-8")
+    (folder / "cases.json").write_text(json.dumps(cases or TRAIN_CASES), encoding="utf-8")
+    (folder / "holdout.json").write_text(json.dumps(holdout or HELD_OUT), encoding="utf-8")
+    if model_json is not None:
+        (folder / "model.json").write_bytes(model_json)
+    return folder
+
+
+def right(model: str, text: str) -> bool:
+    return model.startswith("good") or text not in HARD
+
+
+class Tutored:
+    """Answers the input in capitals where ``right(model, input)``, else "no idea", using ``USAGE``;
+    counts calls by model."""
+
+    name = "tutored"
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+
+    async def run(self, request: HarnessRequest) -> HarnessResult:
+        self.calls[request.model] = self.calls.get(request.model, 0) + 1
+        text = request.input.upper() if right(request.model, request.input) else "no idea"
+
+        async def reply(messages: list[Message], step: int) -> Turn:
+            return Turn(Message(role="assistant", content=text), usage=USAGE)
+
+        return await run_loop(request, reply)
+
+
+def tokens_of(message: dict[str, Any]) -> int:
+    """A message's tokens, counted as its characters (all of it: content, tool calls, reasoning) / 4."""
+    return max(len(json.dumps(message, sort_keys=True)) // CHARS_PER_TOKEN, 1)
+
+
+class StoppedAt(BudgetExceeded):
+    """The budget refused a step; ``checkpoint`` is the last state saved before it, to resume from."""
+
+    def __init__(self, message: str, checkpoint: Checkpoint | None) -> None:
+        super().__init__(message)
+        self.checkpoint = checkpoint
+
+
+@dataclass
+class Counting:
+    """A trainer in this process. ``prepare`` counts every example's tokens (one sequence each, its
+    assistant targets as target tokens); ``train`` makes one step of ``batch_size`` sequences at a time,
+    each reserved at ``train:<base>`` before it runs, saves its state after every step, and returns a
+    checkpoint named ``<becomes>:<record id>:<steps>``."""
+
+    becomes: str = "good"
+    name: str = "counting"
+    prepared: list[list[TrainExample]] = field(default_factory=list)
+    """The examples each ``prepare`` was given."""
+    resumed: list[Checkpoint | None] = field(default_factory=list)
+    """The checkpoint each ``train`` was given to resume from."""
+    steps: list[int] = field(default_factory=list)
+    """Every step run, in order, over all trainings."""
+
+    def prepare(self, examples: Sequence[TrainExample], settings: TrainSettings) -> Prepared:
+        self.prepared.append(list(examples))
+        sizes = [
+            (
+                sum(tokens_of(m) for m in e.messages) + sum(tokens_of(t) for t in e.tools),
+                sum(tokens_of(e.messages[i]) for i in e.targets),
+            )
+            for e in examples
+        ]
+        return Prepared(
+            trainer=self.name,
+            renderer="characters/4",
+            examples=len(examples),
+            sequences=len(sizes),
+            whole_run=len(sizes),
+            tokens=sum(t for t, _ in sizes),
+            target_tokens=sum(t for _, t in sizes),
+            learning_rate=settings.learning_rate or 1e-4,
+            data=sizes,
+        )
+
+    async def train(
+        self,
+        prepared: Prepared,
+        settings: TrainSettings,
+        *,
+        folder: Path,
+        budget: Budget,
+        on_step: Callable[[StepMetrics], None],
+        resume: Checkpoint | None = None,
+    ) -> Checkpoint:
+        self.resumed.append(resume)
+        sizes: list[tuple[int, int]] = prepared.data
+        size = settings.batch_size
+        batches = [
+            (epoch, sizes[i : i + size])
+            for epoch in range(1, settings.epochs + 1)
+            for i in range(0, len(sizes), size)
+        ]
+        saved = resume
+        for number, (epoch, batch) in enumerate(batches, start=1):
+            if resume is not None and number <= resume.step:
+                continue
+            on_step(await self._step(number, epoch, batch, prepared, settings, budget, saved))
+            saved = Checkpoint(
+                model=f"state:{folder.name}:{number}", base_model=settings.base_model, step=number,
+                state=f"state:{folder.name}:{number}",
+            )  # fmt: skip
+        last = len(batches)
+        return Checkpoint(
+            model=f"{self.becomes}:{folder.name}:{last}",
+            base_model=settings.base_model,
+            step=last,
+            state=f"state:{folder.name}:{last}",
+        )
+
+    async def _step(
+        self,
+        number: int,
+        epoch: int,
+        batch: list[tuple[int, int]],
+        prepared: Prepared,
+        settings: TrainSettings,
+        budget: Budget,
+        saved: Checkpoint | None,
+    ) -> StepMetrics:
+        tokens = sum(t for t, _ in batch)
+        usage = Usage(input_tokens=tokens)
+        try:
+            async with budget.reserve(TRAINING + settings.base_model, usage, kind="training") as hold:
+                self.steps.append(number)
+                cost = hold.settle(usage)
+        except BudgetExceeded as refused:
+            raise StoppedAt(refused.message, saved) from refused
+        return StepMetrics(
+            step=number,
+            epoch=epoch,
+            loss=2.0 / number,
+            sequences=len(batch),
+            tokens=tokens,
+            learning_rate=prepared.learning_rate,
+            cost_usd=cost,
+        )
