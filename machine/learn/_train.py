@@ -204,7 +204,7 @@ def _open_record(
         folder.write_examples(text)
         return folder, record, None
     before = earlier.read()
-    record.id, record.sampled = before.id, before.sampled
+    record.id, record.sampled, record.steps = before.id, before.sampled, before.steps
     changed = differences(before.identity(), record.identity())
     if changed:
         raise BadInputError(

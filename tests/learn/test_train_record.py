@@ -158,11 +158,15 @@ async def test_a_stopped_training_resumes_from_its_last_checkpoint(tmp_path: Pat
     examples = (folder / "train.jsonl").read_bytes()
     runs = len(list(ws.store.iter_runs("caps")))
 
+    with pytest.raises(BudgetExceeded, match=f"training {folder.name} stopped after step 1 "):
+        await train(ws, "caps", samples=2, trials=1, settings=SETTINGS, trainer=trainer, resume=folder.name)
+    assert [c["step"] for c in lines(folder / "checkpoints.jsonl")] == [1]  # still the one saved state
+
     ws.budget.usd = None
     candidate = await train(
         ws, "caps", samples=2, trials=1, settings=SETTINGS, trainer=trainer, resume=folder.name
     )
-    assert trainer.resumed == [None, saved] and trainer.steps == [1, 2, 3]
+    assert trainer.resumed == [None, saved, saved] and trainer.steps == [1, 2, 3]
     assert [m["step"] for m in lines(folder / "metrics.jsonl")] == [1, 2, 3]
     assert [c["step"] for c in lines(folder / "checkpoints.jsonl")] == [1, 3]
     assert (folder / "train.jsonl").read_bytes() == examples
