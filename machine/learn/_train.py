@@ -100,6 +100,8 @@ async def train(
     ws.budget.probe_price(TRAINING + base)  # an unknown training price is refused before anything runs
     root = ws.data_dir / TRAINING_DIR
     earlier = None if resume is None else RecordFolder.open(root, resume)  # before anything runs
+    if earlier is not None:
+        _resumable(earlier, name)
     live = _live(ws, spec)
     say = on_phase or (lambda _line: None)
     spent_before = ws.budget.spent
@@ -183,6 +185,17 @@ def _examples(
         run_ids=[e.run_id for e in examples],
     )
     return runs, examples, chose
+
+
+def _resumable(folder: RecordFolder, name: str) -> None:
+    """Only a training that stopped or failed can be resumed; a finished one has its checkpoint."""
+    record = folder.read()
+    if record.status == "trained" and record.checkpoint is not None:
+        model = record.checkpoint.model
+        raise BadInputError(
+            f"training {folder.id} finished already, with checkpoint {model}: measure it again with "
+            f"`machine propose {name} --model {model} --price-as {record.base_model}`"
+        )
 
 
 def _open_record(

@@ -12,8 +12,9 @@ from ._describe import (
     describe,
     list_machines,
 )
-from ._handle import MachineHandle, RunMessage, RunStream, Session, load
+from ._handle import MachineHandle, load
 from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, Consent, SpendingPolicy
+from ._session import RunMessage, RunStream, Session
 from ._spend import Spend
 from ._suite import CASES_NAME, SuitePlan, plan_suite, run_planned
 

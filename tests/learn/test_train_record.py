@@ -245,3 +245,16 @@ async def test_an_unknown_record_says_which_records_exist_before_anything_runs(t
     with pytest.raises(NotFoundError, match=f"the records are: {done.report.training.record}$"):
         await train(ws, "caps", samples=2, trials=1, settings=SETTINGS, trainer=Counting(), resume="nope")
     assert harness.calls == {}
+
+
+async def test_a_finished_training_is_not_resumed_but_named_with_its_checkpoint(tmp_path: Path) -> None:
+    make_caps(tmp_path)
+    harness = Tutored()
+    ws = open_workspace(tmp_path, harness=harness)
+    done = await train(ws, "caps", samples=1, trials=1, settings=SETTINGS, trainer=Counting())
+    assert done.report.training is not None
+    record_id = done.report.training.record
+    harness.calls.clear()
+    with pytest.raises(BadInputError, match=f"training {record_id} finished already, with checkpoint "):
+        await train(ws, "caps", samples=1, trials=1, settings=SETTINGS, trainer=Counting(), resume=record_id)
+    assert harness.calls == {}
