@@ -44,15 +44,23 @@ class ExportReport(Model):
     funnel: list[FunnelStep] = Field(default_factory=list)
 
 
-def _answered(run: Run, messages: list[Message]) -> list[Message]:
-    """The messages with the final answer a person gave (``/good --as``) in place of the run's own."""
+def answer_of(run: Run) -> str | None:
+    """The final answer a person gave the run to learn instead of its own (``/good --as``), if any."""
     answers = [t.answer for t in run.tags if t.kind == "good" and t.answer]
-    if not answers:
+    return answers[-1] if answers else None
+
+
+def answered(run: Run) -> list[Message]:
+    """The run's trajectory with the person's answer (``/good --as``) in place of its last assistant
+    message, and what followed that message dropped; an answer to a run that never replied is added."""
+    answer = answer_of(run)
+    messages = run.trajectory
+    if answer is None:
         return messages
     last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=None)
     if last is None:
-        return [*messages, Message(role="assistant", content=answers[-1])]
-    return [*messages[:last], messages[last].model_copy(update={"content": answers[-1], "tool_calls": []})]
+        return [*messages, Message(role="assistant", content=answer)]
+    return [*messages[:last], messages[last].model_copy(update={"content": answer, "tool_calls": []})]
 
 
 def rows_of(
@@ -61,7 +69,7 @@ def rows_of(
     """The training rows of one run as ``target`` should learn it: the run as it was, or (``source``, a
     run of another machine) with ``target``'s instructions and its reasoning rewritten by ``target``'s
     ``transform_reasoning``."""
-    messages = _answered(run, [*run.history, *run.trajectory])
+    messages = [*run.history, *answered(run)]
     instructions = run.instructions
     if source is not None:
         instructions = target.instructions
@@ -134,28 +142,50 @@ def export(
         raise BadInputError(f"best must be at least 1, got {best}")
     if tree and source is not None:
         raise BadInputError("export takes --tree or --from, not both")
+    members = _members(ws, name, tree, source)
     path = Path(out)
     report = ExportReport(machine=name, out=str(path), runs=0, rows=0, per_turn=per_turn, source=source)
     totals: list[list[Any]] = []
-    temp, handle = _open_private(path)
+    try:
+        temp, handle = _open_private(path)
+    except OSError as error:
+        raise _unwritable(path, error) from None
     try:
         with handle:
-            for spec, target in _members(ws, name, tree, source):
+            for spec, target in members:
+                tools = json.dumps(openai_tools((target or spec).tools), ensure_ascii=False)
                 funnel = Funnel()
                 selection = Selection(spec.rubric.fingerprint, min_score, best, since, cases, (), tags)
                 for run in selection.select(ws.store.iter_runs(spec.name), funnel):
                     rows = rows_of(run, target or spec, per_turn=per_turn, source=spec if target else None)
-                    handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+                    handle.writelines(_line(row, tools) for row in rows)
                     report.runs += 1
                     report.rows += len(rows)
                 _add(totals, report, funnel)
         if report.rows == 0:
             raise _empty(source or name, totals, report)
         os.replace(temp, path)
+    except OSError as error:
+        raise _unwritable(path, error) from None
     finally:
         temp.unlink(missing_ok=True)
     report.funnel = [FunnelStep(keeps=what, left=left) for what, left, _ in totals]
     return report
+
+
+def _line(row: dict[str, Any], tools: str) -> str:
+    """``json.dumps(row)`` as a line, with the tools (the same in every row of a machine, and often most
+    of its text) encoded once."""
+    messages = json.dumps(row["messages"], ensure_ascii=False)
+    metadata = json.dumps(row["metadata"], ensure_ascii=False)
+    return f'{{"messages": {messages}, "tools": {tools}, "metadata": {metadata}}}\n'
+
+
+def _unwritable(path: Path, error: OSError) -> BadInputError:
+    return BadInputError(
+        f"cannot write the export to {path}: {error.strerror or error}; give --out a file in a folder "
+        "you can write"
+    )
 
 
 def _add(totals: list[list[Any]], report: ExportReport, funnel: Funnel) -> None:

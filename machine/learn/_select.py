@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Literal
 
 from machine.errors import BadInputError, Fix
-from machine.runs import Run
+from machine.runs import Run, Scorecard
 from machine.spec import Case
 
 TagFilter = Literal["good", "bad", "all"]
@@ -48,8 +48,7 @@ class Funnel:
 
 def _best_tag(run: Run) -> str | None:
     """The run's last good or bad mark, if it has one."""
-    marks = [t.kind for t in run.tags if t.kind in ("good", "bad")]
-    return marks[-1] if marks else None
+    return next((t.kind for t in reversed(run.tags) if t.kind in ("good", "bad")), None)
 
 
 def _since(value: str | None) -> tuple[str | None, datetime | None]:
@@ -79,7 +78,12 @@ class Selection:
     def filters(self) -> list[tuple[str, str]]:
         """Each filter's name in the funnel and how to widen it."""
         found = [("runs that finished", "the stored runs all failed")]
-        found.append(("runs graded under the current rubric", "grade them with `machine grade` first"))
+        found.append(
+            (
+                "runs graded under the current rubric",
+                "grade them under it (`machine eval NAME RUN_ID`, or a new `machine suite`)",
+            )
+        )
         if self.since:
             found.append((f"runs since {self.since}", "give an earlier --since"))
         if self.cases is not None:
@@ -117,7 +121,8 @@ class Selection:
         for run in runs:
             counts[0] += 1
             step = 1
-            checks = [run.status == "ok", self._graded(run)]
+            mark, card = _best_tag(run), run.scorecard
+            checks = [run.status == "ok", mark is not None or self._graded(card)]
             if self.since:
                 checks.append(run.suite_id == suite if when is None else run.created_at >= when)
             if case_ids is not None:
@@ -127,8 +132,8 @@ class Selection:
             if self.own_model:
                 checks.append(run.model == self.own_model and run.harness not in REPLAYED)
             if self.tags != "all":
-                checks.append(_best_tag(run) == self.tags)
-            checks.append(self._scores(run))
+                checks.append(mark == self.tags)
+            checks.append(self._scores(mark, run.score))  # a weighted mean: computed once here
             for ok in checks:
                 if not ok:
                     break
@@ -137,29 +142,26 @@ class Selection:
             else:
                 yield run
 
-    def _graded(self, run: Run) -> bool:
-        """Graded under the current rubric, or marked by a person (whose mark stands for a grade)."""
-        card = run.scorecard
-        return _best_tag(run) is not None or (
-            card is not None and card.rubric_fingerprint == self.fingerprint
-        )
+    def _graded(self, card: Scorecard | None) -> bool:
+        """Graded under the current rubric (a person's mark also stands for a grade)."""
+        return card is not None and card.rubric_fingerprint == self.fingerprint
 
-    def _scores(self, run: Run) -> bool:
-        mark = _best_tag(run)
+    def _scores(self, mark: str | None, score: float | None) -> bool:
+        """A person's mark stands for the grade (bad: only with ``--tags bad``)."""
         if self.tags == "bad":
             return mark == "bad"
         if mark is not None:
             return mark == "good"
-        return run.score is not None and run.score >= self.min_score
+        return score is not None and score >= self.min_score
 
 
 def _best_of(runs: Iterable[Run], k: int) -> list[Run]:
     """Each case's best ``k`` runs (by score, then newest), cases in the order first seen; memory holds
     ``k`` runs a case, whatever the number of runs."""
-    heaps: dict[str, list[tuple[float, str, int, Run]]] = {}
+    heaps: dict[str, list[tuple[float, float, int, Run]]] = {}
     for index, run in enumerate(runs):
         key = run.case_id or f"input:{run.input}"
-        item = ((run.score if run.score is not None else 1.0), run.created_at.isoformat(), index, run)
+        item = ((run.score if run.score is not None else 1.0), run.created_at.timestamp(), index, run)
         heap = heaps.setdefault(key, [])
         if len(heap) < k:
             heapq.heappush(heap, item)

@@ -14,7 +14,7 @@ from pydantic import Field
 from machine.runs import Budget, Model, Run
 from machine.spec import Machine
 
-from ._export import rows_of
+from ._export import answer_of, rows_of
 
 
 class TrainExample(Model):
@@ -133,13 +133,13 @@ def example_of(run: Run, spec: Machine, *, source: Machine | None = None) -> Tra
     calls all failed; None when no step is left to learn."""
     row = rows_of(run, spec, source=source)[0]
     messages = row["messages"]
-    skipped = failed_steps(run)
     system = 1 if messages and messages[0]["role"] == "system" else 0
-    before = system + len(run.history)  # the system message and the history come first
+    start = system + len(run.history)  # the system message and the history come first
+    skipped = {start + i for i in failed_steps(run)}
+    if answer_of(run) is not None:  # the person's answer replaced the last step: it is always learned
+        skipped.discard(max(i for i, m in enumerate(messages) if m["role"] == "assistant"))
     targets = [
-        before + i
-        for i, m in enumerate(run.trajectory)
-        if m.role == "assistant" and i not in skipped and before + i < len(messages)
+        i for i in range(start, len(messages)) if messages[i]["role"] == "assistant" and i not in skipped
     ]
     if not targets:
         return None
