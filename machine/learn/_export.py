@@ -52,7 +52,8 @@ def answer_of(run: Run) -> str | None:
 
 def answered(run: Run) -> list[Message]:
     """The run's trajectory with the person's answer (``/good --as``) in place of its last assistant
-    message, and what followed that message dropped; an answer to a run that never replied is added."""
+    message (without that message's reasoning), and what followed it dropped; an answer to a run that
+    never replied is added."""
     answer = answer_of(run)
     messages = run.trajectory
     if answer is None:
@@ -60,7 +61,9 @@ def answered(run: Run) -> list[Message]:
     last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=None)
     if last is None:
         return [*messages, Message(role="assistant", content=answer)]
-    return [*messages[:last], messages[last].model_copy(update={"content": answer, "tool_calls": []})]
+    # the run's reasoning led to its own answer, not to the person's: it is not kept with theirs
+    replaced = messages[last].model_copy(update={"content": answer, "tool_calls": [], "reasoning": None})
+    return [*messages[:last], replaced]
 
 
 def rows_of(

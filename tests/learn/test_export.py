@@ -111,18 +111,15 @@ def test_good_as_replaces_the_final_answer(ws: Workspace, tmp_path: Path) -> Non
 
 
 def test_good_as_on_a_run_that_ended_calling_a_tool(ws: Workspace, tmp_path: Path) -> None:
-    """The answer replaces the last assistant step; the tool results that followed it go with it."""
+    """The answer replaces the last assistant step; the tool results that followed it go with it, and so
+    does the step's reasoning, which led to the run's own answer, not the person's."""
     run = graded(ws, "sum", 0.0, tags=[Tag(kind="good", answer="It is 3.")])
     run = run.model_copy(update={"trajectory": run.trajectory[:3]})  # stopped after the tool's result
     ws.store.put(run)
     export(ws, "calc", out=tmp_path / "out.jsonl")
     [row] = read_rows(tmp_path / "out.jsonl")
     assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant"]
-    assert row["messages"][-1] == {
-        "role": "assistant",
-        "content": "It is 3.",
-        "reasoning_content": "I use add.",
-    }
+    assert row["messages"][-1] == {"role": "assistant", "content": "It is 3."}
 
 
 def test_a_bad_mark_keeps_a_run_out(ws: Workspace, tmp_path: Path) -> None:
