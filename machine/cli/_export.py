@@ -79,6 +79,8 @@ def export_command(
     if as_json:
         dump_json(report)
         return
-    kept = ", ".join(f"{step.left} {step.keeps}" for step in report.funnel)
+    kept = ", ".join(f"{step.left} {step.keeps.removeprefix('runs ')}" for step in report.funnel)
     click.echo(f"of {report.stored} stored runs: {kept}")
-    click.echo(f"wrote {report.rows} examples from {report.runs} runs to {report.out} (readable only by you)")
+    examples = f"{report.rows} example{'' if report.rows == 1 else 's'}"
+    runs = f"{report.runs} run{'' if report.runs == 1 else 's'}"
+    click.echo(f"wrote {examples} from {runs} to {report.out} (readable only by you)")

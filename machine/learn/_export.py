@@ -159,7 +159,7 @@ def export(
                 tools = json.dumps(openai_tools((target or spec).tools), ensure_ascii=False)
                 funnel = Funnel()
                 selection = Selection(spec.rubric.fingerprint, min_score, best, since, cases, (), tags)
-                for run in selection.select(ws.store.iter_runs(spec.name), funnel):
+                for run in selection.from_store(ws.store, spec.name, funnel):
                     rows = rows_of(run, target or spec, per_turn=per_turn, source=spec if target else None)
                     handle.writelines(_line(row, tools) for row in rows)
                     report.runs += 1

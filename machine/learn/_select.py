@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Literal
 
 from machine.errors import BadInputError, Fix
-from machine.runs import Run, Scorecard
+from machine.runs import Run, Scorecard, Store
 from machine.spec import Case
 
 TagFilter = Literal["good", "bad", "all"]
@@ -76,8 +76,17 @@ class Selection:
     own_model: str | None = None
 
     def filters(self) -> list[tuple[str, str]]:
-        """Each filter's name in the funnel and how to widen it."""
+        """Each filter's name in the funnel and how to widen it, in the order they apply."""
         found = [("runs that finished", "the stored runs all failed")]
+        if self.tags == "all":
+            found.append(
+                (
+                    f"runs scoring at least {self.min_score:g}",
+                    "lower --min-score or sample more",
+                )
+            )
+        else:
+            found.append((f"runs marked {self.tags}", "mark some, or use --tags all"))
         found.append(
             (
                 "runs graded under the current rubric",
@@ -97,32 +106,52 @@ class Selection:
                     "sample the model (--samples) or allow --any-model",
                 )
             )
-        if self.tags != "all":
-            found.append((f"runs marked {self.tags}", "mark some, or use --tags all"))
-        found.append((f"runs scoring at least {self.min_score:g}", "lower --min-score or sample more"))
         return found
 
     def select(self, runs: Iterable[Run], funnel: Funnel) -> Iterator[Run]:
-        """The runs kept, as they stream past (each case's best ``best``, best first, at the end)."""
+        """The runs kept of ``runs``, as they stream past (each case's best ``best``, best first, at the
+        end)."""
+        yield from self._select(runs, funnel, None)
+
+    def from_store(self, store: Store, machine: str, funnel: Funnel) -> Iterator[Run]:
+        """The runs kept of ``machine``'s stored runs; the store leaves out, before parsing them, the
+        runs that cannot pass the score rule (the funnel's first counts come from it)."""
+        marks = ("good",) if self.tags == "all" else (self.tags,)
+        runs = store.iter_learnable(
+            machine, min_score=self.min_score if self.tags == "all" else None, marks=marks
+        )
+        yield from self._select(runs, funnel, store.tally(machine))
+
+    def _select(self, runs: Iterable[Run], funnel: Funnel, tally: tuple[int, int] | None) -> Iterator[Run]:
         names = self.filters()
         counts = [0] * (len(names) + 1)
         try:
-            kept = self._kept(runs, counts)
+            kept = self._kept(runs, counts, tally is None)
             yield from (kept if self.best is None else _best_of(kept, self.best))
         finally:
+            if tally is not None:
+                counts[0], counts[1] = tally
             funnel.stored = counts[0]
             funnel.steps = [(what, n, widen) for (what, widen), n in zip(names, counts[1:], strict=True)]
 
-    def _kept(self, runs: Iterable[Run], counts: list[int]) -> Iterator[Run]:
+    def _kept(self, runs: Iterable[Run], counts: list[int], count_all: bool) -> Iterator[Run]:
+        """The runs that pass every filter; ``counts`` gets how many passed each (the first two are the
+        store's when it chose the runs, ``count_all`` False)."""
         suite, when = _since(self.since)
         case_ids = None if self.cases is None else {c.id: c.input for c in self.cases}
         held_ids = {c.id for c in self.held_out}
         held_inputs = {c.input for c in self.held_out}
         for run in runs:
-            counts[0] += 1
-            step = 1
-            mark, card = _best_tag(run), run.scorecard
-            checks = [run.status == "ok", mark is not None or self._graded(card)]
+            if count_all:
+                counts[0] += 1
+                if run.status != "ok":
+                    continue
+                counts[1] += 1
+            mark = _best_tag(run)
+            checks = [
+                self._scores(mark, run.score),  # a weighted mean: computed once here
+                mark is not None or self._graded(run.scorecard),
+            ]
             if self.since:
                 checks.append(run.suite_id == suite if when is None else run.created_at >= when)
             if case_ids is not None:
@@ -131,9 +160,7 @@ class Selection:
                 checks.append(run.case_id not in held_ids and run.input not in held_inputs)
             if self.own_model:
                 checks.append(run.model == self.own_model and run.harness not in REPLAYED)
-            if self.tags != "all":
-                checks.append(mark == self.tags)
-            checks.append(self._scores(mark, run.score))  # a weighted mean: computed once here
+            step = 2
             for ok in checks:
                 if not ok:
                     break
@@ -148,8 +175,8 @@ class Selection:
 
     def _scores(self, mark: str | None, score: float | None) -> bool:
         """A person's mark stands for the grade (bad: only with ``--tags bad``)."""
-        if self.tags == "bad":
-            return mark == "bad"
+        if self.tags != "all":
+            return mark == self.tags
         if mark is not None:
             return mark == "good"
         return score is not None and score >= self.min_score

@@ -171,7 +171,7 @@ def _examples(
         own_model=None if any_model else live.model,
     )
     funnel = Funnel()
-    runs = list(selection.select(ws.store.iter_runs(spec.name), funnel))
+    runs = list(selection.from_store(ws.store, spec.name, funnel))
     examples = [e for e in (example_of(run, spec) for run in runs) if e is not None]
     if not examples:
         raise funnel.empty_error(spec.name)

@@ -16,7 +16,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -62,6 +62,10 @@ class Store(Protocol):
     def get_suite(self, suite_id: str) -> SuiteRecord: ...
     def latest_suite(self, machine: str, key: str) -> SuiteRecord | None: ...
     def iter_suite_runs(self, suite_id: str) -> Iterator[Run]: ...
+    def iter_learnable(
+        self, machine: str, *, min_score: float | None, marks: Sequence[str]
+    ) -> Iterator[Run]: ...
+    def tally(self, machine: str) -> tuple[int, int]: ...
 
 
 class SQLiteStore:
@@ -221,6 +225,33 @@ class SQLiteStore:
                 after = (created_at, run_id)
             if len(rows) < PAGE_SIZE:
                 return
+
+    def iter_learnable(self, machine: str, *, min_score: float | None, marks: Sequence[str]) -> Iterator[Run]:
+        """The finished runs of ``machine``, oldest first, that score at least ``min_score`` or may carry
+        one of ``marks`` (a person's ``good``/``bad``): what export and train read. A superset, decided on
+        the row's columns and text before any run is parsed, so runs that cannot qualify cost nothing."""
+        either = [*(["score >= ?"] if min_score is not None else []), *["instr(data, ?) > 0"] * len(marks)]
+        where = f"machine = ? AND status = 'ok' AND ({' OR '.join(either) or '1'})"
+        sql = f"SELECT created_at, id, data FROM runs WHERE {where} AND (created_at, id) > (?, ?)"
+        sql += f" ORDER BY created_at, id LIMIT {PAGE_SIZE}"
+        wanted = [*([min_score] if min_score is not None else []), *(f'"kind":"{m}"' for m in marks)]
+        after: tuple[str, str] = ("", "")
+        while True:
+            with self._reading() as db:
+                rows = db.execute(sql, (machine, *wanted, *after)).fetchall()
+            for created_at, run_id, data in rows:
+                yield Run.model_validate_json(data)
+                after = (created_at, run_id)
+            if len(rows) < PAGE_SIZE:
+                return
+
+    def tally(self, machine: str) -> tuple[int, int]:
+        """How many runs of ``machine`` are stored, and how many of them finished."""
+        with self._reading() as db:
+            stored, finished = db.execute(
+                "SELECT count(*), coalesce(sum(status = 'ok'), 0) FROM runs WHERE machine = ?", (machine,)
+            ).fetchone()
+        return int(stored), int(finished)
 
     def iter_suite_runs(self, suite_id: str) -> Iterator[Run]:
         """Every run of one suite invocation, oldest first, in pages (an index walk, not a scan)."""

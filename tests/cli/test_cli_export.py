@@ -45,9 +45,8 @@ def test_export_prints_the_funnel_and_what_it_wrote(sampled: WorkspaceFolder, in
     done = invoke("export", "greet", "--out", out, "--workspace", sampled.root)
     assert done.exit_code == 0, done.output
     assert done.stdout.splitlines() == [
-        "of 3 stored runs: 3 runs that finished, 3 runs graded under the current rubric, "
-        "1 runs scoring at least 1",
-        f"wrote 1 examples from 1 runs to {out} (readable only by you)",
+        "of 3 stored runs: 3 that finished, 1 scoring at least 1, 1 graded under the current rubric",
+        f"wrote 1 example from 1 run to {out} (readable only by you)",
     ]
     [row] = rows(out)
     assert row["metadata"]["case"] == "ann"
@@ -68,7 +67,7 @@ def test_export_json(sampled: WorkspaceFolder, invoke: Invoke) -> None:
     report = json.loads(done.stdout)
     assert (report["machine"], report["out"], report["runs"], report["rows"]) == ("greet", str(out), 1, 1)
     assert report["stored"] == 3 and report["source"] is None and report["per_turn"] is False
-    assert report["funnel"][-1] == {"keeps": "runs scoring at least 1", "left": 1}
+    assert report["funnel"][-1] == {"keeps": "runs graded under the current rubric", "left": 1}
 
 
 @pytest.mark.parametrize(
@@ -108,7 +107,7 @@ def test_good_as_in_a_chat_is_the_exported_answer(ws: WorkspaceFolder, machine_c
     out = ws.root / "good.jsonl"
     done = machine_cmd("export", "greet", "--out", out, "--tags", "good", "--workspace", ws.root)
     assert done.returncode == 0, (done.stdout, done.stderr)
-    assert "wrote 1 examples from 1 runs" in done.stdout
+    assert "wrote 1 example from 1 run" in done.stdout
     [row] = rows(out)
     messages = row["messages"]
     assert messages[-2:] == [

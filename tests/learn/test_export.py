@@ -311,8 +311,9 @@ def test_tree_exports_the_family(ws: Workspace, tmp_path: Path) -> None:
         ("calc/terse", child.id),
     }
     assert report.stored == 3
-    assert [(s.keeps, s.left) for s in report.funnel[:2]] == [
+    assert [(s.keeps, s.left) for s in report.funnel[:3]] == [
         ("runs that finished", 3),
+        ("runs scoring at least 1", 3),
         ("runs graded under the current rubric", 2),
     ]
     with pytest.raises(BadInputError, match="--tree or --from"):
@@ -350,7 +351,7 @@ def test_an_empty_selection_names_the_filter_and_leaves_no_file(ws: Workspace, t
     with pytest.raises(BadInputError, match="only runs marked good are kept"):
         export(ws, "calc", out=out, min_score=0.0, tags="good")
     with pytest.raises(BadInputError, match="only runs of the cases given are kept"):
-        export(ws, "calc", out=out, cases=[Case(id="other", input="something else")])
+        export(ws, "calc", out=out, min_score=0.0, cases=[Case(id="other", input="something else")])
     assert not out.exists()
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".out.jsonl")]
 
@@ -390,8 +391,8 @@ async def test_only_runs_graded_under_the_current_rubric_count(ws: Workspace, tm
     assert [r["metadata"]["run_id"] for r in read_rows(tmp_path / "out2.jsonl")] == [regraded.id]
     assert [(s.keeps, s.left) for s in report.funnel] == [
         ("runs that finished", 3),
+        ("runs scoring at least 1", 2),
         ("runs graded under the current rubric", 1),
-        ("runs scoring at least 1", 1),
     ]
 
 

@@ -100,10 +100,10 @@ def test_the_funnel_counts_each_filter_in_order(ws: Workspace) -> None:
     assert funnel.stored == 6
     assert [(what, left) for what, left, _ in funnel.steps] == [
         ("runs that finished", 5),
-        ("runs graded under the current rubric", 4),
-        ("runs of cases not held out", 3),
-        (f"runs {LIVE} produced itself", 2),
-        ("runs scoring at least 1", 1),
+        ("runs scoring at least 1", 4),
+        ("runs graded under the current rubric", 3),
+        ("runs of cases not held out", 2),
+        (f"runs {LIVE} produced itself", 1),
     ]
 
 

@@ -587,3 +587,39 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
         assert len(store.runs("red", 1000)) == 2 * per_process
     finally:
         store.close()
+
+
+def test_learnable_runs_are_chosen_on_their_columns_and_text_before_parsing(store: SQLiteStore) -> None:
+    """Finished runs scoring at least the score, or carrying a mark asked for; failed runs never; the tally
+    counts every stored and every finished run."""
+    store.put_many(
+        [
+            make_run("high", at=T0, scorecard=card(1.0)),
+            make_run("low", at=T0 + timedelta(seconds=1), scorecard=card(0.5)),
+            make_run("ungraded", at=T0 + timedelta(seconds=2)),
+            make_run("marked", at=T0 + timedelta(seconds=3), scorecard=card(0.0), tags=[Tag(kind="good")]),
+            make_run("bad", at=T0 + timedelta(seconds=4), scorecard=card(1.0), tags=[Tag(kind="bad")]),
+            make_run("failed", at=T0 + timedelta(seconds=5), status="error", scorecard=card(1.0)),
+            make_run("elsewhere", machine="blue", scorecard=card(1.0)),
+        ]
+    )
+
+    def ids(min_score: float | None, *marks: str) -> list[str]:
+        return [r.id for r in store.iter_learnable("red", min_score=min_score, marks=marks)]
+
+    assert ids(1.0, "good") == ["high", "marked", "bad"]  # a superset: the bad mark is decided later
+    assert ids(0.5) == ["high", "low", "bad"]
+    assert ids(None, "good") == ["marked"]
+    assert ids(None, "bad") == ["bad"]
+    assert ids(None) == ["high", "low", "ungraded", "marked", "bad"]
+    assert store.tally("red") == (6, 5)
+    assert store.tally("nobody") == (0, 0)
+
+
+def test_learnable_runs_page_past_a_page(store: SQLiteStore) -> None:
+    store.put_many(
+        make_run(f"r{i:04d}", at=T0 + timedelta(seconds=i), scorecard=card(1.0 if i % 2 else 0.0))
+        for i in range(PAGE_SIZE * 2 + 3)
+    )
+    found = [r.id for r in store.iter_learnable("red", min_score=1.0, marks=())]
+    assert found == [f"r{i:04d}" for i in range(PAGE_SIZE * 2 + 3) if i % 2]
