@@ -13,6 +13,10 @@
 #
 # Installs are remembered by stamp files in .venv named after a hash of pyproject.toml, so a second
 # `make test` skips pip entirely until pyproject.toml changes.
+#
+# The train extra (the Tinker trainer's tinker, tinker-cookbook, tml-renderers) needs torch, and a plain
+# torch requirement resolves to a multi-GB CUDA build: torch's CPU build is installed first, then the
+# project under a constraint that keeps it.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -23,7 +27,8 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 
 PYPROJECT_HASH := $(shell $(PYTHON) -c "import hashlib; print(hashlib.sha256(open('pyproject.toml', 'rb').read()).hexdigest()[:12])")
-# STAMP: the project with its mcp extra (the demo's MCP client and `machine serve` need it).
+# STAMP: the project with its mcp extra (the demo's MCP client and `machine serve` need it) and the
+# train extra (the Tinker trainer).
 STAMP := $(VENV)/.installed-mcp-$(PYPROJECT_HASH)
 STAMP_DEV := $(VENV)/.installed-dev-$(PYPROJECT_HASH)
 STAMP_MUTATE := $(VENV)/.installed-mutate-$(PYPROJECT_HASH)
@@ -34,6 +39,19 @@ NPM_DIR := $(VENV)/npm
 NPM_PACKAGES := opencode-ai@1.18.33 @mariozechner/pi-coding-agent@0.73.1 @modelcontextprotocol/inspector@0.22.0
 NPM_HASH := $(shell echo '$(NPM_PACKAGES)' | $(PYTHON) -c "import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:12])")
 NPM_STAMP := $(NPM_DIR)/.installed-$(NPM_HASH)
+
+# The torch the train extra runs on (the CPU build where pip finds one), kept by a constraints file.
+TORCH := torch==2.13.0
+TORCH_CONSTRAINT := $(VENV)/torch-constraint.txt
+EXTRAS_DEMO := mcp,train
+EXTRAS_DEV := dev,train
+EXTRAS_MUTATE := dev,train,mutate
+# Install the project with the extras in $(1) (a variable: a comma would split the call), torch first.
+define install_with_torch
+$(PY) -m pip install -q '$(TORCH)'
+@echo '$(TORCH)' > $(TORCH_CONSTRAINT)
+$(PY) -m pip install -q -c $(TORCH_CONSTRAINT) -e '.[$(1)]'
+endef
 
 .PHONY: help test demo lint ruff mypy bench mutate clean venv install install-dev bwrap hosts
 
@@ -52,17 +70,17 @@ venv: $(PY)
 
 # Stamps of other pyproject.toml versions are removed so that an edit, then an undo, reinstalls.
 $(STAMP): | $(PY)
-	$(PY) -m pip install -q -e '.[mcp]'
+	$(call install_with_torch,$(EXTRAS_DEMO))
 	@find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(PYPROJECT_HASH)' -delete
 	@touch $@
 
 $(STAMP_DEV): | $(PY)
-	$(PY) -m pip install -q -e '.[dev]'
+	$(call install_with_torch,$(EXTRAS_DEV))
 	@find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(PYPROJECT_HASH)' -delete
 	@touch $@ $(STAMP)
 
 $(STAMP_MUTATE): | $(PY)
-	$(PY) -m pip install -q -e '.[dev,mutate]'
+	$(call install_with_torch,$(EXTRAS_MUTATE))
 	@find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '*-$(PYPROJECT_HASH)' -delete
 	@touch $@ $(STAMP_DEV) $(STAMP)
 

@@ -22,6 +22,7 @@ __all__ = [
     "MachineError",
     "NotFoundError",
     "StoreError",
+    "TrainingError",
     "UnknownPriceError",
     "UsageRefused",
     "WorkFailed",
@@ -130,6 +131,21 @@ class UsageRefused(HarnessError):
     def __init__(self, message: str, *, charged: float = 0.0) -> None:
         super().__init__(message)
         self.charged = charged
+
+
+class TrainingError(MachineError):
+    """A training service failed a step (or its start, or the save) and retrying did not get past it.
+
+    ``step`` is the optimizer step that failed (0: before the first); ``checkpoint`` the last state saved
+    before it (a ``machine.learn.Checkpoint`` to resume from), or None when none was.
+    """
+
+    def __init__(
+        self, message: str, *, fixes: Sequence[Fix] = (), step: int = 0, checkpoint: Any = None
+    ) -> None:
+        super().__init__(message, fixes=fixes)
+        self.step = step
+        self.checkpoint = checkpoint
 
 
 class CommitRefused(MachineError):

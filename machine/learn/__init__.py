@@ -1,5 +1,6 @@
 """Learning from runs: ``optimize`` rewrites a machine's instructions with the built-in optimizer machine
-and keeps a rewrite only when it is measured better on the cases and no worse on held-out ones."""
+and keeps a rewrite only when it is measured better on the cases and no worse on held-out ones;
+``export`` writes good runs as chat JSONL; a ``Trainer`` (``TinkerTrainer``) fine-tunes on them."""
 
 from ._blocks import Reply, read_reply
 from ._export import ExportReport, FunnelStep, export, iter_rows, rows_of
@@ -10,6 +11,8 @@ from ._render import format_optimization
 from ._report import Calls, Copied, Cost, Measured, OptimizeReport, Proposal, ProposalOutcome, Round
 from ._result import Optimization
 from ._select import Funnel, Selection, TagFilter
+from ._tinker import TinkerTrainer
+from ._tinker_render import Rendering
 from ._train import train, trainer_for
 from ._trainer import (
     Checkpoint,
@@ -39,11 +42,13 @@ __all__ = [
     "Proposal",
     "ProposalOutcome",
     "RecordFolder",
+    "Rendering",
     "Reply",
     "Round",
     "Selection",
     "StepMetrics",
     "TagFilter",
+    "TinkerTrainer",
     "TrainExample",
     "TrainSettings",
     "Trainer",

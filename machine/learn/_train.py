@@ -24,6 +24,8 @@ from ._select import Funnel, Selection
 from ._trainer import Checkpoint, Prepared, StepMetrics, Trainer, TrainExample, TrainSettings, example_of
 
 TRAINING_DIR = "training"
+SAVE_EVERY = 20
+"""Steps between the trainer's saved states, so a stopped training resumes near where it stopped."""
 
 
 def trainer_for(base_model: str, name: str | None = None) -> Trainer:
@@ -37,7 +39,7 @@ def trainer_for(base_model: str, name: str | None = None) -> Trainer:
                 f"the tinker trainer cannot be loaded ({missing}): install the training extra, "
                 "pip install 'machine[train]'"
             ) from None
-        trainer: Trainer = module.TinkerTrainer()
+        trainer: Trainer = module.TinkerTrainer(save_every=SAVE_EVERY)
         return trainer
     raise BadInputError(f"there is no trainer {chosen!r}; the trainers are: tinker")
 
@@ -114,6 +116,7 @@ async def train(
     )  # fmt: skip
     folder, record, done = _open_record(ws, root, earlier, fresh, examples, held_path)
     say(f"training record {folder.id}: {len(examples)} examples from {len(runs)} runs")
+    settings = _at_their_effort(settings, examples)
     prepared = chosen.prepare(examples, settings)
     record.renderer, record.status = prepared.renderer, "training"
     folder.write(record)
@@ -185,6 +188,21 @@ def _examples(
         run_ids=[e.run_id for e in examples],
     )
     return runs, examples, chose
+
+
+def _at_their_effort(settings: TrainSettings, examples: list[TrainExample]) -> TrainSettings:
+    """The settings with the effort the runs were sampled at, when none was given: a renderer that
+    writes the effort into the prompt must render the prompt the model was given."""
+    if settings.effort is not None:
+        return settings
+    efforts = sorted({e.effort for e in examples if e.effort is not None})
+    if len(efforts) > 1:
+        shown = ", ".join(f"{e:g}" for e in efforts)
+        raise BadInputError(
+            f"the runs selected were sampled at different reasoning efforts ({shown}), and a model learns "
+            "the prompt it is shown: pass --effort to train at one (and select runs sampled at it)"
+        )
+    return settings.model_copy(update={"effort": efforts[0]}) if efforts else settings
 
 
 def _resumable(folder: RecordFolder, name: str) -> None:

@@ -51,6 +51,8 @@ class Prepared(Model):
 
     trainer: str
     renderer: str
+    effort: float | None = None
+    """The effort the renderer rendered at (None: the renderer takes none)."""
     examples: int
     sequences: int
     """Training sequences: one per example rendered whole, one per target step otherwise."""

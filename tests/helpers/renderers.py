@@ -1,0 +1,71 @@
+"""Real renderers that work offline, for the Tinker trainer's tests: Inkling's (tml_v0 over the tokenizer
+tml-renderers bundles), and tinker-cookbook's Qwen3 renderer, which drops earlier reasoning from the
+history, over the Qwen3 tokenizer tml-renderers bundles (get_tokenizer would download it from the Hub).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+INKLING = "thinkingmachines/Inkling"
+
+
+class BundledTokenizer:
+    """The few Hugging Face tokenizer calls cookbook renderers make (``encode``, ``decode``, the eos
+    token), over a tml-renderers tokenizer; special tokens written in text encode to their own ids."""
+
+    def __init__(self, inner: Any, name: str) -> None:
+        self.inner, self.name_or_path = inner, name
+        ids = [inner.encode_special(s) for s in inner.special_tokens()]
+        self.specials = {inner.decode([i]): i for i in ids}
+        ordered = sorted(self.specials, key=len, reverse=True)
+        self.splitter = re.compile("(" + "|".join(re.escape(s) for s in ordered) + ")")
+        self.eos_token_id = inner.encode_special(inner.eos_token)
+        self.eos_token = inner.decode([self.eos_token_id])
+
+    def encode(self, text: str, add_special_tokens: bool = False, **_: Any) -> list[int]:
+        ids: list[int] = []
+        for piece in self.splitter.split(text):
+            if piece in self.specials:
+                ids.append(self.specials[piece])
+            elif piece:
+                ids.extend(self.inner.encode_ordinary(piece))
+        return ids
+
+    def decode(self, ids: Any, **_: Any) -> str:
+        return str(self.inner.decode(list(ids)))
+
+
+@functools.cache
+def inkling() -> Any:
+    """The Rendering the trainer picks for Inkling on its own (cached: building it takes seconds)."""
+    from machine.learn._tinker_render import rendering_for
+
+    return rendering_for(INKLING, None)
+
+
+@functools.cache
+def qwen3() -> Any:
+    """tinker-cookbook's ``qwen3`` renderer (it strips thinking from earlier assistant turns)."""
+    from tinker_cookbook.renderers import get_renderer
+    from tml_renderers import tokenizers
+
+    from machine.learn import Rendering
+
+    tokenizer = BundledTokenizer(tokenizers.Qwen3Tokenizer(), "Qwen/Qwen3-8B")
+    return Rendering(name="qwen3", renderer=get_renderer("qwen3", tokenizer))
+
+
+def decode(rendering: Any, tokens: list[int]) -> str:
+    return str(rendering.renderer.tokenizer.decode(tokens))
+
+
+def weighted_text(rendering: Any, sequence: Any) -> str:
+    """The text of a rendered sequence's weighted tokens."""
+    tokens = sequence.model_input.to_ints()
+    return decode(rendering, [t for t, w in zip(tokens, sequence.weights.tolist(), strict=True) if w > 0])

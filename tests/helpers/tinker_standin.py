@@ -1,0 +1,183 @@
+"""A stand-in for Tinker's service at its SDK boundary, since no machine here reaches it: a ServiceClient
+and a TrainingClient with exactly the methods the Tinker trainer calls (their signatures are pinned to the
+real SDK's), checking that they are given the SDK's own types and answering with them.
+
+Each call takes its outcome from a script (per method, in order): a reply, an SDK error raised from the
+future's ``result`` as the SDK raises it, or HANG, a future that never answers (until the test ends).
+An ``optim_step`` submitted after a failed ``forward_backward`` fails with it (it has no gradients)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import tinker
+from tinker import types
+
+HANG = "hang"
+HANG_CAP_S = 20.0
+"""The longest a hung future blocks its thread, should a test forget to release it."""
+
+BASE_URL = "http://127.0.0.1:9/api/v1"
+
+
+def status_error(status: int, body: dict[str, Any] | None = None) -> tinker.APIStatusError:
+    """The SDK's own error for an HTTP status, as its client raises it."""
+    request = httpx.Request("POST", f"{BASE_URL}/forward_backward")
+    response = httpx.Response(status, json=body or {}, request=request)
+    kind = {429: tinker.RateLimitError, 400: tinker.BadRequestError}.get(status)
+    if kind is None:
+        kind = tinker.InternalServerError if status >= 500 else tinker.APIStatusError
+    return kind(f"Error code: {status}", response=response, body=body)
+
+
+def capacity_pause() -> tinker.APIStatusError:
+    """What the SDK raises when the service stays paused for capacity past its own retries."""
+    return status_error(429, {"queue_state": "paused_capacity"})
+
+
+@dataclass
+class Call:
+    method: str
+    args: dict[str, Any]
+
+
+class StandInFuture:
+    """An ``APIFuture``: ``result`` gives the reply, raises the scripted error, or hangs (ignoring its
+    timeout, as a stuck connection would)."""
+
+    def __init__(self, outcome: object, reply: Any, release: threading.Event) -> None:
+        self.outcome, self.reply, self.release = outcome, reply, release
+
+    def result(self, timeout: float | None = None) -> Any:
+        if self.outcome == HANG:
+            self.release.wait(HANG_CAP_S)
+            raise RuntimeError("a hung call was released when its test ended")
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.reply
+
+
+@dataclass
+class StandInService:
+    """The ServiceClient factory and the service's state: every call in order, the optimizer steps
+    applied, and the saved states (name -> steps applied when saved)."""
+
+    script: dict[str, list[object]] = field(default_factory=dict)
+    calls: list[Call] = field(default_factory=list)
+    applied: int = 0
+    saved: dict[str, int] = field(default_factory=dict)
+    release: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self) -> StandInServiceClient:
+        self.calls.append(Call("ServiceClient", {}))
+        return StandInServiceClient(self)
+
+    def outcome(self, method: str, args: dict[str, Any]) -> object:
+        with self.lock:
+            self.calls.append(Call(method, args))
+            queue = self.script.get(method, [])
+            return queue.pop(0) if queue else None
+
+    def future(self, method: str, args: dict[str, Any], reply: Any) -> StandInFuture:
+        return StandInFuture(self.outcome(method, args), reply, self.release)
+
+    def methods(self) -> list[str]:
+        return [c.method for c in self.calls]
+
+    def loss(self) -> float:
+        """The loss the model has now: it halves with every optimizer step applied."""
+        return 2.0 * 0.5**self.applied
+
+
+class StandInServiceClient:
+    """``tinker.ServiceClient``: the two ways to get a training client."""
+
+    def __init__(self, service: StandInService) -> None:
+        self.service = service
+
+    def create_lora_training_client(
+        self,
+        base_model: str,
+        rank: int = 32,
+        seed: int | None = None,
+        train_mlp: bool = True,
+        train_attn: bool = True,
+        train_unembed: bool = True,
+        user_metadata: dict[str, str] | None = None,
+        optimizer: Any = None,
+    ) -> StandInFuture:
+        assert isinstance(base_model, str) and isinstance(rank, int)
+        args = {"base_model": base_model, "rank": rank, "seed": seed}
+        return self.service.future("create_lora_training_client", args, StandInTrainingClient(self.service))
+
+    def create_training_client_from_state(
+        self,
+        path: str,
+        base_model: str | None = None,
+        user_metadata: dict[str, str] | None = None,
+        weights_access_token: str | None = None,
+        optimizer: Any = None,
+    ) -> StandInFuture:
+        name = path.rsplit("/", 1)[-1]
+        assert name in self.service.saved, f"no state saved at {path}"
+        self.service.applied = self.service.saved[name]
+        client = StandInTrainingClient(self.service)
+        return self.service.future("create_training_client_from_state", {"path": path}, client)
+
+
+class StandInTrainingClient:
+    """``tinker.TrainingClient``: the calls one training makes."""
+
+    def __init__(self, service: StandInService) -> None:
+        self.service = service
+        self.failed_backward: object = None
+
+    def forward_backward(self, data: list[Any], loss_fn: str, loss_fn_config: Any = None) -> StandInFuture:
+        assert isinstance(data, list) and data and all(isinstance(d, types.Datum) for d in data)
+        assert loss_fn == "cross_entropy"
+        loss = self.service.loss()
+        outputs = [
+            {"logprobs": types.TensorData(data=[-loss] * d.model_input.length, dtype="float32")} for d in data
+        ]
+        total = sum(loss * sum(d.loss_fn_inputs["weights"].data) for d in data)
+        reply = types.ForwardBackwardOutput(
+            loss_fn_output_type="ArrayRecord", loss_fn_outputs=outputs, metrics={"loss:sum": total}
+        )
+        args = {"sequences": len(data), "tokens": sum(d.model_input.length for d in data)}
+        future = self.service.future("forward_backward", args, reply)
+        self.failed_backward = future.outcome
+        return future
+
+    def optim_step(self, optim_params: Any = None, *, adam_params: Any = None) -> StandInFuture:
+        params = optim_params or adam_params
+        assert isinstance(params, types.AdamParams)
+        future = self.service.future("optim_step", {"learning_rate": params.learning_rate}, None)
+        if future.outcome is None and self.failed_backward is not None:
+            future.outcome = self.failed_backward
+        if future.outcome is None:
+            self.service.applied += 1
+            future.reply = types.OptimStepResponse(metrics={})
+        return future
+
+    def save_state(
+        self,
+        name: str,
+        ttl_seconds: int | None = None,
+        overwrite: bool = False,
+        user_metadata: dict[str, str] | None = None,
+    ) -> StandInFuture:
+        future = self.service.future("save_state", {"name": name}, None)
+        if future.outcome is None:
+            self.service.saved[name] = self.service.applied
+            future.reply = types.SaveWeightsResponse(path=f"tinker://run-1/weights/{name}")
+        return future
+
+    def save_weights_for_sampler(
+        self, name: str, ttl_seconds: int | None = None, user_metadata: dict[str, str] | None = None
+    ) -> StandInFuture:
+        reply = types.SaveWeightsForSamplerResponse(path=f"tinker://run-1/sampler_weights/{name}")
+        return self.service.future("save_weights_for_sampler", {"name": name}, reply)
