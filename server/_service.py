@@ -132,7 +132,9 @@ class Service:
         self.known(name)
         try:
             amount = self.policy.check_amount(budget_usd)
-            made = make_harness(harness or self.harness, script=self.script)
+            chosen = harness or self.harness
+            runs_model = None if chosen else model or self.ws.load(name).model
+            made = make_harness(chosen, script=self.script, model=runs_model)
             ws = self.ws.using(budget=Budget(amount), harness=made)
             return ws, plan_suite(
                 ws, name, cases=cases, trials=trials, model=model, in_folder=True, max_trials=MAX_TRIALS

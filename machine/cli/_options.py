@@ -9,6 +9,7 @@ command is done. No command does either itself.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -102,8 +103,8 @@ def spending_options(fn: F) -> F:
             click.option(
                 "--harness",
                 default=None,
-                help="echo, scripted, tinker, openrouter, openai, opencode or pi "
-                "(default: $MACHINE_HARNESS, else tinker).",
+                help="echo, scripted, tinker, openrouter, openai, opencode, pi or local "
+                "(default: $MACHINE_HARNESS, else local for a local: model, else tinker).",
             ),
             click.option(
                 "--script",
@@ -156,25 +157,39 @@ def workspace_from(ctx: click.Context, **options: Any) -> Workspace:
                 "pricing table, such as the checkpoint's base model (e.g. Qwen/Qwen3.8-27B)"
             )
         budget.price_as[options.get("model") or "*"] = options["price_as"]
-    harness = None
-    if "harness" in options:
-        harness = make_harness(
-            options["harness"], script=options.get("script"), base_url=options.get("base_url")
-        )
     ws = open_workspace(
         root,
-        harness=harness,
         budget=budget,
         effort=options.get("effort"),
         judge_model=options.get("judge_model"),
         judge_effort=options.get("judge_effort"),
         keep_sandboxes=bool(options.get("keep_sandbox")),
     )
+    if "harness" in options:  # made now, so a missing key or program is reported before any run
+        model = None if options["harness"] else _runs_model(ws, ctx, options)
+        harness = make_harness(
+            options["harness"], script=options.get("script"), base_url=options.get("base_url"), model=model
+        )
+        ws = ws.using(harness=harness)
     ws.store.ready_to_write()  # a damaged or read-only store is refused before anything is spent
     policy = SpendingPolicy.from_env(ws.data_dir / "spending.jsonl")
     command = ctx.command.name or ctx.info_name or "machine"
     ctx.meta[_SPEND_KEY] = Spend.by_command(policy, budget, command=command, machine=ctx.params.get("name"))
     return ws
+
+
+def _runs_model(ws: Workspace, ctx: click.Context, options: dict[str, Any]) -> str | None:
+    """The model the command's runs use, which picks the harness when none is named (a ``local:`` model
+    runs on the local harness): ``--model``, else the machine's own, else None."""
+    if options.get("model") or os.environ.get("MACHINE_HARNESS"):
+        return str(options.get("model") or "") or None
+    name = ctx.params.get("name")
+    if not isinstance(name, str):
+        return None
+    try:
+        return ws.load(name).model
+    except MachineError:  # reported where the command itself loads the machine
+        return None
 
 
 def _settle_spend(*, finished: bool) -> None:

@@ -33,8 +33,9 @@ from ._options import handle_errors, with_workspace
 @click.option(
     "--harness",
     default=None,
-    help="The harness rehearse uses by default: echo, scripted, tinker, openrouter, openai, opencode or pi "
-    "(default: $MACHINE_HARNESS, else tinker).",
+    help="The harness rehearse uses by default: echo, scripted, tinker, openrouter, openai, opencode, pi "
+    "or local "
+    "(default: $MACHINE_HARNESS, else local for a local: model, else tinker).",
 )
 @click.option(
     "--script",

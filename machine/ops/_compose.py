@@ -10,21 +10,26 @@ from machine.workspace import Adapters, Workspace
 
 
 def make_harness(
-    name: str | None = None, *, script: str | Path | None = None, base_url: str | None = None
+    name: str | None = None,
+    *,
+    script: str | Path | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
 ) -> Harness:
-    """The harness called ``name`` (default: ``MACHINE_HARNESS``, else ``tinker``); one that cannot be
-    made (no key, no script, no program) says what to set."""
+    """The harness called ``name`` (default: ``MACHINE_HARNESS``, else ``local`` for a ``local:`` model,
+    else ``tinker``); one that cannot be made (no key, no script, no program) says what to set."""
     from machine.clients import make_harness as make
 
-    harness: Harness = make(name, script=script, base_url=base_url)
+    harness: Harness = make(name, script=script, base_url=base_url, model=model)
     return harness
 
 
-def default_harness_name() -> str:
-    """The harness used when none is named: ``MACHINE_HARNESS``, else ``tinker``."""
+def default_harness_name(model: str | None = None) -> str:
+    """The harness used when none is named: ``MACHINE_HARNESS``, else ``local`` for a ``local:`` model
+    (``model``, when known), else ``tinker``."""
     from machine.clients import default_harness_name as default
 
-    name: str = default()
+    name: str = default(model)
     return name
 
 

@@ -6,12 +6,26 @@ Adapters (``machine.clients``, ``machine.sandboxes``) build on this package and 
 
 from ._budget import Budget, Reservation, parse_budget
 from ._effort import LEVELS, Effort, parse_effort
-from ._harness import Event, EventType, Harness, HarnessRequest, HarnessResult, ModelAccess, Turn
+from ._harness import (
+    Event,
+    EventType,
+    Harness,
+    HarnessRequest,
+    HarnessResult,
+    ModelAccess,
+    Turn,
+    run_seed,
+)
+from ._local_chat import FORMAT as LOCAL_CHAT_FORMAT
+from ._local_chat import chat_messages as local_chat_messages
+from ._local_chat import parse_reply as parse_local_reply
+from ._local_chat import prompt_text as local_prompt_text
 from ._loop import NextTurn, call_tool, run_loop
 from ._names import NAME_SEGMENT, check_name
 from ._openai import openai_tools, to_openai
 from ._pricing import (
     FREE_HARNESSES,
+    LOCAL,
     TINKER_PRICES,
     TINKER_TRAIN_PRICES,
     TRAINING,
@@ -43,6 +57,8 @@ from ._tools import Tool, ToolContext, ToolFailure, tool
 __all__ = [
     "FREE_HARNESSES",
     "LEVELS",
+    "LOCAL",
+    "LOCAL_CHAT_FORMAT",
     "NAME_SEGMENT",
     "TINKER_PRICES",
     "TINKER_TRAIN_PRICES",
@@ -83,14 +99,18 @@ __all__ = [
     "git_revision",
     "is_free",
     "library_version",
+    "local_chat_messages",
+    "local_prompt_text",
     "new_run_id",
     "now",
     "openai_tools",
     "parse_budget",
     "parse_effort",
+    "parse_local_reply",
     "passes",
     "price_of",
     "run_loop",
+    "run_seed",
     "timestamp",
     "to_openai",
     "tool",

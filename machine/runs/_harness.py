@@ -3,6 +3,7 @@ for the graders that ask a model."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -42,11 +43,25 @@ class HarnessRequest:
     max_steps: int = 8
     effort: Effort | None = None
     on_event: Callable[[Event], None] | None = None
+    seed: int | None = None
+    """Seeds the run's sampling where the harness samples itself (``run_seed`` of its case and trial, so a
+    suite is reproducible); None: unseeded."""
+    temperature: float | None = None
+    """The sampling temperature (0: greedy); None: the harness's default."""
 
     def emit(self, type: EventType, message: Message) -> None:
         """Pass an event to the listener, if there is one."""
         if self.on_event is not None:
             self.on_event(Event(type, self.run_id, message))
+
+
+def run_seed(case_id: str | None, trial: int | None) -> int | None:
+    """The sampling seed of a case's trial: the same for the same (case, trial) in every process, and
+    none for a run of no case."""
+    if case_id is None:
+        return None
+    digest = hashlib.sha256(f"{case_id}\0{trial or 0}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
 
 
 @dataclass

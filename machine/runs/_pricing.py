@@ -2,7 +2,8 @@
 
 Tinker's listed sampling prices (prefill, cached prefill, sample) for the models this project
 names. Where Tinker lists a temporary discount, the full price is kept, so estimates err high.
-Free OpenRouter models (ids ending in ``:free``) cost nothing.
+Free OpenRouter models (ids ending in ``:free``) cost nothing, and so do local models (``local:...``,
+run in this process) and training them (``train:local:...``).
 """
 
 from __future__ import annotations
@@ -61,18 +62,22 @@ TINKER_TRAIN_PRICES: dict[str, float] = {
 }
 """USD per million tokens trained (every token of an example, targets or not), by base model."""
 
-FREE_HARNESSES = frozenset({"echo", "scripted"})
-"""Harnesses that never call a model: their runs are not priced, and their model ids cost nothing."""
+FREE_HARNESSES = frozenset({"echo", "scripted", "local"})
+"""Harnesses whose runs cost nothing (no model, or one in this process): their runs need no price, and
+their model ids cost nothing."""
+
+LOCAL = "local:"
+"""The prefix of a model run in this process (``local:smollm2-135m``, ``local:PATH``): free."""
 
 
 def is_free(harness: str) -> bool:
-    """Whether runs of this harness call no model (so no price is needed for them)."""
+    """Whether runs of this harness cost nothing (so no price is needed for them)."""
     return harness in FREE_HARNESSES
 
 
 def price_of(model: str) -> Price | None:
     """The price of ``model``, or None when it is unknown (a checkpoint is priced as its base model)."""
-    if model in FREE_HARNESSES or model.endswith(":free"):
+    if model in FREE_HARNESSES or model.endswith(":free") or model.startswith((LOCAL, TRAINING + LOCAL)):
         return FREE
     if model.startswith(TRAINING):
         rate = TINKER_TRAIN_PRICES.get(model.removeprefix(TRAINING).split(":peft:")[0])

@@ -40,6 +40,7 @@ from machine.runs import (
     library_version,
     now,
     parse_effort,
+    run_seed,
 )
 from machine.spec import Case, Machine, MachineLoader, load_cases, version_label
 
@@ -320,6 +321,7 @@ class Workspace:
             max_steps=spec.max_steps,
             effort=effort,
             on_event=on_event,
+            seed=run_seed(run.case_id, run.trial),
         )
         try:
             result = await harness.run(request)

