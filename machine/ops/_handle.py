@@ -19,7 +19,7 @@ from typing import Any
 from machine.learn import Optimization, Trainer, TrainSettings, optimize
 from machine.learn import train as train_machine
 from machine.measure import Comparison, SuiteReport, compare
-from machine.runs import Budget, Harness, Run
+from machine.runs import LOCAL, Budget, Harness, Run
 from machine.spec import Case, Machine, Version
 from machine.versions import Candidate
 from machine.versions import commit as commit_version
@@ -29,7 +29,7 @@ from machine.versions import update as update_version
 from machine.versions import versions as list_versions
 from machine.workspace import Workspace
 
-from ._compose import open_workspace
+from ._compose import make_harness, open_workspace
 from ._session import RunStream, Session
 from ._suite import plan_suite, run_planned
 
@@ -266,9 +266,14 @@ def load(
     budget: Budget | float | None = None,
     judge_model: str | None = None,
 ) -> MachineHandle:
-    """The machine ``name`` of ``workspace`` (default: ``MACHINE_WORKSPACE``, else the current folder)."""
+    """The machine ``name`` of ``workspace`` (default: ``MACHINE_WORKSPACE``, else the current folder).
+    With no harness named, a machine whose model is ``local:...`` runs on the local harness (unless
+    ``MACHINE_HARNESS`` says otherwise), as on the command line."""
     if isinstance(workspace, Workspace):
         return MachineHandle(workspace, name)
-    return MachineHandle(
+    handle = MachineHandle(
         open_workspace(workspace, harness=harness, budget=budget, judge_model=judge_model), name
     )
+    if harness is None and handle.spec.model.startswith(LOCAL):
+        handle.workspace = handle.workspace.using(harness=make_harness(None, model=handle.spec.model))
+    return handle
