@@ -338,6 +338,7 @@ SUBPACKAGES = {
         "load",
         "local_sandboxes",
         "make_harness",
+        "make_trainer",
         "model_access",
         "open_workspace",
         "plan_suite",

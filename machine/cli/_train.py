@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from machine.learn import StepMetrics, TrainSettings, train
+from machine.ops import make_trainer
 from machine.runs import Run
 from machine.spec import DEFAULT_MIN_Z
 from machine.versions import Candidate, format_report
@@ -46,12 +47,21 @@ def _step_line(metrics: StepMetrics) -> str:
 @click.option("--min-score", type=float, default=1.0, show_default=True, help="The score a run must reach.")
 @click.option("--epochs", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=None, help="Learning rate.")
-@click.option("--rank", type=click.IntRange(min=1), default=32, show_default=True, help="LoRA rank.")
+@click.option(
+    "--rank", type=click.IntRange(min=1), default=None, help="LoRA rank (default: 32 on Tinker, 16 local)."
+)
+@click.option(
+    "--max-length", type=click.IntRange(min=2), default=None, help="Tokens a training sequence is cut to."
+)
 @click.option(
     "--batch-size", type=click.IntRange(min=1), default=8, show_default=True, help="Sequences a step."
 )
 @click.option("--any-model", is_flag=True, help="Learn from other models' runs too (distillation).")
-@click.option("--trainer", default=None, help="tinker (default for remote models).")
+@click.option(
+    "--trainer",
+    default=None,
+    help="Who trains: local for a local: model, tinker otherwise (the default).",
+)
 @click.option(
     "--resume", default=None, metavar="ID", help="Continue the stopped training with this record id."
 )
@@ -79,7 +89,8 @@ def train_command(
     min_score: float,
     epochs: int,
     lr: float | None,
-    rank: int,
+    rank: int | None,
+    max_length: int | None,
     batch_size: int,
     any_model: bool,
     trainer: str | None,
@@ -94,14 +105,11 @@ def train_command(
     checkpoint against the live version on holdout.json: a pending candidate, committed only if it passed."""
     ws = workspace_from(ctx, **spending)
     loud = not as_json
+    effort = None if ws.effort is None else ws.effort.value
     settings = TrainSettings(
-        base_model="",
-        epochs=epochs,
-        learning_rate=lr,
-        rank=rank,
-        batch_size=batch_size,
-        effort=None if ws.effort is None else ws.effort.value,
-    )
+        base_model="", epochs=epochs, learning_rate=lr, rank=rank, max_length=max_length,
+        batch_size=batch_size, effort=effort,
+    )  # fmt: skip
     on_run = _run_line if loud and sys.stderr.isatty() else None
     candidate = ws.call(
         lambda: train(
@@ -115,6 +123,7 @@ def train_command(
             any_model=any_model,
             min_z=min_z,
             trainer=trainer,
+            make_trainer=make_trainer,
             resume=resume,
             concurrency=concurrency,
             pass_score=pass_score,

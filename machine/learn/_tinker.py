@@ -31,6 +31,8 @@ from ._tinker_render import Rendering, learning_rate_for, render, rendering_for
 from ._trainer import Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings
 
 LOSS = "cross_entropy"
+DEFAULT_RANK = 32
+"""The LoRA rank unless the settings give one."""
 
 
 def _service() -> Any:
@@ -120,14 +122,16 @@ class TinkerTrainer:
         rendering = self.rendering or rendering_for(settings.base_model, settings.effort)
         lr = learning_rate_for(settings.base_model, settings.learning_rate)
         data: list[Any] = []
-        whole = per_step = 0
+        whole = per_step = dropped = 0
         for example in examples:
             rendered = render(example, rendering)
             datums = [
                 datum_from_model_input_weights(s.model_input, s.weights, max_length=settings.max_length)
                 for s in rendered.sequences
             ]
-            datums = [d for d in datums if _weight_sum(d) > 0]  # cut to max_length with nothing left to learn
+            kept = [d for d in datums if _weight_sum(d) > 0]  # cut to max_length with nothing left to learn
+            dropped += len(datums) - len(kept)
+            datums = kept
             if not datums:
                 continue
             data.extend(datums)
@@ -140,6 +144,7 @@ class TinkerTrainer:
             sequences=len(data),
             whole_run=whole,
             per_step=per_step,
+            dropped=dropped,
             tokens=sum(int(d.model_input.length) for d in data),
             target_tokens=int(sum(_weight_sum(d) for d in data)),
             learning_rate=lr,
@@ -199,7 +204,7 @@ class TinkerTrainer:
             service = self.service()
             if resume is not None and resume.state is not None:
                 return [service.create_training_client_from_state(resume.state)]
-            base, rank, seed = settings.base_model, settings.rank, settings.seed
+            base, rank, seed = settings.base_model, settings.rank or DEFAULT_RANK, settings.seed
             return [service.create_lora_training_client(base, rank=rank, seed=seed)]
 
         (client,) = await self._call("starting training on Tinker", create, step=0, saved=resume)

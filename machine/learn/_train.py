@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError, plain_spelling
-from machine.runs import TRAINING, Run, git_revision, library_version
+from machine.runs import LOCAL, TRAINING, Run, git_revision, library_version
 from machine.spec import DEFAULT_MIN_Z, Case, Machine, TrainingSummary, Version, load_cases
 from machine.spec._book import VERSIONS_FILE, _read_book, open_book, require_live, write_book
 from machine.versions import Candidate, propose
@@ -29,8 +29,9 @@ SAVE_EVERY = 20
 
 
 def trainer_for(base_model: str, name: str | None = None) -> Trainer:
-    """The trainer ``name`` (``tinker``), else the one for ``base_model``."""
-    chosen = name or "tinker"
+    """The trainer ``name`` (``tinker``), else the one for ``base_model``. The local trainer is an adapter:
+    it is made by ``machine.ops.make_trainer``, which the command and the SDK handle pass in."""
+    chosen = name or ("local" if base_model.startswith(LOCAL) else "tinker")
     if chosen == "tinker":
         try:
             module = importlib.import_module("machine.learn._tinker")  # the SDK loads only when training
@@ -41,7 +42,21 @@ def trainer_for(base_model: str, name: str | None = None) -> Trainer:
             ) from None
         trainer: Trainer = module.TinkerTrainer(save_every=SAVE_EVERY)
         return trainer
-    raise BadInputError(f"there is no trainer {chosen!r}; the trainers are: tinker")
+    if chosen == "local":
+        raise BadInputError(
+            f"the local trainer for {base_model!r} is made by machine.ops.make_trainer: pass "
+            "make_trainer=machine.ops.make_trainer, or a trainer object, to train"
+        )
+    raise BadInputError(f"there is no trainer {chosen!r}; the trainers are: tinker, local")
+
+
+def _chosen(
+    trainer: Trainer | str | None, make: Callable[[str | None, str], Trainer] | None, base: str
+) -> Trainer:
+    """The trainer given, else the one ``make(name, base)`` (default: ``trainer_for``) makes."""
+    if isinstance(trainer, Trainer):
+        return trainer
+    return make(trainer, base) if make is not None else trainer_for(base, trainer)
 
 
 def _held_out(ws: Workspace, name: str) -> tuple[list[Case], Path]:
@@ -84,6 +99,7 @@ async def train(
     any_model: bool = False,
     min_z: float = DEFAULT_MIN_Z,
     trainer: Trainer | str | None = None,
+    make_trainer: Callable[[str | None, str], Trainer] | None = None,
     resume: str | None = None,
     concurrency: int = 4,
     pass_score: float = 1.0,
@@ -91,14 +107,13 @@ async def train(
     on_step: Callable[[StepMetrics], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
 ) -> Candidate:
-    """Train machine ``name``'s model on its good runs and propose the checkpoint (see the module's
-    docstring). The machine's files are not changed; ``commit`` makes the candidate live if it passed."""
+    """Train ``name``'s model and propose the checkpoint (see the module); ``make_trainer`` names trainers."""
     if samples < 0 or trials < 1 or (best_of is not None and best_of < 1):
         raise BadInputError("samples must be 0 or more, and trials and best_of at least 1")
     spec, base = _machine(ws, name)
     held, held_path = _held_out(ws, name)
     settings = (settings or TrainSettings(base_model=base)).model_copy(update={"base_model": base})
-    chosen = trainer if isinstance(trainer, Trainer) else trainer_for(base, trainer)
+    chosen = _chosen(trainer, make_trainer, base)
     ws.budget.probe_price(TRAINING + base)  # an unknown training price is refused before anything runs
     root = ws.data_dir / TRAINING_DIR
     earlier = None if resume is None else RecordFolder.open(root, resume)  # before anything runs

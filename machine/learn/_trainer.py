@@ -37,7 +37,8 @@ class TrainSettings(Model):
     base_model: str
     epochs: int = 1
     learning_rate: float | None = None
-    rank: int = 32
+    rank: int | None = None
+    """The LoRA rank (None: the trainer's default, 32 on Tinker, 16 on a local model)."""
     batch_size: int = 8
     """Sequences per optimizer step."""
     effort: float | None = None
@@ -60,6 +61,8 @@ class Prepared(Model):
     """Examples trained as one sequence with every target step in it (the renderer's prompts for each
     step are token prefixes of the whole run's rendering, checked per example)."""
     per_step: int = 0
+    dropped: int = 0
+    """Sequences left out because cutting them to ``max_length`` left no target token in them."""
     tokens: int = 0
     target_tokens: int = 0
     learning_rate: float

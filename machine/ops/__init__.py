@@ -1,8 +1,15 @@
 """The operations every face calls (the SDK handle, the ``machine`` command, the MCP server): plan and run
 a suite, describe and list machines, spend under the person's policy, and make harnesses, sandboxes and
-model access by name (the one place the core meets its adapters)."""
+model access and trainers by name (the one place the core meets its adapters)."""
 
-from ._compose import default_harness_name, local_sandboxes, make_harness, model_access, open_workspace
+from ._compose import (
+    default_harness_name,
+    local_sandboxes,
+    make_harness,
+    make_trainer,
+    model_access,
+    open_workspace,
+)
 from ._describe import (
     CriterionInfo,
     MachineInfo,
@@ -41,6 +48,7 @@ __all__ = [
     "load",
     "local_sandboxes",
     "make_harness",
+    "make_trainer",
     "model_access",
     "open_workspace",
     "plan_suite",

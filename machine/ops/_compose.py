@@ -1,11 +1,15 @@
-"""The one place that wires the core to its adapters by name: harnesses (``machine.clients``), sandboxes
-(``machine.sandboxes``) and the judges' model access. Every face builds its workspace here."""
+"""The one place that wires the core to its adapters by name: harnesses and the local trainer
+(``machine.clients``), sandboxes (``machine.sandboxes``) and the judges' model access. Every face builds
+its workspace here."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from machine.runs import Budget, Effort, Harness, ModelAccess, Sandboxes, Store, parse_budget
+from machine.errors import BadInputError
+from machine.learn import Trainer
+from machine.learn import _train as training  # its trainer_for looked up when called: tests name their own
+from machine.runs import LOCAL, Budget, Effort, Harness, ModelAccess, Sandboxes, Store, parse_budget
 from machine.workspace import Adapters, Workspace
 
 
@@ -39,6 +43,28 @@ def model_access(harness: Harness | None) -> ModelAccess:
 
     models: ModelAccess = ModelRouter(default=getattr(harness, "endpoint", None))
     return models
+
+
+def make_trainer(name: str | None, base_model: str) -> Trainer:
+    """The trainer called ``name`` (``tinker`` or ``local``), else the one for ``base_model``: the local
+    trainer for a ``local:`` model, else Tinker's."""
+    chosen = name or ("local" if base_model.startswith(LOCAL) else "tinker")
+    if chosen != "local":
+        return training.trainer_for(base_model, chosen)
+    if not base_model.startswith(LOCAL):
+        raise BadInputError(
+            f"the local trainer trains local models (local:NAME or local:PATH), not {base_model!r}; "
+            "train it on Tinker (--trainer tinker)"
+        )
+    try:
+        from machine.clients.local_trainer import LocalTrainer
+    except ModuleNotFoundError as missing:
+        raise BadInputError(
+            f"the local trainer cannot be loaded ({missing}): install the local extra, "
+            "pip install 'machine[local]'"
+        ) from None
+    trainer: Trainer = LocalTrainer(save_every=training.SAVE_EVERY)
+    return trainer
 
 
 def local_sandboxes() -> Sandboxes:

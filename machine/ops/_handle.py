@@ -29,7 +29,7 @@ from machine.versions import update as update_version
 from machine.versions import versions as list_versions
 from machine.workspace import Workspace
 
-from ._compose import make_harness, open_workspace
+from ._compose import make_harness, make_trainer, open_workspace
 from ._session import RunStream, Session
 from ._suite import plan_suite, run_planned
 
@@ -200,7 +200,7 @@ class MachineHandle:
         min_score: float = 1.0,
         epochs: int = 1,
         lr: float | None = None,
-        rank: int = 32,
+        rank: int | None = None,
         effort: float | None = None,
         any_model: bool = False,
         min_z: float = 2.0,
@@ -221,6 +221,7 @@ class MachineHandle:
             any_model=any_model,
             min_z=min_z,
             trainer=trainer,
+            make_trainer=make_trainer,
             resume=resume,
         )
 

@@ -1,0 +1,177 @@
+"""One LoRA training of a local model, step by step: the peft model on a copy of the loaded base, AdamW, the
+loss on target tokens only, gradient accumulation over micro-batches, and the saved state (adapter,
+optimizer, step, random state) a stopped training resumes from with the same weights it would have had.
+
+Blocking torch work: the trainer calls each method in a worker thread. torch and peft are imported here.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from machine.errors import BadInputError
+
+from ._local_models import LocalModel
+from ._local_train_data import IGNORE, TrainSequence
+
+STATE_FILE = "trainer_state.json"
+
+
+@dataclass(frozen=True)
+class Lora:
+    """The adapter's shape: rank, scale (alpha), the modules it wraps, and its dropout."""
+
+    rank: int
+    alpha: int
+    target_modules: tuple[str, ...]
+    dropout: float
+
+    def config(self) -> Any:
+        from peft import LoraConfig
+
+        return LoraConfig(
+            r=self.rank,
+            lora_alpha=self.alpha,
+            target_modules=list(self.target_modules),
+            lora_dropout=self.dropout,
+            bias="none",
+            task_type="CAUSAL_LM",
+        )
+
+
+@dataclass
+class Batch:
+    """One optimizer step's sequences (their indices in the prepared data)."""
+
+    number: int
+    """1-based, over every epoch."""
+    epoch: int
+    indices: list[int]
+
+
+def plan(count: int, batch_size: int, epochs: int, seed: int) -> list[Batch]:
+    """Every optimizer step, in order: each epoch walks the sequences in an order drawn from the seed (the
+    same order on a resumed training, so it continues with the batches it would have had)."""
+    size = max(batch_size, 1)
+    steps: list[Batch] = []
+    for epoch in range(1, epochs + 1):
+        order = list(range(count))
+        random.Random(f"{seed}:{epoch}").shuffle(order)
+        for start in range(0, count, size):
+            steps.append(Batch(len(steps) + 1, epoch, order[start : start + size]))
+    return steps
+
+
+def micro_batches(sequences: list[TrainSequence], max_tokens: int) -> list[list[TrainSequence]]:
+    """The step's sequences in groups whose padded size stays within ``max_tokens`` (one at least)."""
+    groups: list[list[TrainSequence]] = []
+    for sequence in sequences:
+        if groups:
+            group = groups[-1]
+            longest = max(len(sequence.input_ids), *(len(s.input_ids) for s in group))
+            if longest * (len(group) + 1) <= max_tokens:
+                group.append(sequence)
+                continue
+        groups.append([sequence])
+    return groups
+
+
+class Session:
+    """A peft model training on one device, with its optimizer; ``done`` steps are behind it."""
+
+    def __init__(self, loaded: LocalModel, lora: Lora, learning_rate: float, seed: int) -> None:
+        import torch
+        from peft import get_peft_model
+
+        torch.manual_seed(seed)  # the adapter's initial weights
+        base = copy.deepcopy(loaded.model).to(loaded.device)
+        self.model: Any = get_peft_model(base, lora.config())
+        self.model.train()
+        self.device, self.pad_id = loaded.device, loaded.pad_id
+        self.learning_rate = learning_rate
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(trainable, lr=learning_rate, weight_decay=0.0)
+        self.done = 0
+
+    def step(self, sequences: list[TrainSequence], max_tokens: int) -> float:
+        """One optimizer step over ``sequences``; the mean loss per target token."""
+        import torch
+
+        targets = sum(s.target_tokens for s in sequences)
+        self.optimizer.zero_grad(set_to_none=True)
+        total = 0.0
+        for group in micro_batches(sequences, max_tokens):
+            loss = self._loss_sum(group)
+            (loss / targets).backward()
+            total += float(loss.detach())
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+        self.optimizer.step()
+        self.done += 1
+        return total / targets
+
+    def _loss_sum(self, group: list[TrainSequence]) -> Any:
+        """The summed cross-entropy of the group's target tokens: the head runs on those positions only,
+        not on every position of every padded row."""
+        import torch
+        import torch.nn.functional as F
+
+        longest = max(len(s.input_ids) for s in group)
+        ids = torch.full((len(group), longest), self.pad_id, dtype=torch.long)
+        labels = torch.full((len(group), longest), IGNORE, dtype=torch.long)
+        mask = torch.zeros((len(group), longest), dtype=torch.long)
+        for row, sequence in enumerate(group):
+            size = len(sequence.input_ids)
+            ids[row, :size] = torch.tensor(sequence.input_ids)
+            labels[row, :size] = torch.tensor(sequence.labels)
+            mask[row, :size] = 1
+        ids, labels, mask = ids.to(self.device), labels.to(self.device), mask.to(self.device)
+        wanted = labels[:, 1:]  # the token at t+1 is predicted at t
+        keep = wanted != IGNORE
+        inner = self.model.get_base_model()
+        if getattr(inner.config, "final_logit_softcapping", None):  # the head alone would skip the cap
+            logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1][keep]
+        else:
+            hidden = inner.get_decoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+            logits = inner.get_output_embeddings()(hidden[:, :-1][keep])
+        return F.cross_entropy(logits.float(), wanted[keep], reduction="sum")
+
+    def save_adapter(self, folder: Path, base_model: str) -> Path:
+        """The adapter (peft's files), naming ``base_model`` so ``local:FOLDER`` alone finds its base."""
+        self.model.save_pretrained(str(folder))
+        config_file = folder / "adapter_config.json"
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        config["base_model_name_or_path"] = base_model
+        config_file.write_text(json.dumps(config, indent=2), encoding="utf-8")
+        return folder.resolve()
+
+    def save_state(self, folder: Path, base_model: str) -> Path:
+        """The adapter, the optimizer, the step and the random state: enough to go on as if never stopped."""
+        import torch
+
+        self.save_adapter(folder, base_model)
+        torch.save(self.optimizer.state_dict(), folder / "optimizer.pt")
+        torch.save({"torch": torch.get_rng_state()}, folder / "rng.pt")
+        state = {"step": self.done, "learning_rate": self.learning_rate}
+        (folder / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
+        return folder.resolve()
+
+    def restore(self, folder: Path) -> None:
+        """Load a state ``save_state`` wrote: the adapter's weights, the optimizer, the step, the RNG."""
+        import torch
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        weights = folder / "adapter_model.safetensors"
+        if not (folder / STATE_FILE).is_file() or not weights.is_file():
+            raise BadInputError(f"{folder} holds no saved training state to resume from")
+        set_peft_model_state_dict(self.model, load_file(str(weights), device=str(self.device)))
+        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location=self.device))
+        rng = torch.load(folder / "rng.pt")
+        torch.set_rng_state(rng["torch"])
+        self.done = int(json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))["step"])

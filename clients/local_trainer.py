@@ -1,0 +1,191 @@
+"""The local trainer: LoRA fine-tuning (peft) of a local model (``local:...``) in this process, on the CPU
+or a GPU when there is one, on the Trainer protocol, so ``machine train`` selects, records and gates the
+same way as on Tinker.
+
+Examples are rendered exactly as the local harness prompts the model (``_local_train_data``), loss on the
+target replies only. Each optimizer step (``batch_size`` sequences, accumulated over micro-batches of at most
+``max_batch_tokens`` padded tokens) runs in a worker thread, so the event loop goes on and a cancel takes
+effect between steps. Local training costs nothing: no budget is reserved or charged. The state (adapter,
+optimizer, step, random state) is saved every ``save_every`` steps and at the end; the adapter, saved with
+peft's ``save_pretrained``, is the checkpoint: ``local:BASE+ADAPTER``, which the local harness samples.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from machine.errors import BadInputError, MachineError, TrainingError
+from machine.learn import Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings
+from machine.runs import Budget
+
+from ._local_models import LocalModel, load
+from ._local_train_data import Renderer, TrainSequence, end_of_turn, render, renderer_name, truncated
+from ._local_train_session import Batch, Lora, Session, plan
+
+DEFAULT_LEARNING_RATE = 2e-4
+"""AdamW's learning rate for LoRA on a small model, unless the settings give one."""
+DEFAULT_RANK = 16
+"""The LoRA rank, unless the settings or the trainer give one."""
+TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj")
+"""The attention projections (their names in Llama, Qwen, Mistral and SmolLM models)."""
+ADAPTER_DIR = "adapter"
+STATES_DIR = "states"
+
+
+@dataclass
+class LocalTrainer:
+    """Trains a LoRA adapter on a local model. ``rank`` (else the settings' rank, else 16), ``alpha`` (else
+    twice the rank), ``target_modules`` and ``dropout`` shape the adapter."""
+
+    rank: int | None = None
+    alpha: int | None = None
+    target_modules: tuple[str, ...] = TARGET_MODULES
+    dropout: float = 0.05
+    save_every: int = 0
+    """Also save the state every this many steps (0: only at the end), so a stopped training resumes."""
+    max_batch_tokens: int = 8192
+    """Padded tokens one forward pass may hold; a step's batch is split (gradients accumulated) beyond it."""
+    name: str = field(default="local", init=False)
+
+    def lora(self, settings: TrainSettings) -> Lora:
+        rank = settings.rank or self.rank or DEFAULT_RANK
+        alpha = self.alpha if self.alpha is not None else 2 * rank
+        return Lora(rank, alpha, tuple(self.target_modules), self.dropout)
+
+    def prepare(self, examples: Sequence[TrainExample], settings: TrainSettings) -> Prepared:
+        """Render every example (whole or per step, checked on its tokens) to ids and labels."""
+        loaded = load(settings.base_model)
+        renderer = Renderer(loaded.tokenizer, end_of_turn(loaded.tokenizer, loaded.stop_ids))
+        data: list[TrainSequence] = []
+        whole = per_step = dropped = 0
+        for example in examples:
+            rendered = render(
+                renderer, example.messages, example.tools, example.targets, run_id=example.run_id
+            )
+            kept = [t for t in (truncated(s, settings.max_length) for s in rendered.sequences) if t]
+            dropped += len(rendered.sequences) - len(kept)
+            if not kept:
+                continue
+            data.extend(kept)
+            whole, per_step = (whole + 1, per_step) if rendered.whole_run else (whole, per_step + 1)
+        return Prepared(
+            trainer=self.name,
+            renderer=renderer_name(loaded.tokenizer),
+            examples=whole + per_step,
+            sequences=len(data),
+            whole_run=whole,
+            per_step=per_step,
+            dropped=dropped,
+            tokens=sum(len(s.input_ids) for s in data),
+            target_tokens=sum(s.target_tokens for s in data),
+            learning_rate=settings.learning_rate or DEFAULT_LEARNING_RATE,
+            data=data,
+        )
+
+    async def train(
+        self,
+        prepared: Prepared,
+        settings: TrainSettings,
+        *,
+        folder: Path,
+        budget: Budget,
+        on_step: Callable[[StepMetrics], None],
+        resume: Checkpoint | None = None,
+    ) -> Checkpoint:
+        """Train every step not done yet (``resume.step`` are), saving the state as it goes, then save the
+        adapter as the checkpoint. Free: ``budget`` is neither reserved on nor charged."""
+        data: list[TrainSequence] = list(prepared.data or [])
+        steps = plan(len(data), settings.batch_size, settings.epochs, settings.seed)
+        if not steps:
+            raise BadInputError("nothing to train: the examples rendered to no sequence with a target")
+        state = _resume_state(resume, len(steps))
+        session = await _off_loop(
+            lambda: self._open(settings, prepared.learning_rate, state), "starting", 0, resume
+        )
+        saved = resume
+        for batch in steps[session.done :]:
+            work = functools.partial(self._step, session, batch, data, prepared)
+            on_step(await _off_loop(work, "step", batch.number, saved))
+            if self.save_every and batch.number % self.save_every == 0 and batch.number < len(steps):
+                saved = await self._save(session, folder, settings, saved)
+        last = len(steps)
+        if saved is None or saved.step != last:
+            saved = await self._save(session, folder, settings, saved)
+        adapter = await _off_loop(
+            lambda: session.save_adapter(folder / ADAPTER_DIR, settings.base_model), "saving", last, saved
+        )
+        return Checkpoint(
+            model=f"{settings.base_model}+{adapter}",
+            base_model=settings.base_model,
+            step=last,
+            state=saved.state,
+        )
+
+    def _open(self, settings: TrainSettings, learning_rate: float, state: Path | None) -> Session:
+        loaded: LocalModel = load(settings.base_model)
+        session = Session(loaded, self.lora(settings), learning_rate, settings.seed)
+        if state is not None:
+            session.restore(state)
+        return session
+
+    def _step(
+        self, session: Session, batch: Batch, data: list[TrainSequence], prepared: Prepared
+    ) -> StepMetrics:
+        started = time.monotonic()
+        sequences = [data[i] for i in batch.indices]
+        loss = session.step(sequences, self.max_batch_tokens)
+        return StepMetrics(
+            step=batch.number,
+            epoch=batch.epoch,
+            loss=loss,
+            sequences=len(sequences),
+            tokens=sum(len(s.input_ids) for s in sequences),
+            learning_rate=prepared.learning_rate,
+            seconds=time.monotonic() - started,
+            cost_usd=0.0,
+        )
+
+    async def _save(
+        self, session: Session, folder: Path, settings: TrainSettings, saved: Checkpoint | None
+    ) -> Checkpoint:
+        step = session.done
+        where = folder / STATES_DIR / f"step-{step}"
+        path = await _off_loop(lambda: session.save_state(where, settings.base_model), "saving", step, saved)
+        model = f"{settings.base_model}+{path}"
+        return Checkpoint(model=model, base_model=settings.base_model, step=step, state=str(path))
+
+
+def _resume_state(resume: Checkpoint | None, total: int) -> Path | None:
+    if resume is None:
+        return None
+    if resume.state is None:
+        raise BadInputError(f"checkpoint {resume.model!r} saved no training state to resume from")
+    if resume.step > total:
+        raise BadInputError(f"cannot resume at step {resume.step}: this training has {total} steps")
+    return Path(resume.state)
+
+
+async def _off_loop(work: Callable[[], Any], what: str, step: int, saved: Checkpoint | None) -> Any:
+    """``work`` in a worker thread (a cancel waits for it, then stops the training there); a failure that is
+    not the person's to fix becomes a TrainingError carrying the last saved state."""
+    try:
+        return await anyio.to_thread.run_sync(work)
+    except MachineError:
+        raise
+    except Exception as error:
+        label = {"starting": "starting the local training", "step": f"training step {step}"}.get(
+            what, f"saving the training state after step {step}"
+        )
+        raise TrainingError(
+            f"{label} failed: {type(error).__name__}: {error}", step=step, checkpoint=saved
+        ) from error
+
+
+__all__ = ["DEFAULT_LEARNING_RATE", "DEFAULT_RANK", "TARGET_MODULES", "LocalTrainer"]
