@@ -5,8 +5,8 @@
 #                tests drive (opencode, pi, MCP Inspector) from npm into .venv/npm, then run ruff, mypy
 #                and pytest (all three run; any failure fails)
 #   make demo    create .venv if missing, install the project with its mcp, training and local-model
-#                extras, run demo/tour.sh (the command-line tour), then demo/mcp_tour.py (machine serve
-#                driven by a real MCP client)
+#                extras, run demo/tour.sh (the command-line tour), demo/mcp_tour.py (machine serve
+#                driven by a real MCP client), then demo/teach_local.sh (a local model taught offline)
 #   make lint    ruff and mypy only
 #   make bench   run every benchmarks/*.py script
 #   make mutate  install mutmut (the mutate extra) and run it over the confinement, token, budget, gate and
@@ -153,6 +153,7 @@ mypy: $(STAMP_DEV)
 demo: $(STAMP)
 	bash demo/tour.sh
 	$(PY) demo/mcp_tour.py
+	bash demo/teach_local.sh
 
 bench: $(STAMP)
 	@shopt -s nullglob; scripts=(benchmarks/*.py); \

@@ -129,7 +129,9 @@ _LOADED: dict[Source, LocalModel] = {}
 def _load_base(source: Source, where: str) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no bars in a command
     extra: dict[str, Any] = {"gguf_file": source.gguf_file} if source.gguf_file else {}
     dtype = torch.float32 if where == "cpu" else torch.bfloat16
     try:

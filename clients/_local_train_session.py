@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,7 +144,9 @@ class Session:
 
     def save_adapter(self, folder: Path, base_model: str) -> Path:
         """The adapter (peft's files), naming ``base_model`` so ``local:FOLDER`` alone finds its base."""
-        self.model.save_pretrained(str(folder))
+        with warnings.catch_warnings():  # a GGUF base has no config file for peft to check the vocabulary
+            warnings.filterwarnings("ignore", message="Could not find a config file")
+            self.model.save_pretrained(str(folder))
         config_file = folder / "adapter_config.json"
         config = json.loads(config_file.read_text(encoding="utf-8"))
         config["base_model_name_or_path"] = base_model

@@ -23,14 +23,13 @@ cd "$scratch"
 say "signoff: answer in a sentence, then sign off with \"Aye!\"; its model is local:smollm2-135m"
 "$machine" show signoff
 
-say "The teacher: a scripted model answers every case and signs off (2 runs a case, graded)"
+say "The teacher: a scripted model answers every case and signs off (a run of each case, graded)"
 timed "$machine" suite signoff --harness scripted --script machines/signoff/script.json --model teacher \
-  --trials 2
+  --budget none
 
-say "Train: the teacher's runs distilled into local:smollm2-135m (LoRA, on this CPU), then the checkpoint and"
-say "the base model measured on the held-out cases, which the teacher never saw"
+say "Train: the teacher's runs distilled into local:smollm2-135m (LoRA, on this CPU), then the checkpoint and the base measured on the held-out cases, which the teacher never saw"
 timed "$machine" train signoff --any-model --trials 1 --epochs "${TEACH_EPOCHS:-3}" --lr "${TEACH_LR:-1e-3}" \
-  --batch-size 4 --budget none
+  --batch-size 8 --budget none
 
 say "Commit: the checkpoint becomes live only because it passed the gate"
 "$machine" commit signoff

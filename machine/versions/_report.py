@@ -19,7 +19,8 @@ def format_report(report: GateReport) -> str:
     b, a = report.before, report.after
     lines = [
         f"{report.machine}: candidate {report.candidate} ({a.model}) against live {report.live} ({b.model})",
-        f"data: {report.cases} held-out cases from {report.cases_file}, {report.trials} trials each",
+        f"data: {report.cases} held-out cases from {report.cases_file}, {report.trials} trial"
+        f"{'' if report.trials == 1 else 's'} each",
     ]
     for label, side in ((f"live {report.live}", b), (f"candidate {report.candidate}", a)):
         lines.append(
