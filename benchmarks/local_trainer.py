@@ -70,7 +70,11 @@ def trl(model: str, settings: TrainSettings, trainer: LocalTrainer, sequences: l
     loaded = _local_models.load(model)
     lora = trainer.lora(settings)
     rows = [
-        {"input_ids": s.input_ids, "completion_mask": [int(label != -100) for label in s.labels]}
+        {
+            "input_ids": s.input_ids,
+            "labels": list(s.labels),
+            "completion_mask": [int(label != -100) for label in s.labels],
+        }
         for s in sequences
     ]
     times: list[tuple[float, int]] = []
