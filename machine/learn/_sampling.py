@@ -46,14 +46,20 @@ async def sample(
     return made
 
 
-async def grade_pending(ws: Workspace, spec: Machine, concurrency: int, pass_score: float) -> int:
-    """Grade the machine's finished runs that have no grade under the current rubric; how many."""
+def pending(ws: Workspace, spec: Machine) -> list[Run]:
+    """The machine's stored runs due for grading: finished, and never graded or graded under an older
+    rubric."""
     fingerprint = spec.rubric.fingerprint
-    due = [
+    return [
         run
         for run in ws.store.iter_runs(spec.name)
         if run.status == "ok" and (run.scorecard is None or run.scorecard.rubric_fingerprint != fingerprint)
     ]
+
+
+async def grade_pending(ws: Workspace, spec: Machine, concurrency: int, pass_score: float) -> int:
+    """Grade the machine's runs due for grading (``pending``); how many."""
+    due = pending(ws, spec)
     writer = BatchWriter(ws.store)
 
     async def one(run: Run) -> None:

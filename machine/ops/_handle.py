@@ -18,6 +18,7 @@ from typing import Any
 
 from machine.learn import Optimization, Trainer, TrainSettings, optimize
 from machine.learn import train as train_machine
+from machine.learn._sampling import pending as pending_runs
 from machine.measure import Comparison, SuiteReport, compare
 from machine.runs import LOCAL, Budget, Harness, Run
 from machine.spec import Case, Machine, Version
@@ -72,13 +73,7 @@ class MachineHandle:
 
     def pending(self) -> list[Run]:
         """The stored runs due for grading (never graded, or under an older rubric)."""
-        fingerprint = self.spec.rubric.fingerprint
-        return [
-            run
-            for run in self.workspace.store.iter_runs(self.name)
-            if run.status == "ok"
-            and (run.scorecard is None or run.scorecard.rubric_fingerprint != fingerprint)
-        ]
+        return pending_runs(self.workspace, self.spec)
 
     async def suite(
         self,
