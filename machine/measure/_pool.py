@@ -165,8 +165,7 @@ class BatchWriter:
                 group.cancel_scope.cancel()
         finally:
             self._due = None
-            with anyio.CancelScope(shield=True):
-                await self._write_taken()
+            await self._write_taken()
         if bug is not None:
             if self.unwritten:
                 bug.add_note(lost_runs(self.unwritten))
@@ -185,10 +184,13 @@ class BatchWriter:
             await self._write_taken()
 
     async def _write_taken(self) -> None:
-        """Write what waits, off the event loop (a batch of big runs takes longer than a loop may wait)."""
-        batch = self._take()
-        if batch:
-            await anyio.to_thread.run_sync(self._write, batch)
+        """Write what waits, off the event loop (a batch of big runs takes longer than a loop may wait).
+        Shielded from the moment the batch is taken: a cancel landing before its thread starts would
+        otherwise drop runs that are no longer pending and not yet written."""
+        with anyio.CancelScope(shield=True):
+            batch = self._take()
+            if batch:
+                await anyio.to_thread.run_sync(self._write, batch)
 
     def failed(self) -> WorkFailed:
         """The first failure, with the finished runs it cost."""
