@@ -1,5 +1,8 @@
 """Sandboxes: where a run's tools act, and the standard tools that act there."""
 
+from machine.runs._project import final_files
+
+from ._hidden_tests import HiddenTests, hidden_tests
 from ._local import ExecResult, IsolationReport, Limits, LocalSandbox, Mount, SandboxEscape, bubblewrap
 from .tools import (
     FILE_TOOLS,
@@ -15,6 +18,7 @@ from .tools import (
 __all__ = [
     "FILE_TOOLS",
     "ExecResult",
+    "HiddenTests",
     "IsolationReport",
     "Limits",
     "LocalSandbox",
@@ -22,6 +26,8 @@ __all__ = [
     "SandboxEscape",
     "bubblewrap",
     "edit_file",
+    "final_files",
+    "hidden_tests",
     "list_files",
     "read_file",
     "run",

@@ -1,8 +1,13 @@
 """Learning from runs: ``optimize`` rewrites a machine's instructions with the built-in optimizer machine
 and keeps a rewrite only when it is measured better on the cases and no worse on held-out ones;
-``export`` writes good runs as chat JSONL; a ``Trainer`` (``TinkerTrainer``) fine-tunes on them."""
+``export`` writes good runs as chat JSONL; a ``Trainer`` (``TinkerTrainer``) fine-tunes on them; an
+author's cases are read, vetted (project cases run in sandboxes) and split into cases and held-out ones."""
 
 from ._blocks import Reply, read_reply
+from ._case_blocks import read_cases
+from ._case_shape import CaseShape, case_shape
+from ._case_split import split_cases
+from ._case_vet import CaseVerdict, CaseVetting, vet_cases
 from ._export import ExportReport, FunnelStep, export, iter_rows, rows_of
 from ._optimize import OPTIMIZER, optimize
 from ._overlap import Overlap, overlaps
@@ -28,6 +33,9 @@ from ._trainer import (
 __all__ = [
     "OPTIMIZER",
     "Calls",
+    "CaseShape",
+    "CaseVerdict",
+    "CaseVetting",
     "Checkpoint",
     "Copied",
     "Cost",
@@ -53,6 +61,7 @@ __all__ = [
     "TrainSettings",
     "Trainer",
     "TrainingRecord",
+    "case_shape",
     "example_of",
     "export",
     "failed_steps",
@@ -60,8 +69,11 @@ __all__ = [
     "iter_rows",
     "optimize",
     "overlaps",
+    "read_cases",
     "read_reply",
     "rows_of",
+    "split_cases",
     "train",
     "trainer_for",
+    "vet_cases",
 ]
