@@ -1,0 +1,131 @@
+"""The files an author model writes for a child machine, read from its reply.
+
+The reply carries each file as ``<file path="machine.py">...</file>``, so any chat model can be the author.
+Nothing in it is trusted: a path is accepted only when it names one of the few files a child may have,
+directly in the child's folder, and a file only up to a size; everything else is refused with a sentence
+the author can act on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHILD_FILES = ("machine.py", "rubric.py", "instructions.md")
+"""The files an author may write, relative to the child's folder."""
+REQUIRED_FILES = ("machine.py", "rubric.py")
+"""The files every child needs (instructions.md only when machine.py reads it)."""
+KEPT_FILES = ("cases.json", "holdout.json", "hidden.json")
+"""What a child's folder keeps when its machine files are written again: the cases it rehearses on."""
+MAX_FILE_BYTES = 200_000
+"""The most a file of a child may hold, in UTF-8 bytes."""
+
+_BLOCK = re.compile(
+    r"<file\s+path\s*=\s*(?P<quote>[\"'])(?P<path>.*?)(?P=quote)\s*>(?P<body>.*?)</file\s*>",
+    re.DOTALL | re.IGNORECASE,
+)
+_FENCE = re.compile(r"\A```[\w+-]*[ \t]*\n(?P<inner>.*?)\n?```[ \t]*\Z", re.DOTALL)
+_ALLOWED = "write only " + ", ".join(CHILD_FILES) + ", each named by its bare file name"
+
+
+@dataclass(frozen=True)
+class AuthoredFiles:
+    """What a reply wrote: the accepted files (path -> content; the last block of a path wins), a sentence
+    for each refused block, the text around the blocks, and the required files it did not write."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)
+    explanation: str = ""
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[str]:
+        """Every refusal and every missing file, as sentences to send back to the author."""
+        absent = [
+            f'no {name} was written: reply with a <file path="{name}">...</file> block holding it'
+            for name in self.missing
+        ]
+        return [*self.refused, *absent]
+
+    @property
+    def ok(self) -> bool:
+        """Whether the reply wrote every required file and had nothing refused."""
+        return not self.problems
+
+
+def path_problem(path: str) -> str | None:
+    """Why ``path`` is not a file an author may write (None: it is one)."""
+    if not path.strip():
+        return "the path is empty"
+    if "\\" in path:
+        return "the path has a backslash"
+    if re.match(r"^[A-Za-z]:", path):
+        return "the path names a drive"
+    if path.startswith("/"):
+        return "the path is absolute"
+    if ".." in path.split("/"):
+        return 'the path climbs out of the child\'s folder with ".."'
+    if "/" in path:
+        return "the path is inside a folder, and a child's files sit directly in its own folder"
+    if path not in CHILD_FILES:
+        return "it is not one of the files a child may have"
+    return None
+
+
+def _trimmed(body: str) -> str:
+    """The block's content without the newline after the opening tag and the one before the closing tag,
+    nor a code fence wrapped around the whole of it."""
+    body = body.removeprefix("\r\n") if body.startswith("\r\n") else body.removeprefix("\n")
+    body = body.removesuffix("\n").removesuffix("\r")
+    fenced = _FENCE.match(body)
+    return fenced.group("inner") if fenced else body
+
+
+def read_files(text: str) -> AuthoredFiles:
+    """The child's files in an author's reply, with a sentence for each block refused."""
+    files: dict[str, str] = {}
+    refused: list[str] = []
+    for match in _BLOCK.finditer(text):
+        raw = match.group("path").strip()
+        path = raw.removeprefix("./")
+        why = path_problem(path)
+        if why is not None:
+            refused.append(f"<file path={raw!r}> was refused: {why}; {_ALLOWED}.")
+            continue
+        content = _trimmed(match.group("body"))
+        size = len(content.encode("utf-8"))
+        if size > MAX_FILE_BYTES:
+            refused.append(
+                f"<file path={raw!r}> was refused: it holds {size:,} bytes, more than the "
+                f"{MAX_FILE_BYTES:,} a child's file may hold; write it shorter."
+            )
+            continue
+        files[path] = content
+    explanation = _BLOCK.sub("\n", text).strip()
+    missing = [name for name in REQUIRED_FILES if name not in files]
+    return AuthoredFiles(files=files, refused=refused, explanation=explanation, missing=missing)
+
+
+def write_child(folder: Path, files: Mapping[str, str], *, model: str | None = None) -> None:
+    """Make ``folder`` hold exactly ``files`` (and ``model.json`` when ``model`` is given), keeping the
+    cases it already had (cases.json, holdout.json, hidden.json) and dropping everything else."""
+    wrong = [path for path in files if path_problem(path) is not None]
+    if wrong:
+        raise ValueError(f"{wrong[0]!r} is not a file of a child's folder: {path_problem(wrong[0])}")
+    kept = {name: (folder / name).read_bytes() for name in KEPT_FILES if (folder / name).is_file()}
+    if folder.is_symlink() or folder.is_file():
+        folder.unlink()
+    elif folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for name, data in kept.items():
+        (folder / name).write_bytes(data)
+    for path, content in files.items():
+        text = content if content.endswith("\n") or not content else content + "\n"
+        (folder / path).write_text(text, encoding="utf-8")
+    if model is not None:
+        (folder / "model.json").write_text(f'{{"model": {json.dumps(model)}}}\n', encoding="utf-8")
