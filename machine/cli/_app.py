@@ -15,6 +15,7 @@ from ._machines import list_machines_command, show, tree
 from ._options import workspace_option
 from ._runs import eval_run, run, runs
 from ._serve import serve_command
+from ._specialize import draft_rubric_command, specialize_command
 from ._stop import INTERRUPTED, end, stop_status
 from ._suite import suite
 from ._train import train_command
@@ -56,6 +57,8 @@ COMMANDS = (
     propose_command,
     optimize_command,
     train_command,
+    specialize_command,
+    draft_rubric_command,
     commit_command,
     revert_command,
     export_command,

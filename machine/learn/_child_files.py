@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,8 +18,6 @@ CHILD_FILES = ("machine.py", "rubric.py", "instructions.md")
 """The files an author may write, relative to the child's folder."""
 REQUIRED_FILES = ("machine.py", "rubric.py")
 """The files every child needs (instructions.md only when machine.py reads it)."""
-KEPT_FILES = ("cases.json", "holdout.json", "hidden.json")
-"""What a child's folder keeps when its machine files are written again: the cases it rehearses on."""
 MAX_FILE_BYTES = 200_000
 """The most a file of a child may hold, in UTF-8 bytes."""
 
@@ -29,7 +26,6 @@ _BLOCK = re.compile(
     re.DOTALL | re.IGNORECASE,
 )
 _FENCE = re.compile(r"\A```[\w+-]*[ \t]*\n(?P<inner>.*?)\n?```[ \t]*\Z", re.DOTALL)
-_ALLOWED = "write only " + ", ".join(CHILD_FILES) + ", each named by its bare file name"
 
 
 @dataclass(frozen=True)
@@ -57,8 +53,8 @@ class AuthoredFiles:
         return not self.problems
 
 
-def path_problem(path: str) -> str | None:
-    """Why ``path`` is not a file an author may write (None: it is one)."""
+def path_problem(path: str, allowed: Sequence[str] = CHILD_FILES) -> str | None:
+    """Why ``path`` is not one of the ``allowed`` files an author may write (None: it is one)."""
     if not path.strip():
         return "the path is empty"
     if "\\" in path:
@@ -71,8 +67,8 @@ def path_problem(path: str) -> str | None:
         return 'the path climbs out of the child\'s folder with ".."'
     if "/" in path:
         return "the path is inside a folder, and a child's files sit directly in its own folder"
-    if path not in CHILD_FILES:
-        return "it is not one of the files a child may have"
+    if path not in allowed:
+        return "it is not one of the files that may be written"
     return None
 
 
@@ -85,16 +81,20 @@ def _trimmed(body: str) -> str:
     return fenced.group("inner") if fenced else body
 
 
-def read_files(text: str) -> AuthoredFiles:
-    """The child's files in an author's reply, with a sentence for each block refused."""
+def read_files(
+    text: str, *, allowed: Sequence[str] = CHILD_FILES, required: Sequence[str] = REQUIRED_FILES
+) -> AuthoredFiles:
+    """The files in an author's reply (a child's, unless ``allowed`` says otherwise), with a sentence for
+    each block refused and the ``required`` files it did not write."""
     files: dict[str, str] = {}
     refused: list[str] = []
+    only = "write only " + ", ".join(allowed) + ", each named by its bare file name"
     for match in _BLOCK.finditer(text):
         raw = match.group("path").strip()
         path = raw.removeprefix("./")
-        why = path_problem(path)
+        why = path_problem(path, allowed)
         if why is not None:
-            refused.append(f"<file path={raw!r}> was refused: {why}; {_ALLOWED}.")
+            refused.append(f"<file path={raw!r}> was refused: {why}; {only}.")
             continue
         content = _trimmed(match.group("body"))
         size = len(content.encode("utf-8"))
@@ -106,24 +106,19 @@ def read_files(text: str) -> AuthoredFiles:
             continue
         files[path] = content
     explanation = _BLOCK.sub("\n", text).strip()
-    missing = [name for name in REQUIRED_FILES if name not in files]
+    missing = [name for name in required if name not in files]
     return AuthoredFiles(files=files, refused=refused, explanation=explanation, missing=missing)
 
 
 def write_child(folder: Path, files: Mapping[str, str], *, model: str | None = None) -> None:
-    """Make ``folder`` hold exactly ``files`` (and ``model.json`` when ``model`` is given), keeping the
-    cases it already had (cases.json, holdout.json, hidden.json) and dropping everything else."""
+    """Write ``files`` into ``folder`` (and ``model.json`` when ``model`` is given). Nothing else in it
+    is touched: its cases, versions.json and any child machines of its own stay as they are."""
     wrong = [path for path in files if path_problem(path) is not None]
     if wrong:
         raise ValueError(f"{wrong[0]!r} is not a file of a child's folder: {path_problem(wrong[0])}")
-    kept = {name: (folder / name).read_bytes() for name in KEPT_FILES if (folder / name).is_file()}
     if folder.is_symlink() or folder.is_file():
-        folder.unlink()
-    elif folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    for name, data in kept.items():
-        (folder / name).write_bytes(data)
+        raise ValueError(f"{folder} is not a folder: move it away before writing a child there")
+    folder.mkdir(parents=True, exist_ok=True)
     for path, content in files.items():
         text = content if content.endswith("\n") or not content else content + "\n"
         (folder / path).write_text(text, encoding="utf-8")

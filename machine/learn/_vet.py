@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -32,6 +32,7 @@ from machine.errors import BadInputError, NotFoundError
 from machine.runs import NAME_SEGMENT, Run
 
 from ._child_files import REQUIRED_FILES, path_problem, write_child
+from ._vet_draft import DRAFT_FILE
 from ._vetting import Vetting
 
 MEMORY_BYTES = 4 * 1024**3
@@ -66,31 +67,72 @@ def vet_child(
     refused += [f"the child has no {name}: write one" for name in REQUIRED_FILES if name not in files]
     if refused:
         return Vetting(ok=False, problems=refused, model=model, seconds=time.monotonic() - started)
-    with tempfile.TemporaryDirectory(prefix="machine-vet-") as temporary:
-        folder = Path(temporary).resolve()
-        shutil.copytree(machines, folder / "machines", ignore=_skipped)
-        write_child(folder / "machines" / parent / slug, files, model=model)
-        request = folder / "request.json"
-        request.write_text(
-            json.dumps(
-                {
-                    "machines": str(folder / "machines"),
-                    "parent": parent,
-                    "slug": slug,
-                    "model": model,
-                    "samples": [run.model_dump(mode="json") for run in samples],
-                    "check_s": check_timeout_s,
-                    "deadline": time.time() + max(timeout_s - 0.5, timeout_s * 0.8),
-                    "memory_bytes": memory_bytes,
-                }
-            ),
-            encoding="utf-8",
-        )
-        outcome = _run(request, folder, timeout_s)
-        vetting = _vetting(outcome, timeout_s, memory_bytes, str(folder))
+    request = {"parent": parent, "slug": slug, "model": model}
+    limits = (timeout_s, check_timeout_s, memory_bytes)
+    vetting = _vetted(machines, lambda copy: write_child(copy / parent / slug, files, model=model), request,
+                      samples, "machine.learn._vet_main", limits)  # fmt: skip
     return vetting.model_copy(
         update={"ok": not vetting.problems, "model": model, "seconds": time.monotonic() - started}
     )
+
+
+def vet_rubric(
+    root: Path,
+    name: str,
+    draft: str,
+    *,
+    samples: Sequence[Run],
+    timeout_s: float = 60.0,
+    check_timeout_s: float = CHECK_SECONDS,
+    memory_bytes: int = MEMORY_BYTES,
+) -> Vetting:
+    """Whether ``draft`` (the text of rubric_draft.py) defines a rubric and graders that fit machine
+    ``name`` and whose checks grade ``samples`` without raising, found out as a child's files are."""
+    started = time.monotonic()
+    machines = Path(root) / "machines"
+    if not (machines / name / "machine.py").is_file():
+        raise NotFoundError(
+            f"there is no machine {name!r} to draft a rubric for (no {machines / name}/machine.py)"
+        )
+
+    def write(copy: Path) -> None:
+        (copy / name / DRAFT_FILE).write_text(draft, encoding="utf-8")
+
+    request = {"parent": name, "name": name, "model": None}
+    limits = (timeout_s, check_timeout_s, memory_bytes)
+    vetting = _vetted(machines, write, request, samples, "machine.learn._vet_draft", limits)
+    return vetting.model_copy(update={"ok": not vetting.problems, "seconds": time.monotonic() - started})
+
+
+def _vetted(
+    machines: Path,
+    write: Callable[[Path], None],
+    request: dict[str, Any],
+    samples: Sequence[Run],
+    module: str,
+    limits: tuple[float, float, int],
+) -> Vetting:
+    """Copy ``machines`` to a temporary folder, ``write`` the author's files into the copy, and run
+    ``module`` on it with ``request`` in a process of its own, within the limits (seconds in all, seconds a
+    check, bytes of memory)."""
+    timeout_s, check_timeout_s, memory_bytes = limits
+    with tempfile.TemporaryDirectory(prefix="machine-vet-") as temporary:
+        folder = Path(temporary).resolve()
+        shutil.copytree(machines, folder / "machines", ignore=_skipped)
+        write(folder / "machines")
+        path = folder / "request.json"
+        whole = {
+            **request,
+            "machines": str(folder / "machines"),
+            "samples": [run.model_dump(mode="json") for run in samples],
+            "check_s": check_timeout_s,
+            "deadline": time.time() + max(timeout_s - 0.5, timeout_s * 0.8),
+            "memory_bytes": memory_bytes,
+        }
+        path.write_text(json.dumps(whole), encoding="utf-8")
+        outcome = _run(path, folder, timeout_s, module)
+        label = "the rubric draft" if module.endswith("_vet_draft") else "the child"
+        return _vetting(outcome, timeout_s, memory_bytes, str(folder), label)
 
 
 def _check_names(machines: Path, parent: str, slug: str) -> None:
@@ -168,11 +210,11 @@ def _kill(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def _run(request: Path, cwd: Path, timeout_s: float) -> Outcome:
+def _run(request: Path, cwd: Path, timeout_s: float, module: str) -> Outcome:
     """Run the vetting process on ``request``; kill its whole group at the limit or when it is done."""
     outcome, stop = Outcome(), threading.Event()
     process = subprocess.Popen(
-        [sys.executable, "-P", "-m", "machine.learn._vet_main", str(request)],
+        [sys.executable, "-P", "-m", module, str(request)],
         cwd=cwd,
         env=child_environment(),
         stdin=subprocess.DEVNULL,
@@ -207,7 +249,7 @@ def _doing(progress: Mapping[str, Any]) -> str:
     return " while starting"
 
 
-def _vetting(outcome: Outcome, timeout_s: float, memory_bytes: int, folder: str) -> Vetting:
+def _vetting(outcome: Outcome, timeout_s: float, memory_bytes: int, folder: str, label: str) -> Vetting:
     """The process's own result, or a problem that says how it ended without one."""
     if outcome.result is not None and not outcome.overflowed:
         try:
@@ -229,4 +271,4 @@ def _vetting(outcome: Outcome, timeout_s: float, memory_bytes: int, folder: str)
         what = f"exited with code {outcome.returncode}{doing} before it reported"
     tail = "".join(outcome.stderr).replace(folder + os.sep, "").strip()[-STDERR_TAIL:]
     said = f"; its last output: {tail}" if tail else ""
-    return Vetting(problems=[f"the process vetting the child {what}{said}"])
+    return Vetting(problems=[f"the process vetting {label} {what}{said}"])

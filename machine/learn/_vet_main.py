@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -33,6 +33,8 @@ MAX_REASON = 600
 MAX_MESSAGE = 1500
 MAX_FRAMES = 3
 MARGIN_S = 0.25
+HIDDEN_TESTS = "hidden_tests"
+"""The name of the library's hidden-tests grader (machine.sandboxes.hidden_tests)."""
 """Time kept back at the end to report what happened before the caller stops this process."""
 
 
@@ -66,7 +68,7 @@ class Session:
     def __init__(self, request: dict[str, Any], channel: TextIO) -> None:
         self.machines = Path(request["machines"]).resolve()
         self.parent: str = request["parent"]
-        self.name = f"{self.parent}/{request['slug']}"
+        self.name: str = request.get("name") or f"{self.parent}/{request['slug']}"
         self.folder = self.machines / self.name
         self.model: str | None = request.get("model")
         self.samples = [Run.model_validate(run) for run in request.get("samples", [])]
@@ -199,8 +201,16 @@ def inspect_child(session: Session, parent: Machine, child: Machine) -> list[str
     vetting = session.vetting
     vetting.inherited = [criterion for criterion in parent.rubric if criterion in child.rubric]
     vetting.own = own
-    vetting.judged = [c for c in own if child.evaluator.graders[c].kind != "check"]
-    return [c for c in own if child.evaluator.graders[c].kind == "check"]
+    graders = child.evaluator.graders
+    vetting.judged = [c for c in own if graders[c].kind != "check"]
+    vetting.hidden_tests = [c for c in own if hidden_tests_grader(graders[c])]
+    return [c for c in own if graders[c].kind == "check" and c not in vetting.hidden_tests]
+
+
+def hidden_tests_grader(grader: Grader) -> bool:
+    """Whether ``grader`` is the library's hidden-tests grader: library code, and its tests are written
+    with the child's cases, after vetting, so it is not tried on the sample runs."""
+    return grader.name == HIDDEN_TESTS and type(grader).__module__.startswith("machine.sandboxes.")
 
 
 def grade_once(
@@ -316,7 +326,8 @@ def _limit(which: int, value: int) -> None:
     resource.setrlimit(which, (value, value))
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str], vet: Callable[[Session], Vetting] = vet) -> None:
+    """Vet what the request at ``argv[1]`` names with ``vet`` and report on the private channel."""
     request = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     memory = int(request.get("memory_bytes", 0))
     if memory > 0:
@@ -327,7 +338,7 @@ def main(argv: list[str]) -> None:
     try:
         vetting = vet(session)
     except BaseException as error:  # the author's code may have broken anything
-        session.problem(f"vetting the child failed: {describe(error, session.folder)}")
+        session.problem(f"vetting failed: {describe(error, session.folder)}")
         vetting = session.vetting
     vetting.ok = not vetting.problems
     session.say(result=vetting.model_dump(mode="json"))

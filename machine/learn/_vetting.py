@@ -44,5 +44,7 @@ class Vetting(Model):
     inherited: list[str] = Field(default_factory=list)
     own: list[str] = Field(default_factory=list)
     judged: list[str] = Field(default_factory=list)
+    hidden_tests: list[str] = Field(default_factory=list)
+    """Its own criteria graded by the library's hidden-tests grader, whose tests come with the cases."""
     model: str | None = None
     seconds: float = 0.0

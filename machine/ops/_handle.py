@@ -16,7 +16,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from machine.learn import Optimization, Trainer, TrainSettings, optimize
+from machine.learn import (
+    Optimization,
+    RubricDraft,
+    Specialization,
+    Trainer,
+    TrainSettings,
+    draft_rubric,
+    optimize,
+    specialize,
+)
 from machine.learn import train as train_machine
 from machine.learn._sampling import pending as pending_runs
 from machine.measure import Comparison, SuiteReport, compare
@@ -185,6 +194,45 @@ class MachineHandle:
         )
         self.spec = self.workspace.reload(self.name)  # the files may hold the candidate now
         return result
+
+    async def specialize(
+        self,
+        *,
+        focus: str,
+        slug: str | None = None,
+        model: str | None = None,
+        author_model: str | None = None,
+        cases: int = 12,
+        holdout_share: float = 0.25,
+        retries: int = 2,
+        reuse_cases: bool = False,
+        timeout_s: float = 60.0,
+    ) -> Specialization:
+        """Have the author machine write a child of this machine for ``focus`` and the cases to rehearse it
+        on, as ``machine specialize`` does; ``machine.load(report.child)`` then loads it. Nothing it wrote
+        is committed."""
+        return await specialize(
+            self.workspace,
+            self.name,
+            focus=focus,
+            slug=slug,
+            model=model,
+            author_model=author_model,
+            cases=cases,
+            holdout_share=holdout_share,
+            retries=retries,
+            reuse_cases=reuse_cases,
+            timeout_s=timeout_s,
+        )
+
+    async def draft_rubric(
+        self, *, author_model: str | None = None, retries: int = 2, timeout_s: float = 60.0
+    ) -> RubricDraft:
+        """Have the author machine draft a rubric for this machine, as ``machine draft-rubric`` does: written
+        beside it as rubric_draft.py, for you to adopt by hand."""
+        return await draft_rubric(
+            self.workspace, self.name, author_model=author_model, retries=retries, timeout_s=timeout_s
+        )
 
     async def train(
         self,

@@ -67,6 +67,11 @@ class MachineLoader:
             del sys.modules[module]
         importlib.invalidate_caches()
 
+    def package_of(self, name: str) -> str:
+        """The private package the files of machine ``name`` are imported under (``PACKAGE.module``
+        imports a module of its folder), registered on first use."""
+        return self._package_for(name)
+
     def _package_for(self, name: str) -> str:
         """Register a package module for each folder level of ``name`` and return the innermost."""
         if self.package not in sys.modules:

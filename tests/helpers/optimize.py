@@ -11,7 +11,7 @@ The machine answers a case right (its input in capital letters) when its instruc
 - ``CRASH``: the model call fails on ``cat`` (a failed run).
 
 The live instructions hold none of the keywords, so the live version passes ``ann`` only (cases mean
-(1 + 6 x 0.25) / 7) and ``amelia`` only of the held-out cases. For ``request.machine == "optimizer"`` the
+(1 + 6 x 0.25) / 7) and ``amelia`` only of the held-out cases. For the optimizer and the author the
 harness plays the replies the test queued, and records every request.
 """
 
@@ -128,6 +128,8 @@ class Seen:
 
 
 Scripted = str | Callable[[HarnessRequest], str]
+AUTHORS = ("optimizer", "author")
+"""The built-in machines whose replies a test queues."""
 
 
 @dataclass
@@ -152,20 +154,26 @@ class Keyed:
     def optimizer(self) -> list[Seen]:
         return [s for s in self.seen if s.machine == "optimizer"]
 
+    @property
+    def author(self) -> list[Seen]:
+        return [s for s in self.seen if s.machine == "author"]
+
     def machine_runs(self, instructions: str | None = None) -> list[Seen]:
         """The machine's requests (with ``instructions`` as their system prompt, when given)."""
         return [
             s
             for s in self.seen
-            if s.machine != "optimizer" and (instructions is None or s.instructions == instructions)
+            if s.machine not in AUTHORS and (instructions is None or s.instructions == instructions)
         ]
 
     async def run(self, request: HarnessRequest) -> HarnessResult:
         self.seen.append(
             Seen(request.machine, request.instructions, request.input, list(request.history), request.model)
         )
-        if request.machine == "optimizer":
-            item = self.queue.popleft() if self.queue else "(no optimizer reply was scripted for this)"
+        if request.machine in AUTHORS:
+            item = (
+                self.queue.popleft() if self.queue else f"(no {request.machine} reply was scripted for this)"
+            )
             said = item if isinstance(item, str) else item(request)
             usage = self.optimizer_usage
         else:

@@ -56,8 +56,8 @@ def test_the_last_block_of_a_path_wins_and_a_wrapping_code_fence_is_dropped() ->
         ("../x.py", 'climbs out of the child\'s folder with ".."'),
         ("/etc/x", "is absolute"),
         ("sub/x.py", "inside a folder"),
-        ("other.py", "not one of the files a child may have"),
-        ("model.json", "not one of the files a child may have"),
+        ("other.py", "not one of the files that may be written"),
+        ("model.json", "not one of the files that may be written"),
         ("C:machine.py", "names a drive"),
         ("..\\machine.py", "backslash"),
         ("", "empty"),
@@ -92,26 +92,26 @@ def test_a_reply_with_no_blocks_is_all_explanation() -> None:
     assert read.missing == ["machine.py", "rubric.py"]
 
 
-def test_writing_a_child_replaces_its_folder_but_keeps_its_cases(tmp_path: Path) -> None:
+def test_writing_a_child_writes_its_files_and_touches_nothing_else(tmp_path: Path) -> None:
     folder = tmp_path / "red" / "kind"
-    folder.mkdir(parents=True)
+    (folder / "deeper").mkdir(parents=True)
     (folder / "cases.json").write_text('[{"id": "a", "input": "x"}]')
-    (folder / "hidden.json").write_text("{}")
-    (folder / "stale.py").write_text("old = 1\n")
-    (folder / "model.json").write_text('{"model": "old"}')
+    (folder / "versions.json").write_text("{}")
+    (folder / "deeper" / "machine.py").write_text("grandchild = 1\n")
+    (folder / "machine.py").write_text("old = 1\n")
     write_child(folder, {"machine.py": "m = 1", "rubric.py": "r = 1\n"}, model="org/new")
     assert sorted(p.name for p in folder.iterdir()) == [
         "cases.json",
-        "hidden.json",
+        "deeper",
         "machine.py",
         "model.json",
         "rubric.py",
+        "versions.json",
     ]
     assert (folder / "machine.py").read_text() == "m = 1\n"
     assert (folder / "cases.json").read_text() == '[{"id": "a", "input": "x"}]'
+    assert (folder / "deeper" / "machine.py").read_text() == "grandchild = 1\n"
     assert json.loads((folder / "model.json").read_text()) == {"model": "org/new"}
-    write_child(folder, {"machine.py": "m = 2", "rubric.py": "r"})
-    assert not (folder / "model.json").exists()
 
 
 def test_writing_a_child_refuses_a_path_outside_its_folder(tmp_path: Path) -> None:

@@ -1,0 +1,117 @@
+"""Drafting a rubric: the author machine proposes criteria and graders for a machine from its intent, its
+files and its stored runs. The draft is vetted like a child's files (loaded in a process of its own, its
+checks tried on the sample runs) and, once accepted, written beside the machine as ``rubric_draft.py``
+for the person to accept by hand: nothing the machine is graded on changes until they do."""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import BaseModel, Field
+
+from machine.errors import BadInputError, BudgetExceeded, plain_spelling
+from machine.runs import is_free
+from machine.workspace import Workspace
+
+from ._author_brief import draft_brief
+from ._authoring import AUTHOR, Authoring, fresh_samples, stored_samples
+from ._child_files import read_files
+from ._specialize_report import Attempt
+from ._vet import vet_rubric
+from ._vet_draft import DRAFT_FILE
+from ._vetting import CheckResult, Vetting
+
+
+class RubricDraft(BaseModel):
+    """The report of one ``draft_rubric`` call."""
+
+    machine: str
+    author: str
+    author_model: str
+    file: str
+    """Where the draft is (or would be) written, relative to the workspace."""
+    samples: list[str] = Field(default_factory=list)
+    attempts: list[Attempt] = Field(default_factory=list)
+    accepted: bool = False
+    replaced: bool = False
+    """An earlier draft was there and is replaced by this one."""
+    criteria: list[str] = Field(default_factory=list)
+    judged: list[str] = Field(default_factory=list)
+    checks: list[CheckResult] = Field(default_factory=list)
+    second_look: list[str] = Field(default_factory=list)
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+    stopped: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+    next_steps: list[str] = Field(default_factory=list)
+
+
+async def draft_rubric(
+    ws: Workspace, name: str, *, author_model: str | None = None, retries: int = 2, timeout_s: float = 60.0
+) -> RubricDraft:
+    """Have the author draft a rubric for machine ``name`` and write it beside it (see the module)."""
+    if retries < 0:
+        raise BadInputError(f"--retries must be 0 or more, got {retries}")
+    spec = ws.load(name)
+    if ws.loader.is_builtin(name):
+        raise BadInputError(
+            f"{name!r} is a machine of the library: copy it into machines/{name} to change it"
+        )
+    author = ws.load(AUTHOR)
+    chosen = (author_model or "").strip() or author.model
+    if not is_free(ws.harness.name):
+        ws.budget.probe_price(chosen)
+    report = RubricDraft(
+        machine=name, author=author.name, author_model=chosen, file=f"machines/{name}/{DRAFT_FILE}"
+    )
+    where = ["finding sample runs"]
+    started = time.monotonic()
+    try:
+        samples = stored_samples(ws, name)
+        if not samples:
+            where[0] = f"running {name} on its cases for sample runs"
+            try:
+                cases = ws.cases(spec)
+            except BadInputError:
+                cases = []
+            samples, report.cost_usd = await fresh_samples(ws, spec, cases)
+        report.samples = [run.id for run in samples]
+
+        def vet(files: dict[str, str]) -> Vetting:
+            return vet_rubric(ws.root, name, files[DRAFT_FILE], samples=samples, timeout_s=timeout_s)
+
+        def charge(usd: float) -> None:
+            report.cost_usd += usd
+
+        authoring = Authoring(
+            ws, author, chosen, f"the rubric draft of {name!r}", retries,
+            lambda text: read_files(text, allowed=(DRAFT_FILE,), required=(DRAFT_FILE,)),
+            vet, charge, lambda at: where.__setitem__(0, at),
+        )  # fmt: skip
+        try:
+            accepted = await authoring.until_accepted(
+                draft_brief(spec, samples=samples, draft_file=DRAFT_FILE)
+            )
+        finally:
+            report.attempts, report.second_look = authoring.attempts, authoring.second_look
+        if accepted is None:
+            report.stopped = authoring.refused
+        else:
+            _write(ws, report, accepted.files[DRAFT_FILE], accepted.vetting)
+    except BudgetExceeded as refused:
+        report.stopped = f"{where[0]}: {refused.explain(plain_spelling)}"
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _write(ws: Workspace, report: RubricDraft, text: str, vetting: Vetting) -> None:
+    path = ws.root / report.file
+    report.replaced = path.exists()
+    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    report.accepted = True
+    report.criteria, report.judged, report.checks = vetting.own, vetting.judged, vetting.checks
+    report.next_steps = [
+        f"read {report.file}; to adopt it, put its rubric in rubric.py and its graders in machine.py's "
+        "define_evaluator (nothing the machine is graded on changes until you do)",
+        f"then `machine suite {report.machine}` grades its runs on the new rubric",
+    ]
