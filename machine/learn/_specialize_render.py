@@ -52,7 +52,7 @@ def format_specialization(report: Specialization) -> str:
         lines.append(
             f"  split: {report.kept_cases} in cases.json, {report.holdout_cases} in holdout.json"
             + (f", hidden tests for {report.hidden_cases}" if report.hidden_cases else "")
-            + f"; {report.check_seconds:.1f} s running their tests"
+            + f"; {report.check_seconds:.1f} s checking them"
         )
     if report.written:
         lines += ["", "written (not committed):", *(f"  {path}" for path in report.written)]

@@ -74,7 +74,7 @@ class Specialization(BaseModel):
     holdout_cases: int = 0
     hidden_cases: int = 0
     check_seconds: float = 0.0
-    """Time spent running the cases' tests in sandboxes."""
+    """Time spent checking the author's cases (their tests run in sandboxes, several at once)."""
     seconds: float = 0.0
     cost: SpecializeCost = Field(default_factory=SpecializeCost)
     stopped: str | None = None

@@ -1,0 +1,148 @@
+"""``specialize dev`` with 12 cases through an author that answers at once: our own time, and where it goes.
+
+In a fresh temporary workspace holding copies of this repository's ``dev`` and ``coder`` machines, the
+scripted harness plays both sides: the author (its rules come first; each brief says what it asks for)
+writes a child ``dev/edge`` graded with hidden tests, a topic list, and 12 project cases a reply of four,
+each with a reference fix and one hidden test; dev's own script makes its three sample runs (dev has no
+stored runs there). Every model reply is instant, so the wall time is ours: the sample runs, loading the
+child and trying its checks in a process of its own, and checking each case for real, its tests and its
+hidden test before and after the fix, each in a bubblewrap sandbox like a run's.
+
+Target: <= 15 s, most of it the sandboxed case checks. Prints the split next to it; asserts nothing.
+
+    .venv/bin/python benchmarks/specialize.py [--cases 12] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from machine import open_workspace
+from machine.learn import Specialization, specialize
+from machine.sandboxes import bubblewrap
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_S = 15.0
+CHILD = '''\
+"""dev/edge: fixes that hold on the edge cases too."""
+
+from machine import define_child, define_evaluator, instructions_from
+from machine.sandboxes import hidden_tests
+
+from ..machine import machine as parent
+from .rubric import rubric
+
+machine = define_child(
+    parent,
+    name="dev/edge",
+    intent="Fix bugs so that the edge cases pass too, not only the tests in view.",
+    instructions=instructions_from(__file__),
+    rubric=rubric,
+    evaluator=define_evaluator(rubric, {"edge_cases": hidden_tests(__file__)}),
+)
+'''
+RUBRIC = """\
+from machine import define_rubric
+
+rubric = define_rubric(
+    {"edge_cases": {"description": "Held-back edge-case tests pass on the files it left.", "weight": 1}}
+)
+"""
+TEST = (
+    "import unittest\n\nfrom calc import {name}\n\n\nclass T(unittest.TestCase):\n"
+    "    def test_it(self):\n        self.assertEqual({name}({x}), {want})\n"
+)
+
+
+def case(k: int) -> dict[str, Any]:
+    """A project whose ``scale_k`` triples where it should double, plus ``k``: its test and hidden test
+    fail before the fix and pass after it."""
+    name = f"scale_{k}"
+    return {
+        "id": f"scale-{k}",
+        "input": f"The tests fail. Please fix {name} in calc.py so that it doubles and adds {k}.",
+        "kind": "fix",
+        "files": {
+            "calc.py": f"def {name}(x):\n    return x * 3 + {k}\n",
+            "test_calc.py": TEST.format(name=name, x=2, want=4 + k),
+        },
+        "tests": "python3 -m unittest",
+        "reference": [{"path": "calc.py", "old": "x * 3", "new": "x * 2"}],
+        "hidden": {"test_edge_calc.py": TEST.format(name=name, x=-3, want=-6 + k)},
+    }
+
+
+def script(count: int) -> dict[str, Any]:
+    written = {"machine.py": CHILD, "rubric.py": RUBRIC, "instructions.md": "Test the edges.\n"}
+    child = "\n".join(f'<file path="{path}">\n{text}</file>' for path, text in written.items())
+    topics = "".join(f"<topic>slip {k}</topic>" for k in range(count))
+    batches = [
+        {
+            "match": f"(?s)Write \\d+ cases for dev/edge.*slip {start}\\b",
+            "turns": [
+                {"text": "".join(f"<case>{json.dumps(case(k))}</case>" for k in range(start, start + 4))}
+            ],
+        }
+        for start in range(0, count, 4)
+    ]
+    author = [
+        {"match": "Write the child machine 'dev/edge'", "turns": [{"text": child}]},
+        {"match": r"List \d+ different situations", "turns": [{"text": topics}]},
+        *batches,
+    ]
+    dev = json.loads((REPO / "machines" / "dev" / "script.json").read_text(encoding="utf-8"))["rules"]
+    return {"rules": author + dev}
+
+
+def once(count: int) -> tuple[float, Specialization]:
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        for name in ("dev", "coder"):
+            shutil.copytree(REPO / "machines" / name, root / "machines" / name)
+        (root / "script.json").write_text(json.dumps(script(count)), encoding="utf-8")
+        ws = open_workspace(root, harness="scripted", script=root / "script.json")
+        started = time.monotonic()
+        report = anyio.run(lambda: specialize(ws, "dev", focus="edge cases", slug="edge", cases=count))
+        return time.monotonic() - started, report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=12)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(f"bubblewrap: {'isolated' if bubblewrap() else 'NOT available: cases run unisolated'}")
+    once(4)  # warm-up: imports, the first sandbox
+    rows = [once(args.cases) for _ in range(args.repeats)]
+    walls = [wall for wall, _ in rows]
+    wall, report = sorted(rows, key=lambda row: row[0])[len(rows) // 2]
+    kept = report.kept_cases + report.holdout_cases
+    vetting = sum(a.seconds for a in report.attempts)
+    print(
+        f"specialize dev, {args.cases} cases, instant author ({args.repeats} runs): median "
+        f"{statistics.median(walls):.2f} s (min {min(walls):.2f}, max {max(walls):.2f})   "
+        f"target <= {TARGET_S:.0f} s"
+    )
+    print(
+        f"  kept {kept} cases ({report.kept_cases} + {report.holdout_cases} held out), hidden tests "
+        f"for {report.hidden_cases}"
+    )
+    rest = wall - report.check_seconds - vetting
+    print(
+        f"  split of the median run ({wall:.2f} s): case checks {report.check_seconds:.2f} s "
+        f"({report.check_seconds / wall:.0%}), child loaded and checked in its own process {vetting:.2f} s "
+        f"({vetting / wall:.0%}), the rest (3 sample runs, briefs, writing) {rest:.2f} s ({rest / wall:.0%})"
+    )
+
+
+if __name__ == "__main__":
+    main()
