@@ -9,7 +9,7 @@ import time
 
 from pydantic import BaseModel, Field
 
-from machine.errors import BadInputError, BudgetExceeded, plain_spelling
+from machine.errors import BadInputError, BudgetExceeded, MachineError, plain_spelling
 from machine.runs import is_free
 from machine.workspace import Workspace
 
@@ -72,7 +72,7 @@ async def draft_rubric(
             where[0] = f"running {name} on its cases for sample runs"
             try:
                 cases = ws.cases(spec)
-            except BadInputError:
+            except MachineError:  # no cases file, or one that does not read
                 cases = []
             samples, report.cost_usd = await fresh_samples(ws, spec, cases)
         report.samples = [run.id for run in samples]

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from machine.errors import BadInputError, BudgetExceeded, plain_spelling
+from machine.errors import BadInputError, BudgetExceeded, MachineError, plain_spelling
 from machine.runs import Run, check_name, is_free
 from machine.spec import Machine
 from machine.workspace import Workspace
@@ -86,7 +86,7 @@ class Specializer:
         if not self.samples:
             try:
                 cases = self.ws.cases(self.parent)
-            except BadInputError:
+            except MachineError:  # no cases file, or one that does not read
                 cases = []
             self.where = f"running {self.parent.name} on its cases for sample runs"
             self.samples, self.report.cost.samples = await fresh_samples(self.ws, self.parent, cases)

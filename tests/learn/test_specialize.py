@@ -10,7 +10,7 @@ import pytest
 from helpers.optimize import MODEL, Keyed, make_shout
 
 import machine
-from machine import Budget, Workspace, open_workspace, run_suite
+from machine import BadInputError, Budget, Workspace, open_workspace, run_suite
 from machine.learn import format_specialization, specialize
 from machine.runs import Usage
 
@@ -209,3 +209,35 @@ async def test_a_check_that_scores_every_sample_alike_gets_one_second_look(
         assert report.second_look[-1].startswith("still, after the second look: ")
     written = (tmp_path / "machines" / "shout" / "loud" / "machine.py").read_text(encoding="utf-8")
     assert written == (GOOD_MACHINE if second == "fixed" else ALIKE)
+
+
+async def test_reusing_cases_rewrites_only_the_childs_files(
+    tmp_path: Path, ws: Workspace, harness: Keyed
+) -> None:
+    folder = tmp_path / "machines" / "shout" / "loud"
+    folder.mkdir()
+    (folder / "machine.py").write_text("broken = (\n", encoding="utf-8")
+    kept = '[{"id": "mine", "input": "mine", "expected": "MINE"}]\n'
+    (folder / "cases.json").write_text(kept, encoding="utf-8")
+    with pytest.raises(BadInputError, match="exists already"):
+        await specialize(ws, "shout", focus="loud", slug="loud")
+    harness.push(files())
+    report = await specialize(ws, "shout", focus="loud", slug="loud", reuse_cases=True)
+    assert report.accepted and report.reused_cases and report.cases == []
+    assert len(harness.author) == 1  # the child only: no topics, no cases asked for
+    assert (folder / "machine.py").read_text(encoding="utf-8") == GOOD_MACHINE
+    assert (folder / "cases.json").read_text(encoding="utf-8") == kept
+    assert report.next_steps[-1] == "machine train shout/loud --best-of 4"
+
+
+async def test_a_parent_without_runs_or_cases_still_gets_its_child_loaded(
+    tmp_path: Path, harness: Keyed
+) -> None:
+    make_shout(tmp_path)
+    (tmp_path / "machines" / "shout" / "cases.json").unlink()
+    ws = open_workspace(tmp_path, harness=harness)
+    harness.push(files(), TOPICS, case("zed"))
+    report = await specialize(ws, "shout", focus="loud", slug="loud", cases=1)
+    assert report.accepted and report.samples == []
+    assert any("only loaded, not tried on a run" in w for w in report.warnings)
+    assert report.kept_cases == 1
