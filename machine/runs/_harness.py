@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ._budget import Budget
@@ -48,6 +49,9 @@ class HarnessRequest:
     suite is reproducible); None: unseeded."""
     temperature: float | None = None
     """The sampling temperature (0: greedy); None: the harness's default."""
+    root: Path | None = None
+    """The workspace's root: a model id's relative paths (a local checkpoint a training left in the
+    workspace) are read from it; None: the current folder."""
 
     def emit(self, type: EventType, message: Message) -> None:
         """Pass an event to the listener, if there is one."""

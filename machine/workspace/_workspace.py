@@ -322,6 +322,7 @@ class Workspace:
             effort=effort,
             on_event=on_event,
             seed=run_seed(run.case_id, run.trial),
+            root=self.root,
         )
         try:
             result = await harness.run(request)

@@ -54,3 +54,32 @@ def test_ids_that_name_no_local_model_say_why(model: str, says: str) -> None:
     with pytest.raises(HarnessError, match=says) as raised:
         resolve(model)
     assert any("local:smollm2-135m" in fix.value for fix in raised.value.fixes)
+
+
+def test_a_relative_path_is_read_from_the_workspace_root(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    adapter = root / ".machine" / "training" / "t1" / "adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "x"}))
+    model = tmp_path / "base"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    named = f"local:{model}+.machine/training/t1/adapter"
+    assert resolve(named, root) == Source(str(model), None, str(adapter.resolve()))
+    moved = tmp_path / "moved"
+    root.rename(moved)
+    assert resolve(named, moved).adapter == str((moved / ".machine/training/t1/adapter").resolve())
+    with pytest.raises(HarnessError, match="is not a LoRA adapter folder here"):
+        resolve(named, root)  # the old place holds nothing now
+
+
+@pytest.mark.parametrize("path", ["../elsewhere/adapter", "a/../../adapter"])
+def test_a_relative_path_that_leaves_the_workspace_is_refused(tmp_path: Path, path: str) -> None:
+    outside = tmp_path / "elsewhere" / "adapter"
+    outside.mkdir(parents=True)
+    (outside / "adapter_config.json").write_text("{}")
+    (tmp_path / "ws").mkdir()
+    with pytest.raises(HarnessError, match="leaves the workspace"):
+        resolve(f"local:smollm2-135m+{path}", tmp_path / "ws")
+    with pytest.raises(HarnessError, match="leaves the workspace"):
+        resolve(f"local:{path}", tmp_path / "ws")

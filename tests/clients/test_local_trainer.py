@@ -155,3 +155,33 @@ def test_the_composition_picks_the_local_trainer_for_a_local_model() -> None:
         make_trainer("local", "Qwen/Qwen3-8B")
     with pytest.raises(BadInputError, match="there is no trainer 'nope'"):
         make_trainer("nope", "local:smollm2-135m")
+
+
+async def test_in_a_workspace_the_checkpoint_is_relative_and_resumes_after_a_move(
+    tiny: str, tmp_path: Path
+) -> None:
+    root = tmp_path / "ws"
+    folder = root / ".machine" / "training" / "t1"
+
+    def stop_at_three(metrics: StepMetrics) -> None:
+        if metrics.step == 3:
+            raise KeyboardInterrupt
+
+    trainer = lora(save_every=2, root=root)
+    chosen = settings(tiny)
+    with pytest.raises(KeyboardInterrupt):
+        await trainer.train(
+            trainer.prepare(examples(), chosen), chosen, folder=folder, budget=Budget(0.0),
+            on_step=stop_at_three,
+        )  # fmt: skip
+    state = ".machine/training/t1/states/step-2"
+    saved = Checkpoint(model=f"{tiny}+{state}", base_model=tiny, step=2, state=state)
+    moved = tmp_path / "moved"
+    root.rename(moved)
+    with pytest.raises(BadInputError, match="no saved training state"):
+        await fit(lora(root=root), tiny, folder, resume=saved)  # read from where the workspace was
+    resumed, steps = await fit(lora(save_every=2, root=moved), tiny, moved / folder.relative_to(root), saved)
+    assert [m.step for m in steps] == [3, 4, 5, 6, 7, 8]
+    assert resumed.model == f"{tiny}+.machine/training/t1/adapter" and resumed.state is not None
+    assert resumed.state == ".machine/training/t1/states/step-8"
+    assert (moved / resumed.state / "optimizer.pt").is_file()
