@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio.to_thread
 
@@ -58,15 +58,21 @@ class LocalTrainer:
     """The workspace root: the checkpoint's paths inside it are recorded relative to it, and relative
     paths (a base, a state to resume from) are read from it. None: the current folder, paths absolute."""
     name: str = field(default="local", init=False)
+    takes: ClassVar[tuple[str, ...]] = ("lora_alpha", "lora_dropout", "target_modules")
+    """The settings beyond the common ones this trainer honours (the adapter's shape)."""
 
     def lora(self, settings: TrainSettings) -> Lora:
+        """The adapter's shape: each part from the settings, else this trainer's, else the default."""
         rank = settings.rank or self.rank or DEFAULT_RANK
-        alpha = self.alpha if self.alpha is not None else 2 * rank
-        return Lora(rank, alpha, tuple(self.target_modules), self.dropout)
+        alpha = settings.lora_alpha or self.alpha or 2 * rank
+        dropout = self.dropout if settings.lora_dropout is None else settings.lora_dropout
+        modules = tuple(settings.target_modules or self.target_modules)
+        return Lora(rank, alpha, modules, dropout)
 
     def prepare(self, examples: Sequence[TrainExample], settings: TrainSettings) -> Prepared:
         """Render every example (whole or per step, checked on its tokens) to ids and labels."""
         loaded = load(settings.base_model, self.root)
+        _check_modules(loaded, self.lora(settings).target_modules)
         renderer = Renderer(loaded.tokenizer, end_of_turn(loaded.tokenizer, loaded.stop_ids))
         data: list[TrainSequence] = []
         whole = per_step = dropped = 0
@@ -166,6 +172,24 @@ class LocalTrainer:
         named = portable(path, self.root)
         model = f"{settings.base_model}+{named}"
         return Checkpoint(model=model, base_model=settings.base_model, step=step, state=named)
+
+
+def _check_modules(loaded: LocalModel, wanted: Sequence[str]) -> None:
+    """Every target module names a layer of the model, so a misspelt one is refused before training."""
+    names = [name for name, _ in loaded.model.named_modules()]
+    missing = [m for m in wanted if not any(n == m or n.endswith(f".{m}") for n in names)]
+    if missing:
+        leaves = sorted({n.rsplit(".", 1)[-1] for n, m in loaded.model.named_modules() if _is_linear(m)})
+        raise BadInputError(
+            f"target modules {', '.join(missing)} are not layers of {loaded.model_id}; its linear layers "
+            f"are: {', '.join(leaves)}"
+        )
+
+
+def _is_linear(module: Any) -> bool:
+    import torch
+
+    return isinstance(module, torch.nn.Linear)
 
 
 def _resume_state(resume: Checkpoint | None, total: int, root: Path | None) -> Path | None:

@@ -56,6 +56,22 @@ def _step_line(metrics: StepMetrics) -> str:
 @click.option(
     "--batch-size", type=click.IntRange(min=1), default=8, show_default=True, help="Sequences a step."
 )
+@click.option(
+    "--lora-alpha", type=click.IntRange(min=1), default=None, help="LoRA scale (local; default: 2 x rank)."
+)
+@click.option(
+    "--lora-dropout",
+    type=click.FloatRange(min=0, max=1, max_open=True),
+    default=None,
+    help="Dropout on the LoRA layers (local; default: 0.05).",
+)
+@click.option(
+    "--target-modules",
+    default=None,
+    metavar="NAMES",
+    callback=lambda _ctx, _param, text: _modules(text),
+    help="Comma-separated modules the adapter wraps (local; default: q_proj,k_proj,v_proj,o_proj).",
+)
 @click.option("--any-model", is_flag=True, help="Learn from other models' runs too (distillation).")
 @click.option(
     "--trainer",
@@ -92,6 +108,9 @@ def train_command(
     rank: int | None,
     max_length: int | None,
     batch_size: int,
+    lora_alpha: int | None,
+    lora_dropout: float | None,
+    target_modules: list[str] | None,
     any_model: bool,
     trainer: str | None,
     resume: str | None,
@@ -108,35 +127,31 @@ def train_command(
     effort = None if ws.effort is None else ws.effort.value
     settings = TrainSettings(
         base_model="", epochs=epochs, learning_rate=lr, rank=rank, max_length=max_length,
-        batch_size=batch_size, effort=effort,
+        batch_size=batch_size, effort=effort, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
+        target_modules=target_modules,
     )  # fmt: skip
     on_run = _run_line if loud and sys.stderr.isatty() else None
-    candidate = ws.call(
-        lambda: train(
-            ws,
-            name,
-            samples=samples,
-            trials=trials,
-            best_of=best_of,
-            min_score=min_score,
-            settings=settings,
-            any_model=any_model,
-            min_z=min_z,
-            trainer=trainer,
-            make_trainer=make_trainer,
-            resume=resume,
-            concurrency=concurrency,
-            pass_score=pass_score,
-            on_run=on_run,
-            on_step=_step_echo if loud else None,
-            on_phase=_phase_echo if loud else None,
-        )
-    )
+    candidate = ws.call(lambda: train(
+        ws, name, samples=samples, trials=trials, best_of=best_of, min_score=min_score,
+        settings=settings, any_model=any_model, min_z=min_z, trainer=trainer,
+        make_trainer=make_trainer, resume=resume, concurrency=concurrency, pass_score=pass_score,
+        on_run=on_run, on_step=_step_echo if loud else None, on_phase=_phase_echo if loud else None,
+    ))  # fmt: skip
     if as_json:
         dump_json(candidate.version)
     else:
         _render(name, candidate)
     print_spend(ws.budget)
+
+
+def _modules(text: str | None) -> list[str] | None:
+    """``--target-modules q_proj, v_proj`` as names; one with no name in it is refused."""
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names or any(not name.replace("_", "").replace(".", "").isalnum() for name in names):
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of module names (q_proj,v_proj)")
+    return names
 
 
 def _run_line(run: Run) -> None:

@@ -21,7 +21,16 @@ from machine.workspace import Workspace
 from ._record import Chosen, Pin, RecordFolder, TrainingRecord, differences, examples_text
 from ._sampling import grade_pending, sample
 from ._select import Funnel, Selection
-from ._trainer import Checkpoint, Prepared, StepMetrics, Trainer, TrainExample, TrainSettings, example_of
+from ._trainer import (
+    Checkpoint,
+    Prepared,
+    StepMetrics,
+    Trainer,
+    TrainExample,
+    TrainSettings,
+    example_of,
+    refuse_untaken,
+)
 
 TRAINING_DIR = "training"
 SAVE_EVERY = 20
@@ -54,11 +63,16 @@ MakeTrainer = Callable[[str | None, str, Path], Trainer]
 """Makes the trainer named (None: the one for the base model) for a base model in a workspace (its root)."""
 
 
-def _chosen(trainer: Trainer | str | None, make: MakeTrainer | None, base: str, root: Path) -> Trainer:
-    """The trainer given, else the one ``make(name, base, root)`` (default: ``trainer_for``) makes."""
-    if isinstance(trainer, Trainer):
-        return trainer
-    return make(trainer, base, root) if make is not None else trainer_for(base, trainer)
+def _chosen(
+    trainer: Trainer | str | None, make: MakeTrainer | None, settings: TrainSettings, root: Path
+) -> Trainer:
+    """The trainer given, else the one ``make(name, base, root)`` (default: ``trainer_for``) makes; one
+    that cannot honour the settings is refused."""
+    base = settings.base_model
+    if not isinstance(trainer, Trainer):
+        trainer = make(trainer, base, root) if make is not None else trainer_for(base, trainer)
+    refuse_untaken(trainer, settings)
+    return trainer
 
 
 def _held_out(ws: Workspace, name: str) -> tuple[list[Case], Path]:
@@ -115,7 +129,7 @@ async def train(
     spec, base = _machine(ws, name)
     held, held_path = _held_out(ws, name)
     settings = (settings or TrainSettings(base_model=base)).model_copy(update={"base_model": base})
-    chosen = _chosen(trainer, make_trainer, base, ws.root)
+    chosen = _chosen(trainer, make_trainer, settings, ws.root)
     ws.budget.probe_price(TRAINING + base)  # an unknown training price is refused before anything runs
     root = ws.data_dir / TRAINING_DIR
     earlier = None if resume is None else RecordFolder.open(root, resume)  # before anything runs

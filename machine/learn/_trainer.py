@@ -11,6 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field
 
+from machine.errors import BadInputError
 from machine.runs import Budget, Model, Run
 from machine.spec import Machine
 
@@ -45,6 +46,14 @@ class TrainSettings(Model):
     """The reasoning effort examples are rendered at when their run recorded none."""
     seed: int = 0
     max_length: int | None = None
+    """Tokens a training sequence is cut to (None: uncut)."""
+    lora_alpha: int | None = None
+    """The LoRA scale (None: the trainer's default, twice the rank on a local model). Only a trainer
+    that ``takes`` it accepts it; the others refuse it."""
+    lora_dropout: float | None = None
+    """The dropout on the LoRA layers' input (None: the trainer's default, 0.05 on a local model)."""
+    target_modules: list[str] | None = None
+    """The modules the adapter wraps, by name (None: the trainer's default, the attention projections)."""
 
 
 class Prepared(Model):
@@ -92,6 +101,26 @@ class Checkpoint(Model):
     step: int
     state: str | None = None
     """Where the trainer's state (weights and optimizer) was saved, to resume from."""
+
+
+ADAPTER_SHAPE = {
+    "lora_alpha": "a LoRA alpha",
+    "lora_dropout": "a LoRA dropout",
+    "target_modules": "target modules",
+}
+"""Settings that shape the adapter beyond its rank, which only some trainers take (their ``takes``)."""
+
+
+def refuse_untaken(trainer: Trainer, settings: TrainSettings) -> None:
+    """A setting the trainer cannot honour is an error before anything runs, never silently ignored."""
+    takes = set(getattr(trainer, "takes", ()))
+    given = [key for key in ADAPTER_SHAPE if getattr(settings, key) is not None and key not in takes]
+    if given:
+        shown = ", ".join(ADAPTER_SHAPE[key] for key in given)
+        raise BadInputError(
+            f"the {trainer.name} trainer does not take {shown} (it shapes its adapter by rank only): leave "
+            "them out, or train a local: model with the local trainer",
+        )
 
 
 @runtime_checkable

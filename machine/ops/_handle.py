@@ -249,10 +249,18 @@ class MachineHandle:
         min_z: float = 2.0,
         trainer: Trainer | str | None = None,
         resume: str | None = None,
+        max_length: int | None = None,
+        lora_alpha: int | None = None,
+        lora_dropout: float | None = None,
+        target_modules: list[str] | None = None,
     ) -> Candidate:
         """Fine-tune the model on the good runs, as ``machine train`` does: a pending candidate measured
-        on the held-out cases; ``commit`` makes it live only if it passed."""
-        settings = TrainSettings(base_model="", epochs=epochs, learning_rate=lr, rank=rank, effort=effort)
+        on the held-out cases; ``commit`` makes it live only if it passed. ``lora_alpha``,
+        ``lora_dropout`` and ``target_modules`` shape a local model's adapter."""
+        settings = TrainSettings(
+            base_model="", epochs=epochs, learning_rate=lr, rank=rank, effort=effort, max_length=max_length,
+            lora_alpha=lora_alpha, lora_dropout=lora_dropout, target_modules=target_modules,
+        )  # fmt: skip
         return await train_machine(
             self.workspace,
             self.name,

@@ -144,8 +144,12 @@ def test_an_unpriced_base_under_a_budget_is_refused(
 
 @pytest.mark.parametrize(
     "bad",
-    [["--samples", "-1"], ["--epochs", "0"], ["--lr", "0"], ["--best-of", "0"], ["--rank", "x"]],
-)
+    [
+        ["--samples", "-1"], ["--epochs", "0"], ["--lr", "0"], ["--best-of", "0"], ["--rank", "x"],
+        ["--lora-alpha", "0"], ["--lora-dropout", "1"], ["--target-modules", " , "],
+        ["--target-modules", "q_proj;rm -rf"],
+    ],
+)  # fmt: skip
 def test_bad_options_exit_2_with_one_error_line(machine_cmd: Command, root: Path, bad: list[str]) -> None:
     result = machine_cmd("train", "caps", *bad, *common(root))
     assert result.returncode == 2, (result.stdout, result.stderr)
@@ -170,3 +174,54 @@ def test_a_training_the_budget_stops_says_how_to_resume_and_resumes(
     assert "step 1 " not in resumed.stderr and "  step 3 (epoch 1)" in resumed.stderr
     assert [c.step if c else None for c in counting.resumed] == [None, 1]
     assert f"training {record.name}: counting" in resumed.stdout
+
+
+SHAPE = [
+    "--lora-alpha",
+    "8",
+    "--lora-dropout",
+    "0",
+    "--target-modules",
+    "q_proj, v_proj",
+    "--max-length",
+    "64",
+]
+
+
+def test_the_adapter_shape_is_recorded_and_a_resume_must_keep_it(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    counting.takes = ("lora_alpha", "lora_dropout", "target_modules")  # type: ignore[attr-defined]
+    assert invoke("suite", "caps", "--trials", "1", *common(root)).exit_code == 0
+    args = ["train", "caps", "--trainer", "counting", "--any-model", "--trials", "1", "--batch-size", "1"]
+    stopped = invoke(*args, *SHAPE, "--budget", "0.0001", *common(root))
+    [record] = (root / ".machine" / "training").iterdir()
+    error_line(stopped, f"training {record.name} stopped after step 1")
+    settings = json.loads((record / "record.json").read_text(encoding="utf-8"))["settings"]
+    shape = (
+        settings["lora_alpha"],
+        settings["lora_dropout"],
+        settings["target_modules"],
+        settings["max_length"],
+    )
+    assert shape == (8, 0.0, ["q_proj", "v_proj"], 64)
+    other = [*SHAPE[:1], "16", *SHAPE[2:4], "--target-modules", "q_proj"]
+    changed = invoke(*args, *other, "--max-length", "32", "--resume", record.name, *common(root))
+    line = error_line(changed, f"training {record.name} cannot be resumed")
+    assert "settings.lora_alpha was 8, now 16" in line and "settings.max_length was 64, now 32" in line
+    assert 'settings.target_modules was ["q_proj", "v_proj"], now ["q_proj"]' in line
+    resumed = invoke(*args, *SHAPE, "--resume", record.name, *common(root))
+    assert resumed.exit_code == 0, resumed.output
+    assert [c.step if c else None for c in counting.resumed] == [None, 1]
+
+
+@pytest.mark.parametrize(
+    "shape", [["--target-modules", "q_proj"], ["--lora-alpha", "4", "--lora-dropout", "0.1"]]
+)
+def test_a_trainer_that_does_not_take_the_adapter_shape_refuses_it(
+    machine_cmd: Command, root: Path, shape: list[str]
+) -> None:
+    result = machine_cmd("train", "caps", "--any-model", *shape, *common(root))  # Tinker's model: its trainer
+    shown = "target modules" if "--target-modules" in shape else "a LoRA alpha, a LoRA dropout"
+    one_error_line(result, f"the tinker trainer does not take {shown}", "train a local: model")
+    assert not (root / ".machine" / "training").exists()

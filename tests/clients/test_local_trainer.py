@@ -14,6 +14,7 @@ from helpers.tiny_model import needs_local_stack, tiny_model_folder
 needs_local_stack()
 
 from machine.clients import _local_models  # noqa: E402
+from machine.clients._local_train_session import Lora  # noqa: E402
 from machine.clients.local import LocalHarness  # noqa: E402
 from machine.clients.local_trainer import LocalTrainer  # noqa: E402
 from machine.errors import BadInputError  # noqa: E402
@@ -146,6 +147,20 @@ def test_the_lora_shape_comes_from_the_settings_then_the_trainer() -> None:
     assert LocalTrainer(rank=4, alpha=4).lora(base).alpha == 4
     assert LocalTrainer(rank=4).lora(base.model_copy(update={"rank": 8})).rank == 8
     assert LocalTrainer().lora(base).target_modules == ("q_proj", "k_proj", "v_proj", "o_proj")
+    shaped = base.model_copy(update={"lora_alpha": 3, "lora_dropout": 0.0, "target_modules": ["v_proj"]})
+    assert LocalTrainer(alpha=9, dropout=0.2).lora(shaped) == Lora(16, 3, ("v_proj",), 0.0)
+
+
+async def test_the_settings_shape_the_adapter_it_saves(tiny: str, tmp_path: Path) -> None:
+    import json
+
+    shape = {"lora_alpha": 4, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
+    await fit(make_trainer(None, tiny), tiny, tmp_path, epochs=1, rank=2, **shape)  # type: ignore[arg-type]
+    config = json.loads((tmp_path / "adapter" / "adapter_config.json").read_text(encoding="utf-8"))
+    assert (config["r"], config["lora_alpha"], config["lora_dropout"]) == (2, 4, 0.0)
+    assert sorted(config["target_modules"]) == ["q_proj", "v_proj"]
+    with pytest.raises(BadInputError, match=r"target modules qproj are not layers of .*: .*q_proj"):
+        LocalTrainer().prepare(examples(), settings(tiny, target_modules=["qproj", "v_proj"]))
 
 
 def test_the_composition_picks_the_local_trainer_for_a_local_model() -> None:

@@ -143,3 +143,20 @@ def test_versions_update_and_revert_through_the_handle(tmp_path: Path) -> None:
     handle.revert()
     assert handle.spec.model == "model-one"
     assert not (folder / "model.json").exists()
+
+
+@pytest.mark.anyio
+async def test_train_passes_the_adapter_shape_and_a_trainer_that_cannot_take_it_refuses(
+    tmp_path: Path,
+) -> None:
+    from helpers.training import make_caps
+
+    from machine import BadInputError
+
+    make_caps(tmp_path)
+    handle = machine.load("caps", workspace=tmp_path, harness="echo")
+    with pytest.raises(
+        BadInputError, match="the tinker trainer does not take a LoRA dropout, target modules"
+    ):
+        await handle.train(lora_dropout=0.1, target_modules=["q_proj"])
+    assert not (tmp_path / ".machine" / "training").exists()
