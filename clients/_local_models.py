@@ -12,10 +12,13 @@ torch and transformers are imported here, on first load, never when the package 
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
 import json
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,17 +167,44 @@ _BASES: dict[Source, tuple[Any, Any]] = {}
 _LOADED: dict[Source, LocalModel] = {}
 
 
+@contextmanager
+def quiet_loading() -> Iterator[None]:
+    """No progress bars and no warnings from transformers while a model loads, only then: the command
+    prints its own progress. Its GGUF reader draws its bar with tqdm directly, past transformers'
+    switch, so the bar it draws is swapped for a silent one for the load, then put back."""
+    from transformers.utils import logging as transformers_logging
+
+    try:
+        gguf_reader: Any = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    except ImportError:  # no GGUF reader in this transformers: nothing of its to silence
+        gguf_reader = None
+    bars = transformers_logging.is_progress_bar_enabled()
+    level = transformers_logging.get_verbosity()
+    drawn = getattr(gguf_reader, "tqdm", None)
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    transformers_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    if drawn is not None:
+        gguf_reader.tqdm = functools.partial(drawn, disable=True)
+    try:
+        yield
+    finally:
+        if drawn is not None:
+            gguf_reader.tqdm = drawn
+        transformers_logging.set_verbosity(level)
+        if bars:
+            transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
+
 def _load_base(source: Source, where: str) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as transformers_logging
 
-    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no bars in a command
     extra: dict[str, Any] = {"gguf_file": source.gguf_file} if source.gguf_file else {}
     dtype = torch.float32 if where == "cpu" else torch.bfloat16
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source.folder, **extra)
-        model: Any = AutoModelForCausalLM.from_pretrained(source.folder, dtype=dtype, **extra)
+        with quiet_loading():
+            tokenizer = AutoTokenizer.from_pretrained(source.folder, **extra)
+            model: Any = AutoModelForCausalLM.from_pretrained(source.folder, dtype=dtype, **extra)
     except (OSError, ValueError, ImportError) as error:
         raise HarnessError(
             f"could not load the local model {source.folder}: {type(error).__name__}: {error}",

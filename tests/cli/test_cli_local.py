@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from click.testing import Result
@@ -15,6 +16,9 @@ from helpers.tiny_model import needs_local_stack, tiny_model_folder
 needs_local_stack()
 
 from machine.clients import _local_models  # noqa: E402
+
+if TYPE_CHECKING:
+    from conftest import Command
 
 Invoke = Callable[..., Result]
 
@@ -66,3 +70,17 @@ def test_a_machine_whose_model_is_local_runs_on_the_local_harness(
     assert json.loads(result.stdout)["harness"] == "local"
     named = invoke("run", "tiny", "hi", "--harness", "echo", "--json", "--workspace", ws.root)
     assert json.loads(named.stdout)["harness"] == "echo"
+
+
+@pytest.mark.slow
+def test_loading_the_bundled_model_draws_no_bar_and_no_warning(
+    ws: WorkspaceFolder, machine_cmd: Command
+) -> None:
+    pytest.importorskip("gguf")
+    args = ["run", "plain", "hi", "--model", "local:smollm2-135m", "--budget", "0.01", "--workspace", ws.root]
+    result = machine_cmd(*args, env={"MACHINE_LOCAL_MAX_TOKENS": "2"})
+    assert result.returncode == 0, result.stderr
+    assert "local:smollm2-135m via local" in result.stdout
+    noise = ["%|", "it/s", "Converting", "de-quantizing", "Warning", "warn"]
+    assert not [word for word in noise if word in result.stderr], result.stderr
+    assert result.stderr.strip() == "spent $0.0000 of budget $0.01", result.stderr

@@ -3,6 +3,7 @@ answered, malformed calls, max_steps, seeded sampling, token usage, and free run
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -197,3 +198,21 @@ async def test_an_adapter_changes_the_output_and_is_loaded_from_its_folder(
     alone = await harness.run(request(f"local:{tmp_path / 'adapter'}", temperature=0.0, tools=[]))
     assert alone.output == tuned.output  # the adapter names its base
     assert json.loads((tmp_path / "adapter" / "adapter_config.json").read_text())["base_model_name_or_path"]
+
+
+def test_loading_is_quiet_only_while_it_lasts(capfd: pytest.CaptureFixture[str]) -> None:
+    from transformers.utils import logging as transformers_logging
+
+    from machine.clients._local_models import quiet_loading
+
+    reader: Any = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    drawn, level = reader.tqdm, transformers_logging.get_verbosity()
+    with quiet_loading():
+        list(reader.tqdm(range(50), desc="Converting"))
+        transformers_logging.get_logger("transformers.modeling_utils").warning("means nothing here")
+        assert not transformers_logging.is_progress_bar_enabled()
+    quiet = capfd.readouterr().err
+    assert "Converting" not in quiet and "means nothing here" not in quiet, quiet
+    assert reader.tqdm is drawn and transformers_logging.get_verbosity() == level
+    list(reader.tqdm(range(3), desc="Drawn again"))
+    assert "Drawn again" in capfd.readouterr().err  # others' bars are theirs to draw
