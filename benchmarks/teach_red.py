@@ -1,60 +1,127 @@
 """Tool use learned offline: ``red`` distilled into ``local:smollm2-135m`` from its scripted teacher.
 
-In a temporary copy of the example machine whose model.json names the bundled local model, the scripted
-teacher (machines/red/script.json) runs every case twice, graded; ``machine train --any-model`` distils
-those runs (whole-run examples with their tool calls) into the local model with LoRA on this machine;
-and the held-out comparison measures the base and the checkpoint on red's held-out cases (its near
-misses among them). It prints the held-out means before and after, each held-out case's result on both
-sides, the training tokens and the time of each step. Loopback only: no network at all.
+In a temporary copy of the example machine whose model.json names the bundled local model, red's cases
+are joined by ``--pairs`` generated pairs (benchmarks/red_cases.py: the same sentence with "red" as a word,
+and with a near miss), each label checked against the teacher's pattern; the scripted teacher
+(machines/red/script.json) runs every case once, graded, and every run must score 1; ``train
+--any-model`` distils those runs (whole-run examples with their tool calls) into the local model with LoRA
+on this machine; and the held-out comparison measures the base and the checkpoint on red's held-out
+cases (left as they are, near misses among them). It prints the held-out means before and after, each
+held-out case's result on both sides, the training tokens, steps and time. Loopback only: no network.
 
-    .venv/bin/python benchmarks/teach_red.py [--epochs 3] [--lr 1e-3] [--trials 1]
+    .venv/bin/python benchmarks/teach_red.py [--pairs 32] [--epochs 1] [--lr 3e-3] [--batch-size 4]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import anyio
 
-from machine import open_workspace, run_suite
-from machine.learn import TrainSettings, train
+from machine import Workspace, open_workspace, run_suite
+from machine.learn import StepMetrics, TrainSettings, train
 from machine.ops import make_trainer
 
 REPO = Path(__file__).resolve().parents[1]
+RED = REPO / "machines" / "red"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from red_cases import checked, generated  # noqa: E402
+
+
+def options() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=32, help="generated pairs of training cases")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--rank", type=int, default=16)
+    parser.add_argument("--target-modules", default=None, help="comma-separated (default: the trainer's)")
+    parser.add_argument("--trials", type=int, default=1, help="held-out runs per case and side")
+    parser.add_argument("--max-tokens", default="64", help="MACHINE_LOCAL_MAX_TOKENS for the local runs")
+    return parser.parse_args()
+
+
+def teach(root: Path, pairs: int) -> None:
+    """red's cases and the generated ones in the copy, checked, and the teacher's graded run of each."""
+    cases = json.loads((RED / "cases.json").read_text(encoding="utf-8"))
+    made = generated(pairs)
+    checked(made, RED / "script.json", RED / "holdout.json")
+    (root / "machines" / "red" / "cases.json").write_text(json.dumps(cases + made), encoding="utf-8")
+    teacher = open_workspace(root, harness="scripted", script=RED / "script.json")
+    spec = teacher.load("red")
+    started = time.monotonic()
+    report = anyio.run(lambda: run_suite(teacher, spec, teacher.cases("red"), trials=1, model="teacher"))
+    wrong = [r.case_id for r in teacher.store.iter_runs("red") if r.score != 1.0]
+    if wrong:
+        raise SystemExit(f"the teacher's runs of {wrong} did not score 1: its script or a label is wrong")
+    took = time.monotonic() - started
+    positive = sum(1 for c in cases + made if c["red"])
+    print(
+        f"teacher: {report.runs} runs of {len(report.cases)} cases ({len(made)} generated; {positive} say "
+        f"red, {len(cases) + len(made) - positive} do not), every one scored 1 ({took:.1f} s)"
+    )
+
+
+def step_line(metrics: StepMetrics) -> None:
+    print(
+        f"  step {metrics.step} (epoch {metrics.epoch}): loss {metrics.loss:.4f}, {metrics.tokens} tokens, "
+        f"{metrics.seconds:.1f} s",
+        flush=True,
+    )
+
+
+def per_case(ws: Workspace) -> None:
+    cases = {c.id: c.input for c in ws.cases("red", "holdout.json")}
+    by_side: dict[str, dict[str, list[float]]] = {}
+    for run in ws.store.iter_runs("red"):
+        if run.case_id in cases and run.score is not None and run.harness == "local":
+            by_side.setdefault(run.version or "?", {}).setdefault(run.case_id, []).append(run.score)
+    for case_id, text in cases.items():
+        row = "  ".join(
+            f"{side} {sum(s) / len(s):.2f}"
+            for side, scores in sorted(by_side.items())
+            if (s := scores.get(case_id))
+        )
+        print(f"  {case_id:<12} {row}   {text[:60]!r}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--trials", type=int, default=1)
-    args = parser.parse_args()
+    args = options()
+    os.environ.setdefault("MACHINE_LOCAL_MAX_TOKENS", args.max_tokens)
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        shutil.copytree(REPO / "machines" / "red", root / "machines" / "red")
+        shutil.copytree(RED, root / "machines" / "red")
         (root / "machines" / "red" / "model.json").write_text(json.dumps({"model": "local:smollm2-135m"}))
-        teacher = open_workspace(root, harness="scripted", script=REPO / "machines" / "red" / "script.json")
-        spec = teacher.load("red")
-        started = time.monotonic()
-        report = anyio.run(lambda: run_suite(teacher, spec, teacher.cases("red"), trials=2, model="teacher"))
-        took = time.monotonic() - started
-        print(f"teacher: {report.runs} runs of {len(report.cases)} cases, mean {report.mean} ({took:.1f} s)")
+        teach(root, args.pairs)
         ws = open_workspace(root, harness="local")
-        settings = TrainSettings(base_model="", epochs=args.epochs, learning_rate=args.lr, batch_size=8)
+        modules = args.target_modules.split(",") if args.target_modules else None
+        settings = TrainSettings(
+            base_model="", epochs=args.epochs, learning_rate=args.lr, batch_size=args.batch_size,
+            rank=args.rank, target_modules=modules,
+        )  # fmt: skip
         started = time.monotonic()
         candidate = anyio.run(
             lambda: train(
-                ws, "red", any_model=True, trials=args.trials, settings=settings, make_trainer=make_trainer
+                ws,
+                "red",
+                any_model=True,
+                best_of=1,
+                trials=args.trials,
+                settings=settings,
+                make_trainer=make_trainer,
+                on_step=step_line,
             )
         )
         took = time.monotonic() - started
-        r = candidate.report
-        t = r.training
+        r, t = candidate.report, candidate.report.training
         assert t is not None
         print(
             f"held-out ({r.cases} cases x {r.trials}): before {r.before.mean:.3f}, after {r.after.mean:.3f}; "
@@ -62,22 +129,11 @@ def main() -> None:
         )
         print(
             f"training: {t.examples} examples, {t.sequences} sequences ({t.whole_run} whole runs), "
-            f"{t.tokens} tokens ({t.target_tokens} targets), {t.steps} steps, "
-            f"loss {t.first_loss} -> {t.last_loss}, {t.seconds:.1f} s"
+            f"{t.tokens} tokens ({t.target_tokens} targets), {t.epochs} epochs, {t.steps} steps at lr "
+            f"{t.learning_rate:g}, loss {t.first_loss:.3f} -> {t.last_loss:.3f}, {t.seconds:.1f} s"
         )
         print(f"train and held-out comparison together: {took:.1f} s")
-        cases = {c.id: c.input for c in ws.cases("red", "holdout.json")}
-        by_side: dict[str, dict[str, list[float]]] = {}
-        for run in ws.store.iter_runs("red"):
-            if run.case_id in cases and run.score is not None and run.harness == "local":
-                by_side.setdefault(run.version or "?", {}).setdefault(run.case_id, []).append(run.score)
-        for case_id, text in cases.items():
-            row = "  ".join(
-                f"{side} {sum(s) / len(s):.2f}"
-                for side, scores in sorted(by_side.items())
-                if (s := scores.get(case_id))
-            )
-            print(f"  {case_id:<24} {row}   {text[:60]!r}")
+        per_case(ws)
 
 
 if __name__ == "__main__":

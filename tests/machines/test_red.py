@@ -168,3 +168,28 @@ async def test_echo_fails_exactly_the_positive_cases(ws: Workspace) -> None:
     plain = next(run for run in stored if run.case_id == "plain")
     assert plain.scorecard is not None
     assert plain.scorecard.criteria["calls_when_red"].reason.startswith("called red_mentioned 0 times")
+
+
+def test_the_generated_training_cases_are_labelled_by_the_rule_and_keep_off_the_held_out(
+    ws: Workspace,
+) -> None:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import red_cases
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    made = red_cases.generated(len(red_cases.PAIRS) * len(red_cases.NOUNS))
+    red_cases.checked(made, RED / "script.json", RED / "holdout.json")  # the teacher's pattern agrees
+    mentions_red = red_module(ws).mentions_red
+    assert [c["input"] for c in made if mentions_red(c["input"]) is not c["red"]] == []
+    assert sum(c["red"] for c in made) * 2 == len(made) and len({c["input"] for c in made}) == len(made)
+    held = {c.input for c in ws.cases("red", "holdout.json")}
+    assert not held & {c["input"] for c in made}
+    with pytest.raises(SystemExit, match="disagree"):
+        red_cases.checked(
+            [{"id": "x", "input": "Fred", "red": True}], RED / "script.json", RED / "holdout.json"
+        )
+    with pytest.raises(SystemExit, match="held-out"):
+        red_cases.checked(
+            [{"id": "x", "input": "#red", "red": True}], RED / "script.json", RED / "holdout.json"
+        )
