@@ -71,18 +71,25 @@ async def run_alone(
     files: Mapping[str, str], test_file: str, text: str, *, command: str, timeout_s: float
 ) -> tuple[bool, str]:
     """Run ``test_file`` by itself in a fresh sandbox holding ``files`` and it: whether it passed, and
-    what happened in words. The sandbox and its folder are removed afterwards."""
+    what happened in words. The sandbox and its folder are removed afterwards. The files hold what a
+    model wrote, so they run only where the sandbox is isolated; a sandbox that is not, or that cannot
+    be made, leaves the run ungraded (HiddenTestsUnscored), never failed."""
     root = Path(tempfile.mkdtemp(prefix="machine-hidden-"))
     try:
         box = LocalSandbox.create(root, "project", {**files, test_file: text})
         try:
+            if not box.isolated:
+                raise HiddenTestsUnscored(
+                    "the sandbox is not isolated (bubblewrap is missing or cannot make namespaces here), "
+                    "so the run's files were not run with its hidden tests: install bubblewrap"
+                )
             done = await box.exec(
                 f"PYTHONDONTWRITEBYTECODE=1 {alone(command, test_file)}", timeout_s=timeout_s
             )
         finally:
             box.remove()
     except MachineError as error:
-        return False, f"could not be run: {error}"
+        raise HiddenTestsUnscored(f"{test_file} could not be run: {error}") from error
     finally:
         shutil.rmtree(root, ignore_errors=True)
     outcome = runner_outcome(done.exit_code, done.stdout, done.stderr, timed_out=done.timed_out)

@@ -181,6 +181,11 @@ class _Project:
         started = time.monotonic()
         box = self.boxes.create(self.root, f"c-{uuid.uuid4().hex[:12]}", dict(files))
         try:
+            if not box.isolated:  # the author's tests and fix are code nobody has read
+                raise HarnessError(
+                    "the sandbox is not isolated (bubblewrap is missing or cannot make namespaces here), so "
+                    "the author's tests were not run: install bubblewrap (`apt-get install bubblewrap`)"
+                )
             done = await box.exec(f"PYTHONDONTWRITEBYTECODE=1 {command}", timeout_s=self.timeout_s)
         finally:
             box.remove()

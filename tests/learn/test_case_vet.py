@@ -5,6 +5,7 @@ hidden tests the same when run alone; other cases need an input and what their c
 from __future__ import annotations
 
 import copy
+import dataclasses
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from helpers.bwrap import needs_bubblewrap
 from machine import Workspace, open_workspace
 from machine.errors import BadInputError
 from machine.learn import CaseShape, CaseVetting, case_shape, vet_cases
+from machine.sandboxes import LocalSandbox
 
 REPO = Path(__file__).resolve().parents[2]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -336,3 +338,26 @@ async def test_ids_are_unique_against_existing_cases(ws: Workspace) -> None:
         ws, shape, [{"id": taken, "input": "A new question?", "answer": "x"}], existing=existing
     )
     assert vetting.kept[0]["id"] == f"{taken}-2"
+
+
+class Unisolated:
+    """The workspace's sandboxes as they are where bubblewrap does not work: commands not isolated."""
+
+    def create(self, parent: Path, run_id: str, files: Any) -> LocalSandbox:
+        return LocalSandbox.create(parent, run_id, files, isolate=False)
+
+    def open(self, folder: Path, *, hide: Any = ()) -> LocalSandbox:
+        raise AssertionError("case vetting makes fresh sandboxes only")
+
+
+@pytest.mark.anyio
+async def test_no_authors_code_runs_where_the_sandbox_is_not_isolated(ws: Workspace, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    escaping = variant(
+        files={"calc.py": CALC, "test_calc.py": f"open({str(marker)!r}, 'w').write('x')\n" + TEST_ADD}
+    )
+    ws.adapters = dataclasses.replace(ws.adapters, sandboxes=Unisolated)
+    vetting = await vet_cases(ws, dev_shape(ws), [escaping])
+    [verdict] = vetting.verdicts
+    assert not verdict.kept and "not isolated" in verdict.reason and "bubblewrap" in verdict.reason
+    assert not marker.exists()  # the author's test never ran

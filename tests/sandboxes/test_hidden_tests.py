@@ -14,7 +14,8 @@ from helpers.bwrap import needs_bubblewrap
 
 from machine import Case, Message, Run, ToolCall, Workspace, open_workspace
 from machine.clients.scripted import ScriptedHarness
-from machine.sandboxes import HiddenTests, final_files, hidden_tests
+from machine.sandboxes import HiddenTests, LocalSandbox, final_files, hidden_tests
+from machine.sandboxes import _hidden_tests as hidden_module
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -215,3 +216,20 @@ def test_final_files_replays_only_the_successful_writes_and_edits_in_order() -> 
         ]
     )
     assert final_files(run, {"./calc.py": "x x\n"}) == {"calc.py": "y x\n", "new.py": "a = 2\n"}
+
+
+class _Unisolated(LocalSandbox):
+    """A LocalSandbox as it is where bubblewrap does not work."""
+
+    @classmethod
+    def create(cls, root: Path, run_id: str, files: Any = None, **options: Any) -> LocalSandbox:
+        return LocalSandbox.create(root, run_id, files, isolate=False)
+
+
+@sandboxed
+async def test_unscored_where_the_sandbox_is_not_isolated_and_nothing_of_the_run_runs(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hidden_module, "LocalSandbox", _Unisolated)
+    _, score, reason = await graded(ws, "fix both")
+    assert score is None and "not isolated" in reason and "bubblewrap" in reason
