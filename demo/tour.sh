@@ -60,6 +60,20 @@ say "commit makes it the live version (revert would take it back)"
 $machine commit dates --workspace "$scratch"
 $machine versions dates --workspace "$scratch"
 
+# specialize writes a new machine, so it works on copies of dev (and coder, whose steps dev reads) in the
+# same scratch workspace.
+cp -R machines/dev machines/coder "$scratch/machines/"
+
+say "dev's suite in the scratch workspace: its stored runs are what the author's checks are tried on"
+$machine suite dev --workspace "$scratch" --harness scripted --script machines/dev/script.json
+
+say "specialize: the author machine writes dev/edge, graded with hidden tests, and cases that must hold up"
+$machine specialize dev --workspace "$scratch" --focus "edge cases of small helpers" --slug edge --cases 2 \
+  --harness scripted --script machines/dev/author.json
+
+say "The child is an ordinary machine now: what it inherits and what it adds"
+$machine tree dev --workspace "$scratch"
+
 say "The newest stored runs (in .machine/store.db)"
 $machine runs red --limit 5
 

@@ -217,8 +217,11 @@ class _Project:
             problem = await self.hidden(name)
             if problem is not None:
                 return False, problem
-        if self.draft.hidden:
-            found += f"; hidden {', '.join(sorted(self.draft.hidden))} each fail alone before and pass after"
+        names = sorted(self.draft.hidden)
+        if len(names) == 1:
+            found += f"; hidden test {names[0]} fails alone before and passes after"
+        elif names:
+            found += f"; hidden tests {', '.join(names)} each fail alone before and pass after"
         return True, "; ".join([found, *self.draft.notes])
 
     async def hidden(self, name: str) -> str | None:

@@ -1,8 +1,10 @@
 """``machine specialize dev`` through the real console script, on a copy of this repository's ``dev`` (and
-``coder``, whose steps it reads). One script plays both sides: the author's rules come first (each of its
-briefs says what it asks for), then dev's own rules, which make the sample runs. The author writes a
-child graded with hidden tests and five project cases, of which only two hold up when their tests are
-run in the sandbox: what is kept, what is discarded and why is known exactly."""
+``coder``, whose steps it reads). One script plays both sides: the author's replies from
+machines/dev/author.json come first (each of its briefs says what it asks for), then dev's own rules,
+which make the sample runs. The author writes a child ``dev/edge`` graded with hidden tests and five
+project cases, each a one-line function in calc.py with a test and a hidden test: ``double`` and
+``halve`` hold up; ``square``'s tests pass before the fix, ``negate``'s fix does not make them pass, and
+``inc``'s hidden test passes before the fix. What is kept, what is discarded and why is known exactly."""
 
 from __future__ import annotations
 
@@ -20,80 +22,10 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = [m for m in needs_bubblewrap() if m.name != "anyio"]  # a plain test, not async
 
-CHILD = '''\
-"""dev/edge: fixes that hold on the edge cases too."""
-
-from machine import define_child, define_evaluator, instructions_from
-from machine.sandboxes import hidden_tests
-
-from ..machine import machine as parent
-from .rubric import rubric
-
-machine = define_child(
-    parent,
-    name="dev/edge",
-    intent="Fix bugs so that the edge cases pass too, not only the tests in view.",
-    instructions=instructions_from(__file__),
-    rubric=rubric,
-    evaluator=define_evaluator(rubric, {"edge_cases": hidden_tests(__file__)}),
-)
-'''
-RUBRIC = """\
-from machine import define_rubric
-
-rubric = define_rubric(
-    {"edge_cases": {"description": "Held-back edge-case tests pass on the files it left.", "weight": 1}}
-)
-"""
-TEST = (
-    "import unittest\n\nfrom calc import {name}\n\n\nclass T(unittest.TestCase):\n"
-    "    def test_it(self):\n        self.assertEqual({call}, {want})\n"
-)
-
-
-def project(
-    name: str, body: str, fixed: str, seen: tuple[str, str], hidden: tuple[str, str]
-) -> dict[str, Any]:
-    """A case: calc.py defines ``name`` as ``body``; ``fixed`` is the reference; the tests and the hidden
-    test each assert a (call, result) pair."""
-    return {
-        "id": f"{name}-case",
-        "input": f"The tests fail. Please fix {name} in calc.py.",
-        "kind": "fix",
-        "files": {
-            "calc.py": f"def {name}(x):\n    return {body}\n",
-            "test_calc.py": TEST.format(name=name, call=seen[0], want=seen[1]),
-        },
-        "tests": "python3 -m unittest",
-        "reference": [{"path": "calc.py", "old": f"return {body}", "new": f"return {fixed}"}],
-        "hidden": {"test_edge_calc.py": TEST.format(name=name, call=hidden[0], want=hidden[1])},
-    }
-
-
-CASES = [
-    project("double", "x * 3", "x * 2", ("double(2)", "4"), ("double(-3)", "-6")),
-    project("halve", "x / 3", "x / 2", ("halve(4)", "2"), ("halve(-8)", "-4")),
-    project("square", "x * x", "x ** 2", ("square(3)", "9"), ("square(-2)", "4")),  # passes before the fix
-    project("negate", "x", "x - 1", ("negate(2)", "-2"), ("negate(0)", "0")),  # still fails with the fix
-    project("inc", "x + 2", "x + 1", ("inc(1)", "2"), ("inc(-2) > -9", "True")),  # hidden passes before
-]
-
 
 def script() -> dict[str, Any]:
-    child = "\n".join(
-        f'<file path="{path}">\n{text}</file>'
-        for path, text in (
-            ("machine.py", CHILD),
-            ("rubric.py", RUBRIC),
-            ("instructions.md", "Test the edges.\n"),
-        )
-    )
-    cases = "".join(f"<case>{json.dumps(case)}</case>\n" for case in CASES)
-    author = [
-        {"match": "Write the child machine 'dev/edge'", "turns": [{"text": "The child.\n" + child}]},
-        {"match": r"List \d+ different situations", "turns": [{"text": "<topic>arithmetic slips</topic>"}]},
-        {"match": r"Write \d+ cases for dev/edge", "turns": [{"text": cases}]},
-    ]
+    """machines/dev/author.json (the author's replies) with dev's own rules after it (its sample runs)."""
+    author = json.loads((REPO / "machines" / "dev" / "author.json").read_text(encoding="utf-8"))["rules"]
     dev = json.loads((REPO / "machines" / "dev" / "script.json").read_text(encoding="utf-8"))["rules"]
     return {"rules": author + dev}
 

@@ -95,7 +95,7 @@ async def test_a_good_project_case_is_kept_and_its_hidden_tests_taken_out(ws: Wo
     assert kept, reason
     assert reason.startswith(
         "tests fail before (1 of 1 failed), pass after the reference (1 of 1 passed); "
-        "hidden test_edge_negative.py each fail alone before and pass after"
+        "hidden test test_edge_negative.py fails alone before and passes after"
     )
     [case] = vetting.kept
     assert case["id"] == "the-tests-in-test-calc-py"
