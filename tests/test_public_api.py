@@ -219,9 +219,11 @@ SUBPACKAGES = {
         "Adapters",
         "Conversation",
         "Ending",
+        "HeldOut",
         "Workspace",
         "converse",
         "counterpart_of",
+        "held_out",
         "workspace_root",
     ],
     "machine.measure": [

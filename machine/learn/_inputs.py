@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from machine.errors import BadInputError, Fix
-from machine.spec import Case, Machine, Version, load_cases
+from machine.spec import Case, Machine, Version
 from machine.spec._book import INSTRUCTIONS_FILE, open_book, require_live
-from machine.workspace import Workspace
+from machine.workspace import Workspace, held_out
 
 
 def cases_of(ws: Workspace, name: str, cases: str | Path | Sequence[Case] | None) -> tuple[list[Case], str]:
@@ -30,12 +30,8 @@ def no_holdout(name: str) -> str:
 def holdout_of(
     ws: Workspace, name: str, holdout: str | Path | Sequence[Case] | None
 ) -> tuple[list[Case] | None, str | None]:
-    if holdout is not None and not isinstance(holdout, (str, Path)):
-        return list(holdout), "(given)"
-    path = ws.cases_file(name, holdout, default="holdout.json")
-    if holdout is None and not path.exists():
-        return None, None
-    return load_cases(path), path.name if holdout is None else Path(holdout).as_posix()
+    found = held_out(ws, name, holdout)
+    return (None, None) if found is None else (found.cases, found.label)
 
 
 def checked_cases(name: str, cases: list[Case], holdout: list[Case] | None) -> None:

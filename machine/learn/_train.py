@@ -13,10 +13,10 @@ from pathlib import Path
 
 from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError, plain_spelling
 from machine.runs import LOCAL, TRAINING, Run, git_revision, library_version
-from machine.spec import DEFAULT_MIN_Z, Case, Machine, TrainingSummary, Version, load_cases
+from machine.spec import DEFAULT_MIN_Z, Case, Machine, TrainingSummary, Version
 from machine.spec._book import VERSIONS_FILE, _read_book, open_book, require_live, write_book
 from machine.versions import Candidate, propose
-from machine.workspace import Workspace
+from machine.workspace import Workspace, held_out
 
 from ._record import Chosen, Pin, RecordFolder, TrainingRecord, differences, examples_text
 from ._sampling import grade_pending, sample
@@ -76,13 +76,14 @@ def _chosen(
 
 
 def _held_out(ws: Workspace, name: str) -> tuple[list[Case], Path]:
-    path = ws.cases_file(name, None, default="holdout.json")
-    if not path.exists():
+    found = held_out(ws, name)
+    if found is None or found.path is None:
+        path = ws.cases_file(name, None, default="holdout.json")
         raise BadInputError(
             f"machine {name!r} has no held-out cases ({path}): training needs some to measure the checkpoint "
             "on cases it never learned from; write holdout.json"
         )
-    return load_cases(path), path
+    return found.cases, found.path
 
 
 def _machine(ws: Workspace, name: str) -> tuple[Machine, str]:

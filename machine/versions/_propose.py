@@ -11,7 +11,7 @@ from pathlib import Path
 from machine.errors import BadInputError, Fix, NotFoundError
 from machine.measure import BatchWriter
 from machine.runs import Run
-from machine.spec import DEFAULT_MIN_Z, Case, GateReport, Machine, load_cases
+from machine.spec import DEFAULT_MIN_Z, Case, GateReport, Machine
 from machine.spec._book import (
     MODEL_FILE,
     VERSIONS_FILE,
@@ -23,7 +23,7 @@ from machine.spec._book import (
     sha256_text,
     write_book,
 )
-from machine.workspace import Workspace
+from machine.workspace import Workspace, held_out
 
 from ._gate import SideTally, measured, tally_for
 
@@ -51,15 +51,14 @@ class Candidate:
 
 def _holdout(ws: Workspace, name: str, cases: str | Path | Sequence[Case] | None) -> tuple[list[Case], str]:
     """The held-out cases and how the report names where they came from."""
-    if cases is not None and not isinstance(cases, (str, Path)):
-        return list(cases), "(given)"
-    path = ws.cases_file(name, cases, default="holdout.json")
-    if cases is None and not path.exists():
+    found = held_out(ws, name, cases)
+    if found is None:
+        path = ws.cases_file(name, None, default="holdout.json")
         raise NotFoundError(
             f"machine {name!r} has no held-out cases: write {path} (cases never used to change the machine)",
             fixes=[Fix("cases", "FILE", "to name another cases file")],
         )
-    return load_cases(path), path.name if cases is None else Path(cases).as_posix()
+    return found.cases, found.label
 
 
 def _reusable(

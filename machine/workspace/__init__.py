@@ -2,6 +2,17 @@
 graded and stored, and where a machine and its counterpart hold conversations."""
 
 from ._conversation import Conversation, Ending, converse, counterpart_of
+from ._holdout import HeldOut, held_out
 from ._workspace import Adapters, Workspace, workspace_root
 
-__all__ = ["Adapters", "Conversation", "Ending", "Workspace", "converse", "counterpart_of", "workspace_root"]
+__all__ = [
+    "Adapters",
+    "Conversation",
+    "Ending",
+    "HeldOut",
+    "Workspace",
+    "converse",
+    "counterpart_of",
+    "held_out",
+    "workspace_root",
+]
