@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from machine.learn import OptimizeReport, Specialization
 from machine.measure import SuiteReport
 from machine.ops import Consent, MachineSummary
 from machine.runs import Model, RunSummary
+from machine.spec import GateReport
 
 
 class MachineList(Model):
@@ -68,3 +70,30 @@ class NotAsked(Model):
     """A resolver's answer when it did not ask the person (no elicitation, or input the body refuses)."""
 
     reason: str
+
+
+class SpecializeResult(Specialization):
+    """The specialize report (as ``machine specialize --json`` prints it), with the call's spending."""
+
+    budget_usd: float
+    spent_usd: float
+    consent: ConsentInfo
+
+
+class OptimizeResult(OptimizeReport):
+    """The optimize report (as ``machine optimize --json`` prints it; ``candidate`` is the pending version
+    written, if a proposal was kept), with the call's spending."""
+
+    budget_usd: float
+    spent_usd: float
+    consent: ConsentInfo
+
+
+class TrainResult(GateReport):
+    """The gate report of the pending candidate ``train`` made (``candidate`` is its label, ``model`` the
+    checkpoint, ``training`` what it learned from), with the call's spending."""
+
+    model: str
+    budget_usd: float
+    spent_usd: float
+    consent: ConsentInfo

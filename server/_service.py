@@ -4,9 +4,11 @@ are spelt as tool arguments."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import logging
+import math
+from collections.abc import Awaitable, Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver import AcceptedElicitation, Context, MCPServer
@@ -31,7 +33,13 @@ from machine.workspace import Workspace
 
 from ._results import Approval, ConsentInfo, MachineList, RecentRuns
 
+log = logging.getLogger("machine.server")
+T = TypeVar("T")
+OnRun = Callable[[Run], None]
+
 MAX_TRIALS = 20
+RUN_ARGUMENTS = ("budget_usd", "trials", "cases", "model", "harness")
+"""The arguments of rehearse a fix may name."""
 MAX_RECENT = 500
 ARGUMENTS = {"budget": "budget_usd"}
 """Operation arguments that a tool names otherwise."""
@@ -129,13 +137,8 @@ class Service:
     ) -> tuple[Workspace, SuitePlan]:
         """A rehearse call checked before anyone is asked: the call's workspace (its budget and harness)
         and the suite it would run. Raises ToolError with what is wrong."""
-        self.known(name)
+        ws = self.spending(name, budget_usd, model, harness, RUN_ARGUMENTS)
         try:
-            amount = self.policy.check_amount(budget_usd)
-            chosen = harness or self.harness
-            runs_model = None if chosen else model or self.ws.load(name).model
-            made = make_harness(chosen, script=self.script, model=runs_model)
-            ws = self.ws.using(budget=Budget(amount), harness=made)
             return ws, plan_suite(
                 ws, name, cases=cases, trials=trials, model=model, in_folder=True, max_trials=MAX_TRIALS
             )
@@ -145,7 +148,30 @@ class Service:
                 "(or leave model out to use the machine's own)"
             ) from error
         except MachineError as error:
-            raise tool_error(error, accepts=("budget_usd", "trials", "cases", "model", "harness")) from error
+            raise tool_error(error, accepts=RUN_ARGUMENTS) from error
+
+    def spending(
+        self,
+        name: str,
+        budget_usd: float,
+        model: str | None,
+        harness: str | None,
+        accepts: Collection[str],
+        *,
+        own_model: bool = True,
+    ) -> Workspace:
+        """A spending call's workspace, checked before anyone is asked: ``budget_usd`` under the cap, the
+        harness named (else the server's, else the one for ``model`` or, with ``own_model``, the
+        machine's own model). Raises ToolError with what is wrong, its fixes in ``accepts``' terms."""
+        self.known(name)
+        try:
+            amount = self.policy.check_amount(budget_usd)
+            chosen = harness or self.harness
+            runs_model = None if chosen else model or (self.ws.load(name).model if own_model else None)
+            made = make_harness(chosen, script=self.script, model=runs_model)
+            return self.ws.using(budget=Budget(amount), harness=made)
+        except MachineError as error:
+            raise tool_error(error, accepts=accepts) from error
 
     def consent(
         self, outcome: Any, *, tool: str, machine: str, budget: Budget, what: str, changes: bool
@@ -178,6 +204,44 @@ class Service:
         except MachineError as error:
             raise tool_error(error) from error
 
+    async def spend(
+        self,
+        ctx: Context,
+        ws: Workspace,
+        outcome: Any,
+        *,
+        tool: str,
+        name: str,
+        what: str,
+        work: Callable[[OnRun], Awaitable[T]],
+        total: int | None = None,
+        accepts: Collection[str] = (),
+    ) -> tuple[T, ConsentInfo]:
+        """A spending tool's steps: the person's consent, then ``work(on_run)`` under the lock with each
+        finished run reported as progress (of ``total``, when known), then the settled log line."""
+        spend, info = self.consent(
+            outcome, tool=tool, machine=name, budget=ws.budget, what=what, changes=False
+        )
+        log.info("%s %s: %s consent, correlation id %s", tool, name, info.how, info.correlation_id)
+        send, receive = anyio.create_memory_object_stream[Run](
+            max_buffer_size=math.inf if total is None else total + 1
+        )
+        failed: MachineError | None = None
+        try:
+            async with self.lock, anyio.create_task_group() as group:
+                group.start_soon(report_progress, ctx, receive, total)
+                with send:
+                    try:  # here, not around the task group, which would wrap it in an ExceptionGroup
+                        result = await work(send.send_nowait)
+                    except MachineError as error:
+                        failed = error
+        finally:
+            spend.settle()
+            await ws.aclose()
+        if failed is not None:
+            raise tool_error(failed, accepts=accepts) from failed
+        return result, info
+
     async def change(
         self, tool: str, name: str, what: str, outcome: Any, action: Callable[[], Version]
     ) -> tuple[Version, ConsentInfo]:
@@ -201,10 +265,12 @@ class Service:
 
 INSTRUCTIONS = (
     "Machines are small agent loops with a rubric. list_machines and show_machine describe them, "
-    "recent_runs shows their graded runs, rehearse runs and grades a machine's cases (it spends: "
-    "give budget_usd), commit and revert change which version is live. Spending and changing tools "
-    "need the person's consent: they are asked, or an allowance in the server's configuration "
-    "covers it."
+    "recent_runs shows their graded runs, rehearse runs and grades a machine's cases; specialize has an "
+    "author write a child machine and its cases, optimize rewrites a machine's instructions and keeps a "
+    "rewrite measured better, train fine-tunes its model (each spends: give budget_usd; optimize and "
+    "train leave a pending candidate); commit and revert change which version is live. Spending and "
+    "changing tools need the person's consent: they are asked, or an allowance in the server's "
+    "configuration covers it."
 )
 
 
@@ -226,7 +292,7 @@ def question(plan: SuitePlan, amount: float) -> str:
     )
 
 
-async def report_progress(ctx: Context, receive: Any, total: int) -> None:
+async def report_progress(ctx: Context, receive: Any, total: int | None) -> None:
     """Tell the client about each finished run as it arrives."""
     done = 0
     async with receive:
@@ -234,4 +300,5 @@ async def report_progress(ctx: Context, receive: Any, total: int) -> None:
             done += 1
             score = run.scorecard.score if isinstance(run, Run) and run.scorecard is not None else None
             note = "error" if run.status == "error" else f"score {score}"
-            await ctx.report_progress(done, total, f"case {run.case_id} trial {run.trial}: {note}")
+            whose = f"{run.machine} " if total is None else ""
+            await ctx.report_progress(done, total, f"{whose}case {run.case_id} trial {run.trial}: {note}")

@@ -6,16 +6,16 @@ No ``from __future__ import annotations`` here: the SDK reads the tools' resolve
 ``typing.get_type_hints``.
 """
 
-import logging
+from collections.abc import Awaitable
 from typing import Annotated
 
-import anyio
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from machine.errors import CommitRefused, MachineError
+from machine.errors import CommitRefused
+from machine.measure import SuiteReport
 from machine.ops import MachineInfo, run_planned
 from machine.runs import Run
 from machine.versions import commit as commit_version
@@ -23,9 +23,7 @@ from machine.versions import format_report
 from machine.versions import revert as revert_version
 
 from ._results import Approval, MachineList, NotAsked, RecentRuns, RehearseResult, VersionResult
-from ._service import MachineServer, Service, can_elicit, question, report_progress, tool_error, usd
-
-log = logging.getLogger("machine.server")
+from ._service import MachineServer, OnRun, Service, can_elicit, question, tool_error, usd
 
 USD = Annotated[float, Field(strict=True, allow_inf_nan=False, description="a number of USD")]
 """A budget as a JSON number only: ``true``, ``"1"`` or NaN is refused, not taken for a number."""
@@ -93,28 +91,19 @@ async def rehearse(
     state = service(ctx)
     ws, plan = state.plan(name, budget_usd, trials, cases, model, harness)
     amount = ws.budget.usd or 0.0
-    what = f"rehearse {name!r} (at most {usd(amount)})"
-    spend, info = state.consent(
-        consent, tool="rehearse", machine=name, budget=ws.budget, what=what, changes=False
-    )
-    log.info("rehearse %s: %s consent, correlation id %s", name, info.how, info.correlation_id)
     run_ids: list[str] = []
-    send, receive = anyio.create_memory_object_stream[Run](max_buffer_size=plan.runs + 1)
 
-    def on_run(run: Run) -> None:
-        run_ids.append(run.id)
-        send.send_nowait(run)
+    def suite(on_run: OnRun) -> Awaitable[SuiteReport]:
+        def each(run: Run) -> None:
+            run_ids.append(run.id)
+            on_run(run)
 
-    try:
-        async with state.lock, anyio.create_task_group() as group:
-            group.start_soon(report_progress, ctx, receive, plan.runs)
-            with send:
-                report = await run_planned(ws, plan, on_run=on_run)
-    except MachineError as error:
-        raise tool_error(error) from error
-    finally:
-        spend.settle()
-        await ws.aclose()
+        return run_planned(ws, plan, on_run=each)
+
+    what = f"rehearse {name!r} (at most {usd(amount)})"
+    report, info = await state.spend(
+        ctx, ws, consent, tool="rehearse", name=name, what=what, work=suite, total=plan.runs
+    )
     if report.runs == 0 and report.stopped:
         raise ToolError(f"rehearse {name!r} ran nothing: {report.stopped}")
     return RehearseResult(

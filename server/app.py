@@ -1,5 +1,6 @@
-"""The ``machine serve`` MCP server: list, show and recent runs (read-only); rehearse (spends); commit and
-revert (change the live version). The tools are in ``_tools``, what they do in ``_service``.
+"""The ``machine serve`` MCP server: list, show and recent runs (read-only); rehearse (spends); specialize,
+optimize and train (spend, and write a child machine or a pending candidate); commit and revert (change
+the live version). The tools are in ``_tools`` and ``_learn_tools``, what they do in ``_service``.
 
 Spending and changing tools run only with the person's consent through a channel the model cannot forge
 (``machine.ops.SpendingPolicy``): the host's form when the client declares elicitation, else the allowance
@@ -17,6 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from machine.ops import SpendingPolicy
 from machine.workspace import Workspace
 
+from ._learn_tools import register_learning
 from ._service import MachineServer, Service
 from ._tools import register
 
@@ -36,4 +38,5 @@ def build_server(
     service = Service(workspace, harness=harness, script=script, policy=policy)
     server = MachineServer(service, token_verifier=token_verifier, auth=auth)
     register(server)
+    register_learning(server)
     return server

@@ -48,7 +48,15 @@ def test_the_mcp_tour_drives_machine_serve_and_stores_the_runs(tmp_path: Path) -
     steps = ["tools/list", "== list_machines", "== show_machine red", "== rehearse red", "== recent_runs red"]
     positions = [out.index(step) for step in steps]
     assert positions == sorted(positions), out
-    for tool in ("list_machines", "show_machine", "recent_runs", "rehearse", "commit", "revert"):
+    for tool in (
+        "list_machines",
+        "show_machine",
+        "recent_runs",
+        "rehearse",
+        "specialize",
+        "commit",
+        "revert",
+    ):
         assert f"  {tool}(" in out
     assert "calls_when_red" in out  # show_machine's criterion
     assert "progress 17/17" in out and "17 progress notifications received" in out  # one per run

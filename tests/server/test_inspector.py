@@ -24,7 +24,10 @@ from mcp import Client
 
 pytestmark = pytest.mark.slow
 LIMIT = 60  # seconds any one Inspector call may take
-TOOLS = {"list_machines", "show_machine", "recent_runs", "rehearse", "commit", "revert"}
+TOOLS = {
+    *("list_machines", "show_machine", "recent_runs", "rehearse", "commit", "revert"),
+    *("specialize", "optimize", "train"),
+}
 QUIET = {  # nothing to open, nothing to fetch: the Inspector only speaks to the server under test
     "MCP_AUTO_OPEN_ENABLED": "false",
     "BROWSER": "none",

@@ -38,7 +38,10 @@ async def test_tools_are_listed_with_annotations_and_output_schemas(folder: Fold
     with anyio.fail_after(LIMIT):
         async with Client(server) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"list_machines", "show_machine", "recent_runs", "rehearse", "commit", "revert"}
+    assert set(tools) == {
+        *("list_machines", "show_machine", "recent_runs", "rehearse", "commit", "revert"),
+        *("specialize", "optimize", "train"),
+    }
     for name in ("list_machines", "show_machine", "recent_runs"):
         assert tools[name].annotations.read_only_hint is True
     assert tools["rehearse"].annotations.open_world_hint is True

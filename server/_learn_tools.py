@@ -1,0 +1,298 @@
+"""The MCP tools that improve machines: specialize (the author writes a child and its cases), optimize
+(rewrites of the instructions, kept only when measured better) and train (a fine-tuned checkpoint as a
+pending candidate). Each is a thin face over the operation ``machine specialize``/``optimize``/``train``
+call: it checks the call, asks for the person's consent as ``rehearse`` does, runs the operation under the
+server's lock with its per-run progress, settles the spend and returns the operation's own report.
+
+No ``from __future__ import annotations`` here: the SDK reads the tools' resolver annotations with
+``typing.get_type_hints``.
+"""
+
+from collections.abc import Awaitable
+from typing import Annotated
+
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from machine.learn import Optimization, Specialization, TrainSettings, optimize, specialize, train
+from machine.ops import make_trainer
+from machine.spec import DEFAULT_MIN_Z
+from machine.versions import Candidate
+from machine.workspace import Workspace
+
+from ._results import Approval, NotAsked, OptimizeResult, SpecializeResult, TrainResult
+from ._service import MAX_TRIALS, OnRun, can_elicit, usd
+from ._tools import USD, service
+
+MAX_CASES = 100
+MAX_RETRIES = 5
+MAX_ROUNDS = 10
+MAX_CANDIDATES = 8
+MAX_SAMPLES = 20
+MAX_EPOCHS = 20
+MAX_TIMEOUT_S = 600.0
+CONCURRENCY = 4
+"""Runs at once, as the command's default: a tool's caller does not choose it."""
+
+SPECIALIZE_ARGUMENTS = ("budget_usd", "slug", "model", "author_model", "harness")
+OPTIMIZE_ARGUMENTS = ("budget_usd", "cases", "holdout", "model", "optimizer_model", "harness")
+TRAIN_ARGUMENTS = ("budget_usd", "trainer", "resume", "harness")
+
+Count = Annotated[int, Field(ge=1)]
+Module = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.]+$", max_length=100)]
+
+
+def _asked(question: str) -> Elicit[Approval]:
+    return Elicit(f"{question} Allow it?", Approval)
+
+
+def _spent(ws: Workspace) -> dict[str, float]:
+    return {"budget_usd": ws.budget.usd or 0.0, "spent_usd": ws.budget.spent}
+
+
+# -- specialize -------------------------------------------------------------------------------------
+
+
+async def ask_specialize(
+    parent: str,
+    focus: str,
+    budget_usd: USD,
+    slug: str | None,
+    author_model: str | None,
+    cases: int,
+    reuse_cases: bool,
+    harness: str | None,
+    ctx: Context,
+) -> Elicit[Approval] | NotAsked:
+    if not can_elicit(ctx):
+        return NotAsked(reason="the client cannot ask the person")
+    if not focus.strip():
+        return NotAsked(reason="bad input: the tool refuses it")
+    try:
+        ws = service(ctx).spending(parent, budget_usd, None, harness, (), own_model=False)
+    except ToolError:
+        return NotAsked(reason="bad input: the tool refuses it")
+    child = f"{parent}/{slug}" if slug else f"a child of {parent!r}"
+    writes = "its machine files (keeping its cases)" if reuse_cases else f"its files and up to {cases} cases"
+    author = author_model or "its own model"
+    return _asked(
+        f"Specialize machine {parent!r} for {focus.strip()!r}: the author machine ({author}) writes "
+        f"{child}, {writes}, into the workspace (nothing is committed to git), spending at most "
+        f"{usd(ws.budget.usd or 0.0)}."
+    )
+
+
+async def specialize_machine(
+    parent: str,
+    focus: Annotated[str, Field(min_length=1, max_length=2_000)],
+    budget_usd: USD,
+    ctx: Context,
+    consent: Annotated[ElicitationResult[Approval], Resolve(ask_specialize)],
+    slug: str | None = None,
+    model: str | None = None,
+    author_model: str | None = None,
+    cases: Annotated[int, Field(ge=1, le=MAX_CASES)] = 12,
+    holdout_share: Annotated[float, Field(ge=0, lt=1)] = 0.25,
+    retries: Annotated[int, Field(ge=0, le=MAX_RETRIES)] = 2,
+    reuse_cases: bool = False,
+    timeout_s: Annotated[float, Field(ge=1, le=MAX_TIMEOUT_S)] = 60.0,
+    harness: str | None = None,
+) -> SpecializeResult:
+    """Have the author machine write PARENT/SLUG, a child of `parent` for `focus`, and `cases` checked
+    cases (split into cases.json and holdout.json by `holdout_share`), spending at most `budget_usd`
+    (required; capped per call). `model` is the child's own model (default: the parent's); `slug`
+    defaults to words of the focus; `reuse_cases` rewrites only an existing child's files. Nothing it
+    writes is trusted: the child is loaded and its checks tried in a process of its own, every case is
+    checked before it is kept. Needs the person's consent: they are asked, or their configured
+    allowance must cover the budget. Returns the report `machine specialize --json` prints."""
+    if not focus.strip():
+        raise ToolError("focus is empty: say what the child specializes in, e.g. 'timezone bugs'")
+    state = service(ctx)
+    ws = state.spending(parent, budget_usd, None, harness, SPECIALIZE_ARGUMENTS, own_model=False)
+
+    def work(_on_run: OnRun) -> Awaitable[Specialization]:
+        return specialize(
+            ws, parent, focus=focus, slug=slug, model=model, author_model=author_model, cases=cases,
+            holdout_share=holdout_share, retries=retries, reuse_cases=reuse_cases, timeout_s=timeout_s,
+        )  # fmt: skip
+
+    what = f"specialize {parent!r} (at most {usd(ws.budget.usd or 0.0)})"
+    report, info = await state.spend(
+        ctx, ws, consent, tool="specialize", name=parent, what=what, work=work, accepts=SPECIALIZE_ARGUMENTS
+    )
+    return SpecializeResult(**dict(report), **_spent(ws), consent=info)
+
+
+# -- optimize ---------------------------------------------------------------------------------------
+
+
+async def ask_optimize(
+    name: str,
+    budget_usd: USD,
+    trials: int,
+    rounds: int,
+    candidates: int,
+    model: str | None,
+    harness: str | None,
+    ctx: Context,
+) -> Elicit[Approval] | NotAsked:
+    if not can_elicit(ctx):
+        return NotAsked(reason="the client cannot ask the person")
+    try:
+        ws = service(ctx).spending(name, budget_usd, model, harness, ())
+    except ToolError:
+        return NotAsked(reason="bad input: the tool refuses it")
+    return _asked(
+        f"Optimize machine {name!r}: ask the optimizer machine for {candidates} rewrites of its "
+        f"instructions in each of {rounds} rounds, measure each on the cases ({trials} trials a case), and "
+        "write one measured better to instructions.md as a pending candidate (nothing is committed), "
+        f"spending at most {usd(ws.budget.usd or 0.0)}."
+    )
+
+
+async def optimize_machine(
+    name: str,
+    budget_usd: USD,
+    ctx: Context,
+    consent: Annotated[ElicitationResult[Approval], Resolve(ask_optimize)],
+    trials: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = 3,
+    rounds: Annotated[int, Field(ge=1, le=MAX_ROUNDS)] = 2,
+    candidates: Annotated[int, Field(ge=1, le=MAX_CANDIDATES)] = 2,
+    min_z: Annotated[float, Field(ge=0)] = DEFAULT_MIN_Z,
+    cases: str | None = None,
+    holdout: str | None = None,
+    optimizer_model: str | None = None,
+    allow_overlap: bool = False,
+    pass_score: float = 1.0,
+    seed: int = 0,
+    model: str | None = None,
+    harness: str | None = None,
+) -> OptimizeResult:
+    """Ask the optimizer machine for rewrites of the machine's instructions and keep one only if it scores
+    higher on the cases (by `min_z` standard errors) and no lower on the held-out cases, spending at most
+    `budget_usd` (required; capped per call). A kept rewrite is written to instructions.md as a pending
+    candidate (`candidate` in the result): make it live with commit, or undo it with revert. Needs the
+    person's consent: they are asked, or their configured allowance must cover the budget. Reports
+    progress per finished run; returns the report `machine optimize --json` prints."""
+    state = service(ctx)
+    ws = state.spending(name, budget_usd, model, harness, OPTIMIZE_ARGUMENTS)
+
+    def work(on_run: OnRun) -> Awaitable[Optimization]:
+        return optimize(
+            ws, name, trials=trials, rounds=rounds, candidates=candidates, min_z=min_z, cases=cases,
+            holdout=holdout, optimizer_model=optimizer_model, model=model, concurrency=CONCURRENCY,
+            pass_score=pass_score, allow_overlap=allow_overlap, seed=seed, on_run=on_run,
+        )  # fmt: skip
+
+    what = f"optimize {name!r} (at most {usd(ws.budget.usd or 0.0)})"
+    result, info = await state.spend(
+        ctx, ws, consent, tool="optimize", name=name, what=what, work=work, accepts=OPTIMIZE_ARGUMENTS
+    )
+    return OptimizeResult(**dict(result.report), **_spent(ws), consent=info)
+
+
+# -- train ------------------------------------------------------------------------------------------
+
+
+async def ask_train(
+    name: str,
+    budget_usd: USD,
+    samples: int,
+    trainer: str | None,
+    harness: str | None,
+    ctx: Context,
+) -> Elicit[Approval] | NotAsked:
+    if not can_elicit(ctx):
+        return NotAsked(reason="the client cannot ask the person")
+    try:
+        ws = service(ctx).spending(name, budget_usd, None, harness, ())
+    except ToolError:
+        return NotAsked(reason="bad input: the tool refuses it")
+    sampling = f"sample {samples} new runs of each case, then " if samples else ""
+    who = f"the {trainer} trainer" if trainer else "its trainer"
+    return _asked(
+        f"Train machine {name!r}: {sampling}fine-tune its model on its good runs with {who} and measure "
+        "the checkpoint on holdout.json, proposing it as a pending candidate (the live version is "
+        f"unchanged), spending at most {usd(ws.budget.usd or 0.0)}."
+    )
+
+
+async def train_machine(
+    name: str,
+    budget_usd: USD,
+    ctx: Context,
+    consent: Annotated[ElicitationResult[Approval], Resolve(ask_train)],
+    samples: Annotated[int, Field(ge=0, le=MAX_SAMPLES)] = 0,
+    trials: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = 3,
+    best_of: Count = 2,
+    min_score: float = 1.0,
+    epochs: Annotated[int, Field(ge=1, le=MAX_EPOCHS)] = 1,
+    lr: Annotated[float | None, Field(gt=0)] = None,
+    rank: Annotated[int | None, Field(ge=1)] = None,
+    max_length: Annotated[int | None, Field(ge=2)] = None,
+    batch_size: Count = 8,
+    lora_alpha: Annotated[int | None, Field(ge=1)] = None,
+    lora_dropout: Annotated[float | None, Field(ge=0, lt=1)] = None,
+    target_modules: Annotated[list[Module] | None, Field(min_length=1, max_length=50)] = None,
+    any_model: bool = False,
+    trainer: str | None = None,
+    resume: str | None = None,
+    min_z: Annotated[float, Field(ge=0)] = DEFAULT_MIN_Z,
+    pass_score: float = 1.0,
+    harness: str | None = None,
+) -> TrainResult:
+    """Fine-tune the machine's model on its good runs (sampling `samples` more of each case first), then
+    measure the checkpoint against the live version on holdout.json: a pending candidate, which commit
+    makes live only if it passed the gate. Spends at most `budget_usd` (required; capped per call).
+    `trainer` is tinker or local (default: local for a local: model, else tinker); `resume` continues a
+    stopped training by its record id. Needs the person's consent: they are asked, or their configured
+    allowance must cover the budget. Reports progress per finished run; returns the candidate's gate
+    report."""
+    state = service(ctx)
+    ws = state.spending(name, budget_usd, None, harness, TRAIN_ARGUMENTS)
+    settings = TrainSettings(
+        base_model="", epochs=epochs, learning_rate=lr, rank=rank, max_length=max_length,
+        batch_size=batch_size, effort=None if ws.effort is None else ws.effort.value,
+        lora_alpha=lora_alpha, lora_dropout=lora_dropout, target_modules=target_modules,
+    )  # fmt: skip
+
+    def work(on_run: OnRun) -> Awaitable[Candidate]:
+        return train(
+            ws, name, samples=samples, trials=trials, best_of=best_of, min_score=min_score,
+            settings=settings, any_model=any_model, min_z=min_z, trainer=trainer,
+            make_trainer=make_trainer, resume=resume, concurrency=CONCURRENCY, pass_score=pass_score,
+            on_run=on_run,
+        )  # fmt: skip
+
+    what = f"train {name!r} (at most {usd(ws.budget.usd or 0.0)})"
+    candidate, info = await state.spend(
+        ctx, ws, consent, tool="train", name=name, what=what, work=work, accepts=TRAIN_ARGUMENTS
+    )
+    return TrainResult(**dict(candidate.report), model=candidate.version.model, **_spent(ws), consent=info)
+
+
+def register_learning(server: MCPServer) -> None:
+    """Add the tools that improve machines. Each spends and calls models (open world); specialize and
+    optimize may rewrite files in the workspace (a child's files, instructions.md), so they are
+    destructive; train only adds a pending candidate and its training record."""
+    learning = {"read_only_hint": False, "idempotent_hint": False, "open_world_hint": True}
+    server.tool(
+        name="specialize",
+        annotations=ToolAnnotations(
+            title="Specialize a machine (spends, writes files)", destructive_hint=True, **learning
+        ),
+    )(specialize_machine)
+    server.tool(
+        name="optimize",
+        annotations=ToolAnnotations(
+            title="Optimize a machine's instructions (spends)", destructive_hint=True, **learning
+        ),
+    )(optimize_machine)
+    server.tool(
+        name="train",
+        annotations=ToolAnnotations(
+            title="Train a machine's model (spends)", destructive_hint=False, **learning
+        ),
+    )(train_machine)

@@ -1,0 +1,225 @@
+"""The learning tools of ``machine serve`` (specialize, optimize, train) through the SDK's in-process
+client, on a copy of red with scripted authors and optimizers and, for train, Tinker's trainer against
+the stand-in service: what each writes and reports, and that nothing is spent or written without the
+person's consent or past the per-call cap."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from helpers.learn_server import CHILD, CHILD_CASES, PROPOSAL, author_script, caps_workspace, optimizer_script
+from helpers.server_workspace import Folder, make_server
+from helpers.tinker_standin import StandInService
+from helpers.training import BASE
+from mcp import Client
+from mcp_types import ElicitRequestParams, ElicitResult
+
+import machine.learn._train as train_module
+from machine.learn import TinkerTrainer, Trainer
+from machine.ops import SpendingPolicy
+from machine.server.app import build_server
+
+pytestmark = pytest.mark.anyio
+LIMIT = 120  # seconds any one test's calls may take
+SPECIALIZE = {"parent": "red", "focus": "noting red", "slug": "noted", "cases": 4, "budget_usd": 1}
+OPTIMIZE = {"name": "red", "budget_usd": 1, "trials": 1, "rounds": 1, "candidates": 1}
+
+
+def text(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+def answering(action: str, asked: list[str]) -> Any:
+    async def callback(_ctx: Any, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        content = {"approve": True} if action == "accept" else None
+        return ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+
+    return callback
+
+
+@pytest.fixture
+def tinker(monkeypatch: pytest.MonkeyPatch) -> StandInService:
+    """Tinker's trainer, as ``trainer: tinker`` names it, speaking to the stand-in service."""
+    service = StandInService()
+    real = train_module.trainer_for
+
+    def trainer_for(base: str, name: str | None = None) -> Trainer:
+        return TinkerTrainer(service=service) if (name or "tinker") == "tinker" else real(base, name)
+
+    monkeypatch.setattr(train_module, "trainer_for", trainer_for)
+    return service
+
+
+async def test_the_learning_tools_are_listed_as_spending_and_writing(folder: Folder) -> None:
+    server, _ = make_server(folder)
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+    for name in ("specialize", "optimize", "train"):
+        hints = tools[name].annotations
+        assert hints.read_only_hint is False and hints.open_world_hint is True, name
+        assert tools[name].output_schema is not None
+        assert "consent" not in tools[name].input_schema["properties"]  # the person's, never an argument
+    assert tools["specialize"].annotations.destructive_hint is True  # may rewrite a child's files
+    assert tools["optimize"].annotations.destructive_hint is True  # rewrites instructions.md
+    assert tools["train"].annotations.destructive_hint is False  # adds a pending candidate only
+    assert tools["specialize"].input_schema["required"] == ["parent", "focus", "budget_usd"]
+    assert tools["optimize"].input_schema["required"] == ["name", "budget_usd"]
+    train_args = tools["train"].input_schema["properties"]
+    assert {"samples", "best_of", "epochs", "lr", "rank", "any_model", "trainer", "resume"} <= set(train_args)
+    assert train_args["best_of"]["default"] == 2 and train_args["trials"]["default"] == 3
+
+
+async def test_specialize_writes_the_child_and_its_cases(folder: Folder, tmp_path: Path) -> None:
+    server, policy = make_server(folder, allowance=2, script=author_script(tmp_path / "author.json"))
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:
+            result = await client.call_tool("specialize", SPECIALIZE)
+            shown = await client.call_tool("show_machine", {"name": "red/noted"})
+    assert not result.is_error, text(result)
+    report = result.structured_content
+    assert report["accepted"] and report["stopped"] is None and report["child"] == "red/noted"
+    assert [a["outcome"] for a in report["attempts"]] == ["accepted"]
+    assert len(report["samples"]) == 3  # red had no stored runs: three of its cases were run first
+    assert report["kept_cases"] + report["holdout_cases"] == 4, report["cases"]
+    assert report["consent"]["how"] == "allowance" and report["budget_usd"] == 1
+    child = folder.root / "machines" / "red" / "noted"
+    assert (child / "machine.py").read_text(encoding="utf-8") == CHILD
+    written = json.loads((child / "cases.json").read_text()) + json.loads(
+        (child / "holdout.json").read_text()
+    )
+    assert sorted(c["id"] for c in written) == sorted(c["id"] for c in CHILD_CASES)
+    assert not shown.is_error and shown.structured_content["parent"] == "red"
+    assert {"noted", "calls_when_red"} <= {c["name"] for c in shown.structured_content["criteria"]}
+    logged = [json.loads(line) for line in folder.spending_log.read_text().splitlines()]
+    assert [(e["tool"], e["machine"]) for e in logged] == [("specialize", "red")]
+    assert logged[0]["correlation_id"] == report["consent"]["correlation_id"]
+    assert policy.allowance_left == 2  # the scripted harness spent nothing
+
+
+async def test_optimize_keeps_the_fix_reports_progress_and_commit_makes_it_live(
+    folder: Folder, tmp_path: Path
+) -> None:
+    server, _ = make_server(folder, allowance=2, script=optimizer_script(tmp_path / "optimizer.json"))
+    instructions = folder.root / "machines" / "red" / "instructions.md"
+    live = instructions.read_text(encoding="utf-8")
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:
+            result = await client.call_tool("optimize", OPTIMIZE, progress_callback=on_progress)
+            committed = await client.call_tool("commit", {"name": "red"})
+    assert not result.is_error, text(result)
+    report = result.structured_content
+    assert report["kept"] == "r1.p1" and report["candidate"] == "v2", report["ended"]
+    assert 0 < report["live_cases_mean"] < 1 and report["gate"]["passed"] is True
+    assert instructions.read_text(encoding="utf-8").strip() == PROPOSAL
+    assert instructions.read_text(encoding="utf-8") != live
+    # the live version and the proposal on the 17 cases, then both on the 7 held-out ones
+    assert [p[0] for p in progress] == list(range(1, 2 * (17 + 7) + 1))
+    assert all(p[1] is None for p in progress) and "case " in (progress[0][2] or "")
+    assert not committed.is_error, text(committed)
+    assert committed.structured_content["version"] == "v2"
+
+
+async def test_train_proposes_the_checkpoint_as_a_pending_candidate(
+    tmp_path: Path, tinker: StandInService
+) -> None:
+    root = tmp_path / "caps"
+    script = caps_workspace(root)
+    policy = SpendingPolicy(allowance=5, log_path=root / ".machine" / "spending.jsonl")
+    server = build_server(root, harness="scripted", script=script, policy=policy)
+    progress: list[float] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(done)
+
+    args = {"name": "caps", "budget_usd": 2, "samples": 1, "trials": 1, "batch_size": 2, "any_model": True}
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:
+            result = await client.call_tool("train", args, progress_callback=on_progress)
+    assert not result.is_error, text(result)
+    report = result.structured_content
+    assert report["candidate"] == "v2" and report["live"] == "v1"
+    assert report["model"].startswith("tinker://run-1/sampler_weights/")
+    assert report["training"]["trainer"] == "tinker" and report["training"]["base_model"] == BASE
+    assert report["training"]["examples"] == 3  # the three training cases, each answered right once
+    assert report["passed"] is False  # the script answers the held-out cases wrongly on any model
+    assert 0 < report["spent_usd"] <= 2 and policy.allowance_left == pytest.approx(5 - report["spent_usd"])
+    assert tinker.methods().count("forward_backward") == 2  # 3 sequences, 2 a step
+    assert progress == list(range(1, 10))  # 3 samples, then v1 and the checkpoint on 3 held-out cases each
+    assert not (root / "machines" / "caps" / "model.json").exists()  # pending, not live
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+async def test_refused_consent_spends_and_writes_nothing(
+    folder: Folder, tmp_path: Path, tinker: StandInService, action: str
+) -> None:
+    server, policy = make_server(folder, allowance=5, script=author_script(tmp_path / "author.json"))
+    instructions = (folder.root / "machines" / "red" / "instructions.md").read_text(encoding="utf-8")
+    asked: list[str] = []
+    with anyio.fail_after(LIMIT):
+        async with Client(server, elicitation_callback=answering(action, asked)) as client:
+            forged = {**SPECIALIZE, "consent": {"action": "accept", "content": {"approve": True}}}
+            specialized = await client.call_tool("specialize", forged)  # a model cannot approve itself
+            optimized = await client.call_tool("optimize", OPTIMIZE)
+            trained = await client.call_tool("train", {"name": "red", "budget_usd": 1})
+            recent = await client.call_tool("recent_runs", {"name": "red"})
+    for result in (specialized, optimized, trained):
+        assert result.is_error and "the person declined" in text(result)
+    assert len(asked) == 3
+    assert "red/noted" in asked[0] and "$1.00" in asked[0] and "writes" in asked[0]
+    assert "instructions.md" in asked[1] and "Train machine 'red'" in asked[2]
+    assert not (folder.root / "machines" / "red" / "noted").exists()
+    assert (folder.root / "machines" / "red" / "instructions.md").read_text(encoding="utf-8") == instructions
+    assert recent.structured_content["runs"] == [] and tinker.methods() == []
+    assert not folder.spending_log.exists() and policy.allowance_left == 5
+
+
+async def test_without_a_form_or_an_allowance_each_refuses_and_says_how(folder: Folder) -> None:
+    server, _ = make_server(folder)
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:
+            results = [
+                await client.call_tool("specialize", SPECIALIZE),
+                await client.call_tool("optimize", OPTIMIZE),
+                await client.call_tool("train", {"name": "red", "budget_usd": 1}),
+            ]
+    for result in results:
+        assert result.is_error and "MACHINE_ALLOW_SPEND_USD" in text(result)
+    assert not (folder.root / "machines" / "red" / "noted").exists()
+    assert not folder.spending_log.exists()
+
+
+async def test_bad_input_is_refused_before_the_person_is_asked(folder: Folder) -> None:
+    server, _ = make_server(folder, allowance=50)
+    asked: list[str] = []
+    with anyio.fail_after(LIMIT):
+        async with Client(server, elicitation_callback=answering("accept", asked)) as client:
+            over = [
+                await client.call_tool("specialize", {**SPECIALIZE, "budget_usd": 11}),
+                await client.call_tool("optimize", {**OPTIMIZE, "budget_usd": 11}),
+                await client.call_tool("train", {"name": "red", "budget_usd": 11}),
+            ]
+            unknown = await client.call_tool("optimize", {**OPTIMIZE, "name": "blue"})
+            no_budget = await client.call_tool("train", {"name": "red"})
+            blank = await client.call_tool("specialize", {**SPECIALIZE, "focus": "   "})
+            many = await client.call_tool("optimize", {**OPTIMIZE, "rounds": 1000})
+            harness = await client.call_tool("specialize", {**SPECIALIZE, "harness": "warp"})
+    for result in over:
+        assert result.is_error and "over the cap of $10.00" in text(result)
+    assert unknown.is_error and "known machines are: red" in text(unknown)
+    assert no_budget.is_error and "budget_usd" in text(no_budget)
+    assert blank.is_error and "focus is empty" in text(blank) and "--focus" not in text(blank)
+    assert many.is_error and "rounds" in text(many)
+    assert harness.is_error and "unknown harness 'warp'" in text(harness)
+    assert asked == []
+    assert not (folder.root / "machines" / "red" / "noted").exists()
