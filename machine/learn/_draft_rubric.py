@@ -9,7 +9,7 @@ import time
 
 from pydantic import BaseModel, Field
 
-from machine.errors import BadInputError, BudgetExceeded, MachineError, plain_spelling
+from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError, plain_spelling
 from machine.runs import is_free
 from machine.workspace import Workspace
 
@@ -51,7 +51,7 @@ async def draft_rubric(
 ) -> RubricDraft:
     """Have the author draft a rubric for machine ``name`` and write it beside it (see the module)."""
     if retries < 0:
-        raise BadInputError(f"--retries must be 0 or more, got {retries}")
+        raise BadInputError(f"the retries must be 0 or more, got {retries}", fixes=[Fix("retries", "2")])
     spec = ws.load(name)
     if ws.loader.is_builtin(name):
         raise BadInputError(

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from machine.errors import BadInputError, BudgetExceeded, MachineError, plain_spelling
+from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError, plain_spelling
 from machine.runs import Run, check_name, is_free
 from machine.spec import Machine
 from machine.workspace import Workspace
@@ -125,19 +125,47 @@ def _checked(
     ws: Workspace, parent: str, focus: str, slug: str | None, cases: int, holdout_share: float, retries: int
 ) -> tuple[Machine, str]:
     if not focus.strip():
-        raise BadInputError("--focus is empty: say what the child specializes in, e.g. 'timezone bugs'")
+        raise BadInputError(
+            "the focus is empty: say what the child specializes in", fixes=[Fix("focus", "'timezone bugs'")]
+        )
     if cases < 1:
-        raise BadInputError(f"--cases must be at least 1, got {cases}")
+        raise BadInputError(
+            f"the number of cases must be at least 1, got {cases}", fixes=[Fix("cases", "12")]
+        )
     if not 0 <= holdout_share < 1:
-        raise BadInputError(f"--holdout-share must be at least 0 and below 1, got {holdout_share}")
+        raise BadInputError(
+            f"the held-out share must be at least 0 and below 1, got {holdout_share}",
+            fixes=[Fix("holdout_share", "0.25")],
+        )
     if retries < 0:
-        raise BadInputError(f"--retries must be 0 or more, got {retries}")
+        raise BadInputError(f"the retries must be 0 or more, got {retries}", fixes=[Fix("retries", "2")])
     spec = ws.load(parent)
     chosen = (slug or slug_of(focus)).strip()
-    check_name(f"{parent}/{chosen}", "child name")
     if "/" in chosen:
-        raise BadInputError(f"--slug {chosen!r} has a '/': give one name part, e.g. 'datetime'")
+        raise BadInputError(
+            f"the slug {chosen!r} has a '/': a child's name under its parent is one part",
+            fixes=[Fix("slug", "'datetime'")],
+        )
+    check_name(f"{parent}/{chosen}", "child name")
     return spec, chosen
+
+
+def _room(ws: Workspace, parent: str, chosen: str, reuse_cases: bool) -> None:
+    """A new child needs a folder of its own; a child whose cases are reused needs its cases."""
+    folder = ws.machines_dir / parent / chosen
+    if (folder / "machine.py").exists() and not reuse_cases:
+        raise BadInputError(
+            f"machines/{parent}/{chosen} exists already",
+            fixes=[
+                Fix("slug", "'another'", "to write a new child"),
+                Fix("reuse_cases", purpose="to rewrite only its machine files and keep its cases"),
+            ],
+        )
+    if reuse_cases and not (folder / "cases.json").is_file():
+        raise BadInputError(
+            f"machines/{parent}/{chosen} has no cases.json to reuse",
+            fixes=[Fix("slug", "'another'", "to name a child that has cases")],
+        )
 
 
 async def specialize(
@@ -157,14 +185,7 @@ async def specialize(
     """Have the author write ``PARENT/SLUG``, a child of ``parent`` for ``focus``, and (unless
     ``reuse_cases``) ``cases`` checked cases split into cases.json and holdout.json (see the module)."""
     spec, chosen = _checked(ws, parent, focus, slug, cases, holdout_share, retries)
-    folder = ws.machines_dir / parent / chosen
-    if (folder / "machine.py").exists() and not reuse_cases:
-        raise BadInputError(
-            f"machines/{parent}/{chosen} exists already: choose another --slug, or pass --reuse-cases to "
-            "rewrite only its machine files and keep its cases"
-        )
-    if reuse_cases and not (folder / "cases.json").is_file():
-        raise BadInputError(f"--reuse-cases: machines/{parent}/{chosen} has no cases.json to reuse")
+    _room(ws, parent, chosen, reuse_cases)
     author = ws.load(AUTHOR)
     chosen_model = (author_model or "").strip() or author.model
     if not is_free(ws.harness.name):
@@ -192,7 +213,9 @@ async def specialize(
 
 def _next_steps(report: Specialization) -> list[str]:
     if not report.accepted:
-        return [f"nothing was written; try again (another --author-model, more --retries) for {report.child}"]
+        return [
+            f"nothing was written for {report.child}; try again with another author model or more retries"
+        ]
     steps = [f"review what was written in {report.folder} (nothing is committed to git)"]
     if report.kept_cases or report.reused_cases:
         steps += [
