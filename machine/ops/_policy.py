@@ -222,8 +222,9 @@ class SpendingPolicy:
             self._pending[correlation_id] = _Pending(tool, machine, amount, 0.0, consent)
         return correlation_id, consent
 
-    def settle(self, correlation_id: str, *, spent_usd: float) -> None:
-        """After the call: give the unspent part of a reservation back to the allowance and record the spend.
+    def settle(self, correlation_id: str, *, spent_usd: float, log: bool = True) -> None:
+        """After the call: give the unspent part of a reservation back to the allowance and record the spend
+        (``log=False``: a call that failed before spending anything leaves no line).
 
         Spending past the reservation is taken off the allowance too, below zero if need be: the
         overdraft is carried, so the next calls are refused until the allowance is raised.
@@ -240,6 +241,8 @@ class SpendingPolicy:
                 )
             if pending.consent.how == "allowance" and self._left is not None:
                 self._left = self._left + pending.reserved - spent
+            if not log:
+                return
             entry: dict[str, object] = {
                 "at": timestamp(now()),
                 "correlation_id": correlation_id,

@@ -43,11 +43,11 @@ class Spend:
         return cls(policy, correlation_id, consent, budget)
 
     def settle(self, *, finished: bool = True) -> None:
-        """Write the log line: when the call finished (even at $0), or when it spent anything however it
-        ended. A call that failed before spending writes nothing. Only the first settle counts."""
+        """Close the call: give back what its reservation did not spend, and write the log line when the
+        call finished (even at $0) or spent anything however it ended. A call that failed before spending
+        writes nothing. Only the first settle counts."""
         if self.settled:
             return
         self.settled = True
         spent = self.budget.spent
-        if finished or spent > 0:
-            self.policy.settle(self.correlation_id, spent_usd=spent)
+        self.policy.settle(self.correlation_id, spent_usd=spent, log=finished or spent > 0)
