@@ -172,7 +172,7 @@ def export(
         raise _unwritable(path, error) from None
     finally:
         temp.unlink(missing_ok=True)
-    report.funnel = [FunnelStep(keeps=what, left=left) for what, left, _ in totals]
+    report.funnel = [FunnelStep(keeps=what, left=left) for what, left, *_ in totals]
     return report
 
 
@@ -198,11 +198,13 @@ def _add(totals: list[list[Any]], report: ExportReport, funnel: Funnel) -> None:
         if index < len(totals):
             totals[index][1] += left
         else:
-            totals.append([what, left, widen])
+            totals.append([what, left, widen, funnel.fixes[index] if index < len(funnel.fixes) else ()])
 
 
 def _empty(name: str, totals: list[list[Any]], report: ExportReport) -> BadInputError:
-    funnel = Funnel(stored=report.stored, steps=[(w, n, h) for w, n, h in totals])
+    funnel = Funnel(
+        stored=report.stored, steps=[(w, n, h) for w, n, h, _ in totals], fixes=[f for *_, f in totals]
+    )
     return funnel.empty_error(name)
 
 

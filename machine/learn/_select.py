@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
@@ -27,6 +27,8 @@ class Funnel:
     stored: int = 0
     steps: list[tuple[str, int, str]] = field(default_factory=list)
     """(what the filter keeps, runs left, how to widen it)."""
+    fixes: list[tuple[Fix, ...]] = field(default_factory=list)
+    """The arguments that widen each step, for the error an empty selection raises."""
 
     def empty_error(self, machine: str) -> BadInputError:
         stored = self.stored
@@ -36,11 +38,16 @@ class Funnel:
                 fixes=[Fix(operation="suite", machine=machine, purpose="makes some")],
             )
         before = stored
-        for what, left, widen in self.steps:
+        for index, (what, left, widen) in enumerate(self.steps):
             if left == 0:
+                fixes = self.fixes[index] if index < len(self.fixes) else ()
                 return BadInputError(
                     f"no run of machine {machine!r} is left once only {what} are kept ({before} were before "
-                    f"that filter): {widen}"
+                    f"that filter): {widen}",
+                    fixes=[
+                        replace(fix, machine=fix.machine or machine) if fix.operation else fix
+                        for fix in fixes
+                    ],
                 )
             before = left
         return BadInputError(f"no run of machine {machine!r} was selected")
@@ -75,35 +82,39 @@ class Selection:
     tags: TagFilter = "all"
     own_model: str | None = None
 
-    def filters(self) -> list[tuple[str, str]]:
-        """Each filter's name in the funnel and how to widen it, in the order they apply."""
-        found = [("runs that finished", "the stored runs all failed")]
+    def _filters(self) -> list[tuple[str, str, tuple[Fix, ...]]]:
+        """Each filter: what it keeps, how to widen it in words, and the arguments that do it."""
+        found: list[tuple[str, str, tuple[Fix, ...]]] = [
+            ("runs that finished", "the stored runs all failed", ())
+        ]
         if self.tags == "all":
-            found.append(
-                (
-                    f"runs scoring at least {self.min_score:g}",
-                    "lower --min-score or sample more",
-                )
-            )
+            lower = Fix("min_score", "0.5", "to keep runs that score less")
+            found.append((f"runs scoring at least {self.min_score:g}", "lower the score asked for", (lower,)))
         else:
-            found.append((f"runs marked {self.tags}", "mark some, or use --tags all"))
+            every = Fix("tags", "all", "to take graded runs whatever their marks")
+            found.append((f"runs marked {self.tags}", "mark some, or take every graded run", (every,)))
         found.append(
             (
                 "runs graded under the current rubric",
                 "grade them under it (`machine eval NAME RUN_ID`, or a new `machine suite`)",
+                (Fix(operation="suite", machine="", purpose="grades new runs under it"),),
             )
         )
         if self.since:
-            found.append((f"runs since {self.since}", "give an earlier --since"))
+            found.append((f"runs since {self.since}", "start from an earlier suite or time", ()))
         if self.cases is not None:
-            found.append(("runs of the cases given", "check the case ids of --cases"))
+            found.append(("runs of the cases given", "check the case ids of the cases given", ()))
         if self.held_out:
-            found.append(("runs of cases not held out", "run cases that are not in holdout.json"))
+            found.append(("runs of cases not held out", "run cases that are not in holdout.json", ()))
         if self.own_model:
             found.append(
                 (
                     f"runs {self.own_model} produced itself",
-                    "sample the model (--samples) or allow --any-model",
+                    "sample the model, or learn from other models' runs too",
+                    (
+                        Fix("samples", "4", "to sample the model first"),
+                        Fix("any_model", purpose="to learn from other models' runs too"),
+                    ),
                 )
             )
         return found
@@ -123,8 +134,8 @@ class Selection:
         yield from self._select(runs, funnel, store.tally(machine))
 
     def _select(self, runs: Iterable[Run], funnel: Funnel, tally: tuple[int, int] | None) -> Iterator[Run]:
-        names = self.filters()
-        counts = [0] * (len(names) + 1)
+        filters = self._filters()
+        counts = [0] * (len(filters) + 1)
         try:
             kept = self._kept(runs, counts, tally is None)
             yield from (kept if self.best is None else _best_of(kept, self.best))
@@ -132,7 +143,8 @@ class Selection:
             if tally is not None:
                 counts[0], counts[1] = tally
             funnel.stored = counts[0]
-            funnel.steps = [(what, n, widen) for (what, widen), n in zip(names, counts[1:], strict=True)]
+            funnel.steps = [(what, n, widen) for (what, widen, _), n in zip(filters, counts[1:], strict=True)]
+            funnel.fixes = [fixes for _, _, fixes in filters]
 
     def _kept(self, runs: Iterable[Run], counts: list[int], count_all: bool) -> Iterator[Run]:
         """The runs that pass every filter; ``counts`` gets how many passed each (the first two are the

@@ -347,7 +347,7 @@ def test_an_empty_selection_names_the_filter_and_leaves_no_file(ws: Workspace, t
         export(ws, "calc", out=out)
     message = str(caught.value)
     assert "only runs scoring at least 1 are kept (2 were before that filter)" in message
-    assert "lower --min-score" in message
+    assert "lower the score asked for; pass min_score=0.5 to keep runs that score less" in message
     with pytest.raises(BadInputError, match="only runs marked good are kept"):
         export(ws, "calc", out=out, min_score=0.0, tags="good")
     with pytest.raises(BadInputError, match="only runs of the cases given are kept"):

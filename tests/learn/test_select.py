@@ -79,7 +79,7 @@ def test_own_model_empty_says_how_to_widen(ws: Workspace) -> None:
     assert selected(ws, Selection(fingerprint(ws), own_model=LIVE), funnel) == []
     message = str(funnel.empty_error("calc"))
     assert f"only runs {LIVE} produced itself are kept (1 were before that filter)" in message
-    assert "--any-model" in message
+    assert "pass samples=4 to sample the model first or pass any_model=True" in message
 
 
 def test_the_funnel_counts_each_filter_in_order(ws: Workspace) -> None:

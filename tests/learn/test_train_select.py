@@ -66,7 +66,7 @@ async def test_only_the_live_models_own_runs_unless_any_model(tmp_path: Path) ->
     for case in cases:
         await ws.run(spec, case.input, case=case, trial=0, model="teacher", grade=True)
     own = Counting("good")
-    with pytest.raises(BadInputError, match=f"runs {BASE} produced itself .*--any-model"):
+    with pytest.raises(BadInputError, match=f"runs {BASE} produced itself .*any_model=True"):
         await train(ws, "caps", trials=1, settings=SETTINGS, trainer=own)
     assert own.prepared == [] and not (folder.parent.parent / ".machine" / "training").exists()
     await ws.run(spec, "bob", case=cases[1], trial=1, grade=True)  # one run of the live model itself
