@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -12,17 +13,51 @@ from machine.learn import draft_rubric, format_rubric_draft, format_specializati
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._render import dump_json
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def author_options(what: str) -> Callable[[F], F]:
+    """The options every command that asks the author machine takes: its model, how often ``what`` is
+    sent back, the time limits, and --json."""
+
+    def apply(command: F) -> F:
+        for option in reversed(
+            [
+                click.option(
+                    "--author-model",
+                    default=None,
+                    metavar="MODEL",
+                    help="The author machine's model (default: its own, thinkingmachines/Inkling).",
+                ),
+                click.option(
+                    "--retries",
+                    type=click.IntRange(min=0),
+                    default=2,
+                    show_default=True,
+                    help=f"Times a refused {what} is sent back.",
+                ),
+                click.option(
+                    "--timeout",
+                    "timeout_s",
+                    type=click.FloatRange(min=1),
+                    default=60.0,
+                    show_default=True,
+                    help=f"Seconds the {what} may take to load and grade the sample runs (and each case's "
+                    "tests to run).",
+                ),
+                click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+            ]
+        ):
+            command = option(command)
+        return command
+
+    return apply
+
 
 @click.command("specialize")
 @click.argument("parent")
 @click.option("--focus", required=True, help="What the child specializes in, in a phrase.")
 @click.option("--slug", default=None, help="The child's name under PARENT (default: from the focus).")
-@click.option(
-    "--author-model",
-    default=None,
-    metavar="MODEL",
-    help="The author machine's model (default: its own, thinkingmachines/Inkling).",
-)
 @click.option("--cases", "count", type=click.IntRange(min=1), default=12, show_default=True)
 @click.option(
     "--holdout-share",
@@ -31,23 +66,8 @@ from ._render import dump_json
     show_default=True,
     help="Share of the kept cases written to holdout.json.",
 )
-@click.option(
-    "--retries",
-    type=click.IntRange(min=0),
-    default=2,
-    show_default=True,
-    help="Times a refused child is sent back.",
-)
 @click.option("--reuse-cases", is_flag=True, help="Rewrite only the child's files; keep its cases.")
-@click.option(
-    "--timeout",
-    "timeout_s",
-    type=click.FloatRange(min=1),
-    default=60.0,
-    show_default=True,
-    help="Seconds the child may take to load and grade its samples, and each case's tests to run.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@author_options("child")
 @spending_options
 @with_workspace
 @click.pass_context
@@ -95,28 +115,7 @@ def specialize_command(
 
 @click.command("draft-rubric")
 @click.argument("name")
-@click.option(
-    "--author-model",
-    default=None,
-    metavar="MODEL",
-    help="The author machine's model (default: its own, thinkingmachines/Inkling).",
-)
-@click.option(
-    "--retries",
-    type=click.IntRange(min=0),
-    default=2,
-    show_default=True,
-    help="Times a refused draft is sent back.",
-)
-@click.option(
-    "--timeout",
-    "timeout_s",
-    type=click.FloatRange(min=1),
-    default=60.0,
-    show_default=True,
-    help="Seconds the draft may take to load and grade the sample runs.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@author_options("draft")
 @spending_options
 @with_workspace
 @click.pass_context
