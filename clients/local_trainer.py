@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import anyio
 import anyio.to_thread
 
 from machine.errors import BadInputError, MachineError, TrainingError
@@ -109,9 +110,11 @@ class LocalTrainer:
         budget: Budget,
         on_step: Callable[[StepMetrics], None],
         resume: Checkpoint | None = None,
+        on_saved: Callable[[Checkpoint], None] | None = None,
     ) -> Checkpoint:
-        """Train every step not done yet (``resume.step`` are), saving the state as it goes, then save the
-        adapter as the checkpoint. Free: ``budget`` is neither reserved on nor charged."""
+        """Train every step not done yet (``resume.step`` are), saving the state as it goes (and, when
+        stopped from outside, once more before it stops), then save the adapter as the checkpoint. Free:
+        ``budget`` is neither reserved on nor charged."""
         data: list[TrainSequence] = list(prepared.data or [])
         steps = plan(len(data), settings.batch_size, settings.epochs, settings.seed)
         if not steps:
@@ -120,15 +123,24 @@ class LocalTrainer:
         session = await _off_loop(
             lambda: self._open(settings, prepared.learning_rate, state), "starting", 0, resume
         )
+        told = on_saved or (lambda _checkpoint: None)
         saved = resume
-        for batch in steps[session.done :]:
-            work = functools.partial(self._step, session, batch, data, prepared)
-            on_step(await _off_loop(work, "step", batch.number, saved))
-            if self.save_every and batch.number % self.save_every == 0 and batch.number < len(steps):
-                saved = await self._save(session, folder, settings, saved)
+        try:
+            for batch in steps[session.done :]:
+                work = functools.partial(self._step, session, batch, data, prepared)
+                on_step(await _off_loop(work, "step", batch.number, saved))
+                if self.save_every and batch.number % self.save_every == 0 and batch.number < len(steps):
+                    saved = await self._save(session, folder, settings, saved)
+                    told(saved)
+        except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
+            if session.done > (saved.step if saved else 0):  # the steps done since the last save are kept
+                with anyio.CancelScope(shield=True):
+                    told(await self._save(session, folder, settings, saved))
+            raise
         last = len(steps)
         if saved is None or saved.step != last:
             saved = await self._save(session, folder, settings, saved)
+            told(saved)
         adapter = await _off_loop(
             lambda: session.save_adapter(folder / ADAPTER_DIR, settings.base_model), "saving", last, saved
         )

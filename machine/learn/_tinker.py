@@ -160,9 +160,11 @@ class TinkerTrainer:
         budget: Budget,
         on_step: Callable[[StepMetrics], None],
         resume: Checkpoint | None = None,
+        on_saved: Callable[[Checkpoint], None] | None = None,
     ) -> Checkpoint:
         """Train every step not done yet (``resume.step`` are), then save the state and the sampler
-        weights."""
+        weights; each state saved is handed to ``on_saved``."""
+        told = on_saved or (lambda _checkpoint: None)
         steps = batches(list(prepared.data or []), settings)
         if not steps:
             raise BadInputError("nothing to train: the examples rendered to no sequence with a target")
@@ -175,10 +177,12 @@ class TinkerTrainer:
             on_step(await self._step(client, batch, prepared, settings, budget, saved))
             if self.save_every and batch.number % self.save_every == 0 and batch.number < len(steps):
                 saved = await self._save_state(client, folder, settings, batch.number, saved)
+                told(saved)
         last = len(steps)
         state = saved if saved is not None and saved.step == last else None
         if state is None:
             state = await self._save_state(client, folder, settings, last, saved)
+            told(state)
         name = checkpoint_name(folder, last)
         (reply,) = await self._call(
             f"saving the sampler weights after step {last}",

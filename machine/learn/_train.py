@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
+
 from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError, plain_spelling
 from machine.runs import LOCAL, TRAINING, Run, git_revision, library_version
 from machine.spec import DEFAULT_MIN_Z, Case, Machine, TrainingSummary, Version
@@ -301,10 +303,20 @@ async def _fit(
     folder.log(
         f"{trainer.name} on {record.base_model}: {prepared.sequences} sequences, {prepared.tokens} tokens"
     )
+
+    def saved(checkpoint: Checkpoint) -> None:
+        if checkpoint != folder.last_checkpoint():
+            folder.checkpoint(checkpoint)
+
     try:
         checkpoint = await trainer.train(
-            prepared, settings, folder=folder.folder, budget=ws.budget, on_step=step, resume=done
-        )
+            prepared, settings, folder=folder.folder, budget=ws.budget, on_step=step, resume=done,
+            on_saved=saved,
+        )  # fmt: skip
+    except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
+        with anyio.CancelScope(shield=True):
+            _interrupted(folder, record)
+        raise
     except BudgetExceeded as refused:
         _stopped(folder, record, "stopped", refused)
         raise BudgetExceeded(
@@ -321,6 +333,15 @@ async def _fit(
     folder.log(f"checkpoint {checkpoint.model} after {checkpoint.step} steps")
     say(f"trained: {checkpoint.model}")
     return checkpoint, time.monotonic() - started
+
+
+def _interrupted(folder: RecordFolder, record: TrainingRecord) -> None:
+    """A training stopped from outside (Ctrl-C): the record says so, with the last state saved."""
+    record.status = "stopped"
+    record.error = f"stopped from outside after step {record.steps}"
+    record.checkpoint = folder.last_checkpoint()
+    folder.write(record)
+    folder.log(f"stopped from outside after {record.steps} steps; resume with --resume {folder.id}")
 
 
 def _stopped(folder: RecordFolder, record: TrainingRecord, status: str, error: MachineError) -> None:

@@ -142,9 +142,12 @@ class Trainer(Protocol):
         budget: Budget,
         on_step: Callable[[StepMetrics], None],
         resume: Checkpoint | None = None,
+        on_saved: Callable[[Checkpoint], None] | None = None,
     ) -> Checkpoint:
         """Train, reserving each step's tokens against ``budget`` before it is sent, reporting each
-        step, and saving the sampler checkpoint; ``resume`` continues from a saved state."""
+        step, and saving the sampler checkpoint; ``resume`` continues from a saved state. Each state
+        saved along the way is handed to ``on_saved`` at once, so a training stopped from outside (or
+        killed) is recorded as far as it got and resumes from there."""
         ...
 
 

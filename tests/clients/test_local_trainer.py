@@ -133,6 +133,33 @@ async def test_a_resumed_training_ends_with_the_weights_of_one_never_stopped(
     assert one.keys() == two.keys() and all(bool((one[k] == two[k]).all()) for k in one)
 
 
+async def test_a_training_stopped_from_outside_saves_its_state_first_and_resumes_to_the_same_weights(
+    tiny: str, tmp_path: Path
+) -> None:
+    from safetensors.torch import load_file
+
+    whole, _ = await fit(lora(), tiny, tmp_path / "whole")
+
+    def ctrl_c_at_three(metrics: StepMetrics) -> None:
+        if metrics.step == 3:
+            raise KeyboardInterrupt
+
+    trainer, chosen, told = lora(), settings(tiny), []  # no periodic saves: only the one on the way out
+    prepared = trainer.prepare(examples(), chosen)
+    with pytest.raises(KeyboardInterrupt):
+        await trainer.train(
+            prepared, chosen, folder=tmp_path / "cut", budget=Budget(0.0), on_step=ctrl_c_at_three,
+            on_saved=told.append,
+        )  # fmt: skip
+    [saved] = told
+    assert saved.step == 3 and (tmp_path / "cut" / "states" / "step-3" / "optimizer.pt").is_file()
+    resumed, steps = await fit(trainer, tiny, tmp_path / "cut", resume=saved)
+    assert [m.step for m in steps] == [4, 5, 6, 7, 8] and resumed.step == whole.step == 8
+    one = load_file(str(tmp_path / "whole" / "adapter" / "adapter_model.safetensors"))
+    two = load_file(str(tmp_path / "cut" / "adapter" / "adapter_model.safetensors"))
+    assert one.keys() == two.keys() and all(bool((one[k] == two[k]).all()) for k in one)
+
+
 async def test_a_checkpoint_without_a_state_or_past_the_end_is_refused(tiny: str, tmp_path: Path) -> None:
     trainer = lora(rank=4)
     with pytest.raises(BadInputError, match="no training state"):

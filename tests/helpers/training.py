@@ -123,6 +123,8 @@ class Counting:
     """The checkpoint each ``train`` was given to resume from."""
     steps: list[int] = field(default_factory=list)
     """Every step run, in order, over all trainings."""
+    report_saves_every: int = 10**9
+    """Hand the state saved after every this many steps to ``on_saved`` (by default: never)."""
 
     def prepare(self, examples: Sequence[TrainExample], settings: TrainSettings) -> Prepared:
         self.prepared.append(list(examples))
@@ -154,6 +156,7 @@ class Counting:
         budget: Budget,
         on_step: Callable[[StepMetrics], None],
         resume: Checkpoint | None = None,
+        on_saved: Callable[[Checkpoint], None] | None = None,
     ) -> Checkpoint:
         self.resumed.append(resume)
         sizes: list[tuple[int, int]] = prepared.data
@@ -172,6 +175,8 @@ class Counting:
                 model=f"state:{folder.name}:{number}", base_model=settings.base_model, step=number,
                 state=f"state:{folder.name}:{number}",
             )  # fmt: skip
+            if on_saved is not None and number % self.report_saves_every == 0:
+                on_saved(saved)
         last = len(batches)
         return Checkpoint(
             model=f"{self.becomes}:{folder.name}:{last}",

@@ -258,3 +258,34 @@ async def test_a_finished_training_is_not_resumed_but_named_with_its_checkpoint(
     with pytest.raises(BadInputError, match=f"training {record_id} finished already, with checkpoint "):
         await train(ws, "caps", samples=1, trials=1, settings=SETTINGS, trainer=Counting(), resume=record_id)
     assert harness.calls == {}
+
+
+async def test_a_training_stopped_from_outside_is_recorded_as_far_as_it_got_and_resumes(
+    tmp_path: Path,
+) -> None:
+    make_caps(tmp_path)
+    ws = open_workspace(tmp_path, harness=Tutored())
+    trainer = Counting(report_saves_every=1)
+
+    def ctrl_c_at_two(metrics: StepMetrics) -> None:
+        if metrics.step == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        await train(
+            ws, "caps", samples=2, trials=1, settings=SETTINGS, trainer=trainer, on_step=ctrl_c_at_two
+        )
+    [folder] = (ws.data_dir / "training").iterdir()
+    record = record_at(folder)
+    assert (record.status, record.steps, record.error) == ("stopped", 2, "stopped from outside after step 2")
+    [saved] = [Checkpoint.model_validate(c) for c in lines(folder / "checkpoints.jsonl")]
+    assert (
+        saved.step == 1 and record.checkpoint == saved
+    )  # the state saved before the stop, handed on at once
+    assert f"resume with --resume {folder.name}" in (folder / "train.log").read_text(encoding="utf-8")
+
+    candidate = await train(
+        ws, "caps", samples=2, trials=1, settings=SETTINGS, trainer=trainer, resume=folder.name
+    )
+    assert trainer.resumed == [None, saved] and trainer.steps == [1, 2, 2, 3]
+    assert candidate.report.training is not None and record_at(folder).status == "trained"
