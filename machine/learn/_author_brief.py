@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from machine.runs import Run
 from machine.spec import Case, Machine
 
+from ._case_shape import CaseShape
 from ._reflect import CHARS_PER_TOKEN, INPUT_CHARS, RUN_TOKENS, _cut, _grades, _Seen, _steps
 
 SOURCE_CHARS = 12_000
@@ -137,20 +138,26 @@ def topics_brief(parent: Machine, child: str, files: Mapping[str, str], *, focus
     return "\n".join(lines)
 
 
-def shape_lines(examples: Sequence[Case], required: Sequence[str], project: bool, hidden: bool) -> list[str]:
+def shape_lines(examples: Sequence[Case], shape: CaseShape) -> list[str]:
     """What a case must carry, with a few of the parent's cases as the shape to follow."""
     lines = ["## The shape of a case", "Some of the parent's cases:"]
     for case in examples:
         lines.append(_cut(json.dumps(case.data(), ensure_ascii=False, indent=1), CASE_CHARS))
-    wanted = ", ".join(["id", "input", *required])
+    wanted = ", ".join(["id", "input", *shape.required])
     lines.append(f"Required fields: {wanted}.")
-    if project:
+    if shape.project:
         lines.append(
             "Each case is a small project: `files` (path to text), the same `tests` command as the "
             "parent's cases, and `reference`, the edits that make the tests pass. The tests must FAIL on "
             "the starting files and PASS with the reference applied, or the case is thrown away."
         )
-    if hidden:
+    if shape.answers:
+        lines.append(
+            "A case that asks for an answer rather than a change (a question, a plan, a report) has no "
+            '`reference`; it says how its tests start, `"starting_tests": "pass"` or `"fail"`, and they '
+            "must start that way."
+        )
+    if shape.hidden:
         lines.append(
             "Also give each case `hidden`: one or more extra test files (names test_*.py, not among its "
             "files) the machine never sees; each must fail when run alone on the starting files and pass "

@@ -53,6 +53,9 @@ class CaseShape(BaseModel):
     hidden: bool = False
     """Each case must carry hidden tests (the machine is graded with the hidden-tests grader)."""
     hidden_command: str = HIDDEN_COMMAND
+    answers: bool = False
+    """A project case may come without a fix (a question, a plan, a report, as some of the parent's do):
+    it says whether its tests start passing, and the sandbox checks that it is so."""
 
 
 def case_shape(parent: Machine, parent_cases: Sequence[Case], hidden: bool) -> CaseShape:
@@ -69,9 +72,11 @@ def case_shape(parent: Machine, parent_cases: Sequence[Case], hidden: bool) -> C
     required = sorted(common - set(DECIDED))
     types = {name: sorted({_json_type(d[name]) for d in datas}) for name in required}
     commands = sorted({d["tests"] for d in datas}) if project else []
+    answers = project and not hidden and any(not d.get("reference") for d in datas)
     return CaseShape(
-        machine=parent.name, required=required, types=types, project=project, commands=commands, hidden=hidden
-    )
+        machine=parent.name, required=required, types=types, project=project, commands=commands,
+        hidden=hidden, answers=answers,
+    )  # fmt: skip
 
 
 @dataclass
@@ -85,6 +90,8 @@ class Draft:
     """The starting files with the reference fix applied."""
     hidden: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    starts: str | None = None
+    """For a case without a fix: how its tests start, ``pass`` or ``fail``, as it says."""
 
     @property
     def id(self) -> str:
@@ -201,6 +208,15 @@ def _project(shape: CaseShape, raw: dict[str, Any], result: Draft) -> None:
     if tests not in shape.commands:
         allowed = " or ".join(repr(c) for c in shape.commands)
         raise Refused(f"has the tests command {tests!r}: project cases are checked with {allowed}, as given")
+    if shape.answers and not raw.get("reference"):
+        starts = raw.get(STARTING_TESTS)
+        if starts not in ("pass", "fail"):
+            raise Refused(
+                f'has no "reference", so it is a case to answer, which says whether its tests start passing: '
+                f'"{STARTING_TESTS}": "pass" or "fail"'
+            )
+        result.starts = result.case[STARTING_TESTS] = starts
+        return
     if raw.get(STARTING_TESTS, "fail") != "fail":
         raise Refused(f"says {STARTING_TESTS} is {raw[STARTING_TESTS]!r}: a case's tests must start failing")
     if STARTING_TESTS in shape.required or STARTING_TESTS in raw:

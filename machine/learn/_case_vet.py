@@ -204,6 +204,16 @@ class _Project:
         before = await self.run(self.draft.starting, command)
         if before.timed_out:
             return False, f"its tests timed out on the starting files (after {self.timeout_s:g} s)"
+        if self.draft.starts is not None:  # a case to answer: its tests start as it says
+            said = {"pass": "passing", "fail": "failing"}
+            started = "pass" if before.passed else "fail"
+            if started != self.draft.starts:
+                told = f"it says its tests start {said[self.draft.starts]}, and they start {said[started]}"
+                return False, f"{told} ({before.describe()})"
+            return (
+                True,
+                f"a case to answer: its tests start {said[started]}, as it says ({before.describe()})",
+            )
         if before.passed:
             return (
                 False,

@@ -63,7 +63,7 @@ class CaseWriter:
             parent_cases = []
         hidden = _hidden(job, vetting)
         shape = case_shape(job.parent, parent_cases, hidden)
-        said = shape_lines(parent_cases[:SHOWN_PARENT_CASES], shape.required, shape.project, hidden)
+        said = shape_lines(parent_cases[:SHOWN_PARENT_CASES], shape)
         report.topics = await self._topics(files)
         batches = 2 * math.ceil(self.wanted / BATCH) + 1
         for number in range(batches):

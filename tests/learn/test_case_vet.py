@@ -361,3 +361,45 @@ async def test_no_authors_code_runs_where_the_sandbox_is_not_isolated(ws: Worksp
     [verdict] = vetting.verdicts
     assert not verdict.kept and "not isolated" in verdict.reason and "bubblewrap" in verdict.reason
     assert not marker.exists()  # the author's test never ran
+
+
+FIXED_CALC = CALC.replace("return a - b", "return a + b")
+QUESTION: dict[str, Any] = {
+    "input": "What does add in calc.py do with negative numbers?",
+    "kind": "question",
+    "files": {"calc.py": FIXED_CALC, "test_calc.py": TEST_ADD},
+    "tests": "python3 -m unittest",
+    "starting_tests": "pass",
+}
+
+
+def test_project_cases_may_come_without_a_fix_where_the_parents_do_and_no_hidden_tests_are_asked(
+    ws: Workspace,
+) -> None:
+    assert dev_shape(ws, hidden=False).answers is True  # dev has questions, plans and reports
+    assert dev_shape(ws, hidden=True).answers is False  # hidden tests need a fix to pass with
+
+
+@sandboxed
+async def test_a_case_to_answer_is_kept_when_its_tests_start_as_it_says(ws: Workspace) -> None:
+    kept, reason = only(await vet_cases(ws, dev_shape(ws, hidden=False), [copy.deepcopy(QUESTION)]))
+    assert kept, reason
+    assert reason == "a case to answer: its tests start passing, as it says (1 of 1 passed)"
+    failing = {**copy.deepcopy(QUESTION), "files": {"calc.py": CALC, "test_calc.py": TEST_ADD}}
+    kept, reason = only(await vet_cases(ws, dev_shape(ws, hidden=False), [failing]))
+    assert not kept and reason.startswith(
+        "it says its tests start passing, and they start failing (1 of 1 failed"
+    )
+
+
+@pytest.mark.anyio
+async def test_a_case_to_answer_must_say_how_its_tests_start_and_hidden_tests_need_a_fix(
+    ws: Workspace,
+) -> None:
+    unsaid = {k: v for k, v in copy.deepcopy(QUESTION).items() if k != "starting_tests"}
+    kept, reason = only(await vet_cases(ws, dev_shape(ws, hidden=False), [unsaid]))
+    assert not kept and '"starting_tests": "pass" or "fail"' in reason
+    kept, reason = only(await vet_cases(ws, dev_shape(ws, hidden=True), [copy.deepcopy(QUESTION)]))
+    assert (
+        not kept and "a case's tests must start failing" in reason
+    )  # with hidden tests, every case has a fix
