@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from machine.errors import BadInputError, NotFoundError
+from machine.errors import BadInputError, MachineError, NotFoundError, plain_spelling
 from machine.runs import Model, new_run_id, now
 
 from ._trainer import Checkpoint, StepMetrics, TrainExample, TrainSettings
@@ -182,6 +182,33 @@ class RecordFolder:
             return None
         lines = [line for line in path.read_text().splitlines() if line]
         return Checkpoint.model_validate_json(lines[-1]) if lines else None
+
+    def saved(self, checkpoint: Checkpoint) -> None:
+        """A state the trainer saved on the way, recorded at once (once)."""
+        if checkpoint != self.last_checkpoint():
+            self.checkpoint(checkpoint)
+
+    def stopped(self, record: TrainingRecord, error: MachineError, *, failed: bool) -> None:
+        """Say in the record why training ended early, keeping the state the trainer saved before it (an
+        error a trainer raises carries it as ``checkpoint``) for a resumed training to start from."""
+        record.status = "failed" if failed else "stopped"
+        record.error = error.explain(plain_spelling)
+        saved = getattr(error, "checkpoint", None)
+        if isinstance(saved, Checkpoint):
+            self.saved(saved)
+        record.checkpoint = self.last_checkpoint()
+        self.write(record)
+        self.log(
+            f"{record.status} after {record.steps} steps: {record.error}; resume with --resume {self.id}"
+        )
+
+    def interrupted(self, record: TrainingRecord) -> None:
+        """A training stopped from outside (Ctrl-C): the record says so, with the last state saved."""
+        record.status = "stopped"
+        record.error = f"stopped from outside after step {record.steps}"
+        record.checkpoint = self.last_checkpoint()
+        self.write(record)
+        self.log(f"stopped from outside after {record.steps} steps; resume with --resume {self.id}")
 
 
 def differences(before: dict[str, Any], after: dict[str, Any], where: str = "") -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 
-from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError, plain_spelling
+from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError
 from machine.runs import LOCAL, TRAINING, Run, git_revision, library_version
 from machine.spec import DEFAULT_MIN_Z, Case, Machine, TrainingSummary, Version
 from machine.spec._book import VERSIONS_FILE, _read_book, open_book, require_live, write_book
@@ -304,28 +304,24 @@ async def _fit(
         f"{trainer.name} on {record.base_model}: {prepared.sequences} sequences, {prepared.tokens} tokens"
     )
 
-    def saved(checkpoint: Checkpoint) -> None:
-        if checkpoint != folder.last_checkpoint():
-            folder.checkpoint(checkpoint)
-
     try:
         checkpoint = await trainer.train(
             prepared, settings, folder=folder.folder, budget=ws.budget, on_step=step, resume=done,
-            on_saved=saved,
+            on_saved=folder.saved,
         )  # fmt: skip
     except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
         with anyio.CancelScope(shield=True):
-            _interrupted(folder, record)
+            folder.interrupted(record)
         raise
     except BudgetExceeded as refused:
-        _stopped(folder, record, "stopped", refused)
+        folder.stopped(record, refused, failed=False)
         raise BudgetExceeded(
             f"training {folder.id} stopped after step {record.steps} ({refused.message}); its record is "
             f"{folder.folder}",
             fixes=[*refused.fixes, Fix("resume", folder.id, "to go on from its last checkpoint")],
         ) from refused
     except MachineError as error:
-        _stopped(folder, record, "failed", error)
+        folder.stopped(record, error, failed=True)
         raise
     folder.checkpoint(checkpoint)
     record.checkpoint, record.status = checkpoint, "trained"
@@ -333,30 +329,6 @@ async def _fit(
     folder.log(f"checkpoint {checkpoint.model} after {checkpoint.step} steps")
     say(f"trained: {checkpoint.model}")
     return checkpoint, time.monotonic() - started
-
-
-def _interrupted(folder: RecordFolder, record: TrainingRecord) -> None:
-    """A training stopped from outside (Ctrl-C): the record says so, with the last state saved."""
-    record.status = "stopped"
-    record.error = f"stopped from outside after step {record.steps}"
-    record.checkpoint = folder.last_checkpoint()
-    folder.write(record)
-    folder.log(f"stopped from outside after {record.steps} steps; resume with --resume {folder.id}")
-
-
-def _stopped(folder: RecordFolder, record: TrainingRecord, status: str, error: MachineError) -> None:
-    """Say in the record why training ended early, keeping the state the trainer saved before it (an
-    error a trainer raises carries it as ``checkpoint``) for a resumed training to start from."""
-    record.status = "stopped" if status == "stopped" else "failed"
-    record.error = error.explain(plain_spelling)
-    saved = getattr(error, "checkpoint", None)
-    if isinstance(saved, Checkpoint) and saved != folder.last_checkpoint():
-        folder.checkpoint(saved)
-        record.checkpoint = saved
-    folder.write(record)
-    folder.log(
-        f"{record.status} after {record.steps} steps: {record.error}; resume with --resume {folder.id}"
-    )
 
 
 def _summary(
