@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from machine.errors import MachineError
+from machine.errors import MachineError, plain_spelling
 from machine.runs import new_run_id
 from machine.spec import Case
 
@@ -61,8 +61,11 @@ class CaseWriter:
             parent_cases = job.ws.cases(job.parent)
         except MachineError:
             parent_cases = []
-        hidden = _hidden(job, vetting)
-        shape = case_shape(job.parent, parent_cases, hidden)
+        try:
+            shape = case_shape(job.parent, parent_cases, _hidden(job, vetting))
+        except MachineError as error:  # hidden tests on a machine whose cases are not projects
+            report.stopped = f"writing the cases: {error.explain(plain_spelling)}"
+            return
         said = shape_lines(parent_cases[:SHOWN_PARENT_CASES], shape)
         report.topics = await self._topics(files)
         batches = 2 * math.ceil(self.wanted / BATCH) + 1

@@ -241,3 +241,23 @@ async def test_a_parent_without_runs_or_cases_still_gets_its_child_loaded(
     assert report.accepted and report.samples == []
     assert any("only loaded, not tried on a run" in w for w in report.warnings)
     assert report.kept_cases == 1
+
+
+HIDDEN_ON_PLAIN = GOOD_MACHINE.replace(
+    "from machine import check, define_child, define_evaluator, instructions_from\n",
+    "from machine import check, define_child, define_evaluator, instructions_from\n"
+    "from machine.sandboxes import hidden_tests\n",
+).replace('{"caps": check("all_caps", all_caps)}', '{"caps": hidden_tests(__file__)}')
+
+
+async def test_hidden_tests_on_a_machine_whose_cases_are_not_projects_stop_at_the_cases(
+    tmp_path: Path, ws: Workspace, harness: Keyed
+) -> None:
+    harness.push(files(HIDDEN_ON_PLAIN))
+    report = await specialize(ws, "shout", focus="loud", slug="loud", cases=2)
+    assert report.accepted and report.kept_cases == 0
+    assert report.stopped is not None and report.stopped.startswith(
+        "writing the cases: hidden tests need project"
+    )
+    assert (tmp_path / "machines" / "shout" / "loud" / "machine.py").exists()
+    assert len(harness.author) == 1  # no topics or cases were asked for
