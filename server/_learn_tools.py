@@ -48,6 +48,25 @@ def _asked(question: str) -> Elicit[Approval]:
     return Elicit(f"{question} Allow it?", Approval)
 
 
+def _askable(
+    ctx: Context,
+    name: str,
+    budget_usd: float,
+    model: str | None,
+    harness: str | None,
+    *,
+    own_model: bool = True,
+) -> Workspace | NotAsked:
+    """The call's workspace when the person can be asked and the call is one the tool would take; else
+    why they are not asked (the tool then says what is wrong itself)."""
+    if not can_elicit(ctx):
+        return NotAsked(reason="the client cannot ask the person")
+    try:
+        return service(ctx).spending(name, budget_usd, model, harness, (), own_model=own_model)
+    except ToolError:
+        return NotAsked(reason="bad input: the tool refuses it")
+
+
 def _spent(ws: Workspace) -> dict[str, float]:
     return {"budget_usd": ws.budget.usd or 0.0, "spent_usd": ws.budget.spent}
 
@@ -66,13 +85,10 @@ async def ask_specialize(
     harness: str | None,
     ctx: Context,
 ) -> Elicit[Approval] | NotAsked:
-    if not can_elicit(ctx):
-        return NotAsked(reason="the client cannot ask the person")
+    ws = _askable(ctx, parent, budget_usd, None, harness, own_model=False)
+    if isinstance(ws, NotAsked):
+        return ws
     if not focus.strip():
-        return NotAsked(reason="bad input: the tool refuses it")
-    try:
-        ws = service(ctx).spending(parent, budget_usd, None, harness, (), own_model=False)
-    except ToolError:
         return NotAsked(reason="bad input: the tool refuses it")
     child = f"{parent}/{slug}" if slug else f"a child of {parent!r}"
     writes = "its machine files (keeping its cases)" if reuse_cases else f"its files and up to {cases} cases"
@@ -138,12 +154,9 @@ async def ask_optimize(
     harness: str | None,
     ctx: Context,
 ) -> Elicit[Approval] | NotAsked:
-    if not can_elicit(ctx):
-        return NotAsked(reason="the client cannot ask the person")
-    try:
-        ws = service(ctx).spending(name, budget_usd, model, harness, ())
-    except ToolError:
-        return NotAsked(reason="bad input: the tool refuses it")
+    ws = _askable(ctx, name, budget_usd, model, harness)
+    if isinstance(ws, NotAsked):
+        return ws
     return _asked(
         f"Optimize machine {name!r}: ask the optimizer machine for {candidates} rewrites of its "
         f"instructions in each of {rounds} rounds, measure each on the cases ({trials} trials a case), and "
@@ -204,12 +217,9 @@ async def ask_train(
     harness: str | None,
     ctx: Context,
 ) -> Elicit[Approval] | NotAsked:
-    if not can_elicit(ctx):
-        return NotAsked(reason="the client cannot ask the person")
-    try:
-        ws = service(ctx).spending(name, budget_usd, None, harness, ())
-    except ToolError:
-        return NotAsked(reason="bad input: the tool refuses it")
+    ws = _askable(ctx, name, budget_usd, None, harness)
+    if isinstance(ws, NotAsked):
+        return ws
     sampling = f"sample {samples} new runs of each case, then " if samples else ""
     who = f"the {trainer} trainer" if trainer else "its trainer"
     return _asked(

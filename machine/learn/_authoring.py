@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from machine.errors import MachineError
 from machine.runs import Message, Run, new_run_id
 from machine.spec import Case, Machine
 from machine.workspace import Workspace
@@ -42,6 +43,19 @@ def stored_samples(ws: Workspace, name: str) -> list[Run]:
     others = [run for run in newest.values() if not run.passed]
     take = min(len(passed), max(SAMPLE_RUNS // 2, SAMPLE_RUNS - len(others)))
     return passed[:take] + others[: SAMPLE_RUNS - take]
+
+
+async def sample_runs(ws: Workspace, spec: Machine) -> tuple[list[Run], float]:
+    """The runs the author's checks are tried on: ``spec``'s stored ones, else fresh runs of its first few
+    cases (none when it has no cases to run); and what the fresh ones cost."""
+    stored = stored_samples(ws, spec.name)
+    if stored:
+        return stored, 0.0
+    try:
+        cases = ws.cases(spec)
+    except MachineError:  # no cases file, or one that does not read
+        return [], 0.0
+    return await fresh_samples(ws, spec, cases)
 
 
 async def fresh_samples(ws: Workspace, spec: Machine, cases: Sequence[Case]) -> tuple[list[Run], float]:

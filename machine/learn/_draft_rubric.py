@@ -9,12 +9,12 @@ import time
 
 from pydantic import BaseModel, Field
 
-from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError, plain_spelling
+from machine.errors import BadInputError, BudgetExceeded, Fix, plain_spelling
 from machine.runs import is_free
 from machine.workspace import Workspace
 
 from ._author_brief import draft_brief
-from ._authoring import AUTHOR, Authoring, fresh_samples, stored_samples
+from ._authoring import AUTHOR, Authoring, sample_runs
 from ._child_files import read_files
 from ._specialize_report import Attempt
 from ._vet import vet_rubric
@@ -64,29 +64,26 @@ async def draft_rubric(
     report = RubricDraft(
         machine=name, author=author.name, author_model=chosen, file=f"machines/{name}/{DRAFT_FILE}"
     )
-    where = ["finding sample runs"]
+    where = f"finding sample runs of {name} (running it on its cases if it has none)"
+
+    def at(doing: str) -> None:
+        nonlocal where
+        where = doing
+
+    def charge(usd: float) -> None:
+        report.cost_usd += usd
+
     started = time.monotonic()
     try:
-        samples = stored_samples(ws, name)
-        if not samples:
-            where[0] = f"running {name} on its cases for sample runs"
-            try:
-                cases = ws.cases(spec)
-            except MachineError:  # no cases file, or one that does not read
-                cases = []
-            samples, report.cost_usd = await fresh_samples(ws, spec, cases)
+        samples, report.cost_usd = await sample_runs(ws, spec)
         report.samples = [run.id for run in samples]
 
         def vet(files: dict[str, str]) -> Vetting:
             return vet_rubric(ws.root, name, files[DRAFT_FILE], samples=samples, timeout_s=timeout_s)
 
-        def charge(usd: float) -> None:
-            report.cost_usd += usd
-
         authoring = Authoring(
             ws, author, chosen, f"the rubric draft of {name!r}", retries,
-            lambda text: read_files(text, allowed=(DRAFT_FILE,), required=(DRAFT_FILE,)),
-            vet, charge, lambda at: where.__setitem__(0, at),
+            lambda text: read_files(text, allowed=(DRAFT_FILE,), required=(DRAFT_FILE,)), vet, charge, at,
         )  # fmt: skip
         try:
             accepted = await authoring.until_accepted(
@@ -99,7 +96,7 @@ async def draft_rubric(
         else:
             _write(ws, report, accepted.files[DRAFT_FILE], accepted.vetting)
     except BudgetExceeded as refused:
-        report.stopped = f"{where[0]}: {refused.explain(plain_spelling)}"
+        report.stopped = f"{where}: {refused.explain(plain_spelling)}"
     report.seconds = time.monotonic() - started
     return report
 

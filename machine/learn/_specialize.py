@@ -15,13 +15,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError, plain_spelling
+from machine.errors import BadInputError, BudgetExceeded, Fix, plain_spelling
 from machine.runs import Run, check_name, is_free
 from machine.spec import Machine
 from machine.workspace import Workspace
 
 from ._author_brief import child_brief
-from ._authoring import AUTHOR, Authoring, fresh_samples, stored_samples
+from ._authoring import AUTHOR, Authoring, sample_runs
 from ._child_files import read_files, write_child
 from ._specialize_cases import CaseWriter
 from ._specialize_report import Specialization
@@ -81,15 +81,8 @@ class Specializer:
 
     async def find_samples(self) -> None:
         """The parent's stored runs to try the checks on; a few fresh ones when it has none."""
-        self.where = f"finding sample runs of {self.parent.name}"
-        self.samples = stored_samples(self.ws, self.parent.name)
-        if not self.samples:
-            try:
-                cases = self.ws.cases(self.parent)
-            except MachineError:  # no cases file, or one that does not read
-                cases = []
-            self.where = f"running {self.parent.name} on its cases for sample runs"
-            self.samples, self.report.cost.samples = await fresh_samples(self.ws, self.parent, cases)
+        self.where = f"finding sample runs of {self.parent.name} (running it on its cases if it has none)"
+        self.samples, self.report.cost.samples = await sample_runs(self.ws, self.parent)
         if not self.samples:
             self.report.warnings.append(
                 f"{self.parent.name} has no stored runs and no case it could run, so the child's checks "

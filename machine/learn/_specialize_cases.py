@@ -21,7 +21,7 @@ from ._case_blocks import read_cases
 from ._case_shape import CaseShape, case_shape
 from ._case_split import split_cases
 from ._case_vet import CaseVerdict, vet_cases
-from ._vet_main import HIDDEN_TESTS
+from ._vet_main import hidden_tests_grader
 from ._vetting import Vetting
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def topics_of(text: str) -> list[str]:
 
 def _hidden(job: Specializer, vetting: Vetting) -> bool:
     """Whether the child is graded with held-back tests: one of its checks, or its parent's, is one."""
-    inherited = any(g.name == HIDDEN_TESTS for g in job.parent.evaluator.graders.values())
+    inherited = any(hidden_tests_grader(g) for g in job.parent.evaluator.graders.values())
     return bool(vetting.hidden_tests) or inherited
 
 
@@ -53,6 +53,7 @@ class CaseWriter:
         self.kept: list[dict[str, Any]] = []
         self.hidden: dict[str, dict[str, Any]] = {}
         self.started = False
+        self.author = job.authoring(f"the cases of {job.child}", "cases")
 
     async def write(self, files: dict[str, str], vetting: Vetting) -> None:
         job, report = self.job, self.job.report
@@ -79,7 +80,7 @@ class CaseWriter:
                 count=min(BATCH, self.wanted - len(self.kept)), shape=said,
                 avoid=[str(c.get("input", "")) for c in self.kept],
             )  # fmt: skip
-            run = await job.authoring(f"the cases of {job.child}", "cases").ask(text, [], new_run_id())
+            run = await self.author.ask(text, [], new_run_id())
             if run.status == "error":
                 report.stopped = f"{job.where}: the author's call failed ({run.error})"
                 return
@@ -93,7 +94,7 @@ class CaseWriter:
         job = self.job
         job.where = "asking the author for the topics of the cases"
         text = topics_brief(job.parent, job.child, files, focus=job.report.focus, count=self.wanted)
-        run = await job.authoring(f"the cases of {job.child}", "cases").ask(text, [], new_run_id())
+        run = await self.author.ask(text, [], new_run_id())
         topics = topics_of(run.output) if run.status == "ok" else []
         return topics or [job.report.focus]
 

@@ -70,7 +70,7 @@ def vet_child(
     request = {"parent": parent, "slug": slug, "model": model}
     limits = (timeout_s, check_timeout_s, memory_bytes)
     vetting = _vetted(machines, lambda copy: write_child(copy / parent / slug, files, model=model), request,
-                      samples, "machine.learn._vet_main", limits)  # fmt: skip
+                      samples, ("machine.learn._vet_main", "the child"), limits)  # fmt: skip
     return vetting.model_copy(
         update={"ok": not vetting.problems, "model": model, "seconds": time.monotonic() - started}
     )
@@ -100,7 +100,9 @@ def vet_rubric(
 
     request = {"parent": name, "name": name, "model": None}
     limits = (timeout_s, check_timeout_s, memory_bytes)
-    vetting = _vetted(machines, write, request, samples, "machine.learn._vet_draft", limits)
+    vetting = _vetted(
+        machines, write, request, samples, ("machine.learn._vet_draft", "the rubric draft"), limits
+    )
     return vetting.model_copy(update={"ok": not vetting.problems, "seconds": time.monotonic() - started})
 
 
@@ -109,13 +111,14 @@ def _vetted(
     write: Callable[[Path], None],
     request: dict[str, Any],
     samples: Sequence[Run],
-    module: str,
+    process: tuple[str, str],
     limits: tuple[float, float, int],
 ) -> Vetting:
     """Copy ``machines`` to a temporary folder, ``write`` the author's files into the copy, and run
-    ``module`` on it with ``request`` in a process of its own, within the limits (seconds in all, seconds a
-    check, bytes of memory)."""
+    ``process`` (its module, and what it vets, as its errors name it) on the copy with ``request``, in a
+    process of its own, within the limits (seconds in all, seconds a check, bytes of memory)."""
     timeout_s, check_timeout_s, memory_bytes = limits
+    module, label = process
     with tempfile.TemporaryDirectory(prefix="machine-vet-") as temporary:
         folder = Path(temporary).resolve()
         shutil.copytree(machines, folder / "machines", ignore=_skipped)
@@ -131,7 +134,6 @@ def _vetted(
         }
         path.write_text(json.dumps(whole), encoding="utf-8")
         outcome = _run(path, folder, timeout_s, module)
-        label = "the rubric draft" if module.endswith("_vet_draft") else "the child"
         return _vetting(outcome, timeout_s, memory_bytes, str(folder), label)
 
 
