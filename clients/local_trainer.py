@@ -9,7 +9,8 @@ effect between steps. Local training costs nothing: no budget is reserved or cha
 optimizer, step, random state) is saved every ``save_every`` steps and at the end; the adapter, saved with
 peft's ``save_pretrained``, is the checkpoint: ``local:BASE+ADAPTER``, which the local harness samples. Given
 the workspace ``root``, the checkpoint names its adapter and state relative to it, so a workspace moved or
-cloned elsewhere keeps sampling, committing and resuming it.
+cloned elsewhere keeps sampling, committing and resuming it; a state to resume from is read only from
+inside the workspace, whatever path a training record names.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import anyio.to_thread
 
 from machine.errors import BadInputError, MachineError, TrainingError
 from machine.learn import Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings
-from machine.runs import Budget
+from machine.runs import Budget, confined
 
-from ._local_models import LocalModel, load, local_path, portable
+from ._local_models import LocalModel, load, portable
 from ._local_train_data import Renderer, TrainSequence, end_of_turn, render, renderer_name, truncated
 from ._local_train_session import Batch, Lora, Session, plan
 
@@ -40,6 +41,8 @@ TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj")
 """The attention projections (their names in Llama, Qwen, Mistral and SmolLM models)."""
 ADAPTER_DIR = "adapter"
 STATES_DIR = "states"
+RECORDED_IN = "checkpoints.jsonl"
+"""The training record's file a state to resume from is read from (``train`` reads it there)."""
 
 
 @dataclass
@@ -119,7 +122,7 @@ class LocalTrainer:
         steps = plan(len(data), settings.batch_size, settings.epochs, settings.seed)
         if not steps:
             raise BadInputError("nothing to train: the examples rendered to no sequence with a target")
-        state = _resume_state(resume, len(steps), self.root)
+        state = _resume_state(resume, len(steps), self.root, folder)
         session = await _off_loop(
             lambda: self._open(settings, prepared.learning_rate, state), "starting", 0, resume
         )
@@ -204,14 +207,17 @@ def _is_linear(module: Any) -> bool:
     return isinstance(module, torch.nn.Linear)
 
 
-def _resume_state(resume: Checkpoint | None, total: int, root: Path | None) -> Path | None:
+def _resume_state(resume: Checkpoint | None, total: int, root: Path | None, folder: Path) -> Path | None:
+    """The saved state to resume from, which must lie in the workspace (the training's folder when the
+    workspace is not known): a record naming a state elsewhere is refused, not loaded."""
     if resume is None:
         return None
     if resume.state is None:
         raise BadInputError(f"checkpoint {resume.model!r} saved no training state to resume from")
     if resume.step > total:
         raise BadInputError(f"cannot resume at step {resume.step}: this training has {total} steps")
-    return local_path(resume.state, root)
+    named_in = folder / RECORDED_IN
+    return confined(resume.state, root or folder, named_in=named_in, what="the training state")
 
 
 async def _off_loop(work: Callable[[], Any], what: str, step: int, saved: Checkpoint | None) -> Any:

@@ -56,8 +56,8 @@ if has_git; then
   git -C "$scratch" status --short
 fi
 
-say "commit makes it the live version (revert would take it back)"
-$machine commit dates --workspace "$scratch"
+say "commit makes it the live version (revert would take it back); it was measured on the scripted harness, so that is where it goes live"
+$machine commit dates --workspace "$scratch" --harness scripted
 $machine versions dates --workspace "$scratch"
 
 # specialize writes a new machine, so it works on copies of dev (and coder, whose steps dev reads) in the
@@ -71,7 +71,11 @@ say "specialize: the author machine writes dev/edge, graded with hidden tests, a
 $machine specialize dev --workspace "$scratch" --focus "edge cases of small helpers" --slug edge --cases 2 \
   --harness scripted --script machines/dev/author.json
 
-say "The child is an ordinary machine now: what it inherits and what it adds"
+say "Its code was vetted in a sandbox, but nothing imports code a model wrote until you have read it"
+$machine list --workspace "$scratch"
+$machine trust dev/edge --workspace "$scratch" --yes
+
+say "Trusted, the child is an ordinary machine: what it inherits and what it adds"
 $machine tree dev --workspace "$scratch"
 
 say "The newest stored runs (in .machine/store.db)"

@@ -14,6 +14,7 @@ from .errors import (
     HarnessError,
     MachineError,
     NotFoundError,
+    NotTrusted,
     StoreError,
     UnknownPriceError,
     WorkFailed,
@@ -33,7 +34,17 @@ from .grade import (
 )
 from .learn import Optimization, OptimizeReport
 from .measure import SuiteReport, run_suite
-from .ops import Consent, MachineHandle, RunMessage, RunStream, Session, SpendingPolicy, load, open_workspace
+from .ops import (
+    Consent,
+    MachineHandle,
+    RunMessage,
+    RunStream,
+    Session,
+    SpendingPolicy,
+    load,
+    open_workspace,
+    trust,
+)
 from .runs import (
     Budget,
     ChatSession,
@@ -97,6 +108,7 @@ __all__ = [
     "MachineHandle",
     "Message",
     "NotFoundError",
+    "NotTrusted",
     "Optimization",
     "OptimizeReport",
     "Rubric",
@@ -134,4 +146,5 @@ __all__ = [
     "open_workspace",
     "run_suite",
     "tool",
+    "trust",
 ]

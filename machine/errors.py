@@ -21,6 +21,7 @@ __all__ = [
     "HarnessError",
     "MachineError",
     "NotFoundError",
+    "NotTrusted",
     "StoreError",
     "TrainingError",
     "UnknownPriceError",
@@ -49,6 +50,7 @@ PYTHON_OPERATIONS = {
     "run": "handle.run(input)",
     "propose": "handle.propose(model=...)",
     "record": "handle.update()",
+    "trust": "machine.trust({machine!r})",
 }
 """How a Python caller does each operation a fix can name (``handle = machine.load(name)``)."""
 
@@ -56,7 +58,8 @@ PYTHON_OPERATIONS = {
 def python_spelling(fix: Fix) -> str:
     """``force=True``, ``budget=2.5``, ``harness='echo'``, ``handle.suite()``: how a Python caller does it."""
     if fix.operation:
-        return f"`{PYTHON_OPERATIONS.get(fix.operation, fix.operation)}`"
+        spelt = PYTHON_OPERATIONS.get(fix.operation, fix.operation)
+        return f"`{spelt.format(machine=fix.machine or 'NAME')}`"
     return f"pass {fix.argument}={_python_value(fix.value)}"
 
 
@@ -98,6 +101,18 @@ class MachineError(Exception):
 
 class DefinitionError(MachineError):
     """A machine, rubric or evaluator is defined wrongly (raised when it is defined or loaded)."""
+
+
+class NotTrusted(DefinitionError):
+    """A machine holds code a model wrote that the person has not trusted (or that changed since they did):
+    nothing of it is imported until they review and trust it. ``files`` are those files' states
+    (``machine.spec.FileTrust``)."""
+
+    def __init__(self, message: str, *, machine: str, files: Sequence[Any] = ()) -> None:
+        fix = Fix(operation="trust", machine=machine, purpose="after reviewing it")
+        super().__init__(message, fixes=[fix])
+        self.machine = machine
+        self.files = tuple(files)
 
 
 class NotFoundError(MachineError):

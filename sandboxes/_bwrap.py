@@ -9,12 +9,14 @@ import glob
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from machine.errors import BadInputError
+
+from ._scratch import scratch_args
 
 WORKDIR = "/work"
 """Where the run's directory appears inside the sandbox."""
@@ -158,9 +160,20 @@ def system_args() -> tuple[str, ...]:
     return working[1] if working else _system_args(NO_NESTED_NAMESPACES)
 
 
-def bwrap_options(path: Path, covers: Sequence[str], mounts: Sequence[Mount] = ()) -> list[str]:
-    """The bwrap options that show the run's directory ``path`` at ``WORKDIR`` with ``covers`` (the
-    arguments that hide its hidden folders) applied and ``mounts`` shown read-only. They name host
+def bwrap_options(
+    path: Path,
+    covers: Sequence[str],
+    mounts: Sequence[Mount] = (),
+    workdir: str = WORKDIR,
+    environment: Mapping[str, str] | None = None,
+    shown: Sequence[str] = (),
+    scratch_bytes: int | None = None,
+) -> list[str]:
+    """The bwrap options that show the run's directory ``path`` at ``workdir`` with ``covers`` (the
+    arguments that hide its hidden folders) applied, ``mounts`` and the host paths bound by ``shown``
+    (bwrap arguments) read-only, and ``environment`` added to the command's own (``ENVIRONMENT``, with
+    ``HOME`` the directory); with ``scratch_bytes``, the directory is shown for a copy into a tmpfs of
+    that size instead (``_scratch``). They name host
     paths, so a command is given them through a descriptor (``--args``), not on its command line,
     where ``/proc/1/cmdline`` would show them."""
     argv = [*system_args()]
@@ -172,11 +185,14 @@ def bwrap_options(path: Path, covers: Sequence[str], mounts: Sequence[Mount] = (
         normal = os.path.normpath(target)
         if not target.startswith("/") or normal != target.rstrip("/") or normal == "/":
             raise BadInputError(f"mount target {target!r} must be a plain absolute path other than /")
-        if normal == WORKDIR or normal.startswith(WORKDIR + "/"):
-            raise BadInputError(f"mount target {target!r} is inside {WORKDIR}, the run's own directory")
+        if normal == workdir or normal.startswith(workdir + "/") or workdir.startswith(normal + "/"):
+            raise BadInputError(
+                f"mount target {target!r} overlaps {workdir}, where the sandbox's own directory is shown"
+            )
         argv += ["--ro-bind", str(source), target]
-    argv += ["--bind", str(path), WORKDIR, *covers]
-    argv += ["--remount-ro", "/", "--chdir", WORKDIR]
-    for name, value in ENVIRONMENT.items():
+    own = scratch_args(str(path), workdir, scratch_bytes) if scratch_bytes else ["--bind", str(path), workdir]
+    argv += [*shown, *own, *covers]
+    argv += ["--remount-ro", "/", "--chdir", workdir]
+    for name, value in {**ENVIRONMENT, "HOME": workdir, **(environment or {})}.items():
         argv += ["--setenv", name, value]
     return argv

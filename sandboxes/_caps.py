@@ -26,6 +26,8 @@ DEFAULT_PROCESSES = 256
 or a test runner with workers, far below a host's process table."""
 DEFAULT_MEMORY_BYTES = 2 * 1024**3
 """Memory a command tree may use (RAM and swap; files it writes to the sandbox's ``/tmp`` count)."""
+DEFAULT_DISK_BYTES = 512 * 1024**2
+"""What the commands of a scratch sandbox may write in its directory (an in-memory copy of it)."""
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 MIN_PROCESSES = 8
 """bubblewrap itself takes three of the command tree's processes."""
@@ -40,6 +42,8 @@ class Limits:
 
     processes: int = DEFAULT_PROCESSES
     memory_bytes: int = DEFAULT_MEMORY_BYTES
+    disk_bytes: int = DEFAULT_DISK_BYTES
+    """Of a scratch sandbox (``LocalSandbox.scratch``): what its commands may write in its directory."""
     cgroup_root: Path | None = CGROUP_ROOT
     """Where the host's cgroup file systems are mounted; None uses rlimits only."""
 
@@ -47,6 +51,7 @@ class Limits:
         for name, value, least in (
             ("processes", self.processes, MIN_PROCESSES),
             ("memory_bytes", self.memory_bytes, MIN_MEMORY_BYTES),
+            ("disk_bytes", self.disk_bytes, MIN_MEMORY_BYTES),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise BadInputError(
@@ -76,7 +81,7 @@ class IsolationReport:
         if self.processes is not None:
             caps.append(f"processes capped at {self.processes:,} by {self.processes_by}")
         if self.memory_bytes is not None:
-            caps.append(f"memory capped at {_size(self.memory_bytes)} by {self.memory_by}")
+            caps.append(f"memory capped at {size(self.memory_bytes)} by {self.memory_by}")
         return "; ".join([head, *caps, *self.notes])
 
 
@@ -298,15 +303,16 @@ class CommandGroup:
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL)
 
-    def notes(self) -> list[str]:
-        """What the caps stopped, for the command's stderr."""
-        said = []
+    def reached(self) -> dict[str, str]:
+        """The caps the command tree reached (``processes``, ``memory``), each with a note for its stderr."""
+        said = {}
         for controller, folder in self.dirs.items():
             if controller is self.plan.processes and _count(folder / "pids.events", "max"):
-                said.append(f"[process starts were refused: the cap of {self.limits.processes:,} processes]")
+                cap = f"{self.limits.processes:,} processes"
+                said["processes"] = f"[process starts were refused: the cap of {cap}]"
             oom = "memory.events" if controller.version == 2 else "memory.oom_control"
             if controller is self.plan.memory and _count(folder / oom, "oom_kill"):
-                said.append(f"[a process was killed: the memory cap of {_size(self.limits.memory_bytes)}]")
+                said["memory"] = f"[a process was killed: the memory cap of {size(self.limits.memory_bytes)}]"
         return said
 
     async def remove(self) -> None:
@@ -340,7 +346,8 @@ def _count(path: Path, key: str) -> int:
     return 0
 
 
-def _size(count: int) -> str:
+def size(count: int) -> str:
+    """A number of bytes as a person reads it (2 GiB, 512 MiB)."""
     for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2)):
         if count >= scale:
             return f"{count / scale:g} {unit}"

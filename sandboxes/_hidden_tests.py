@@ -70,13 +70,13 @@ def read_hidden(path: Path, case_id: str) -> dict[str, str]:
 async def run_alone(
     files: Mapping[str, str], test_file: str, text: str, *, command: str, timeout_s: float
 ) -> tuple[bool, str]:
-    """Run ``test_file`` by itself in a fresh sandbox holding ``files`` and it: whether it passed, and
+    """Run ``test_file`` by itself in a fresh scratch sandbox holding ``files`` and it: whether it passed, and
     what happened in words. The sandbox and its folder are removed afterwards. The files hold what a
     model wrote, so they run only where the sandbox is isolated; a sandbox that is not, or that cannot
     be made, leaves the run ungraded (HiddenTestsUnscored), never failed."""
     root = Path(tempfile.mkdtemp(prefix="machine-hidden-"))
     try:
-        box = LocalSandbox.create(root, "project", {**files, test_file: text})
+        box = LocalSandbox.for_scratch(root, "project", {**files, test_file: text})
         try:
             if not box.isolated:
                 raise HiddenTestsUnscored(

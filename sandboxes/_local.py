@@ -26,7 +26,9 @@ from ._bwrap import ENVIRONMENT, ETC_ALLOWED, PATH, WORKDIR, Mount, bubblewrap, 
 from ._bwrap import _working_bwrap as _working_bwrap  # tests clear its cache
 from ._caps import CommandGroup, IsolationReport, Limits, report
 from ._hidden import HiddenFolder, cover_args
+from ._library import LIBRARY_WORKDIR, library_args, library_environment
 from ._process import kill_tree, wait_capped
+from ._scratch import disk_note, scratch_argv
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_OUTPUT = 20_000
@@ -51,6 +53,8 @@ class ExecResult:
     truncated: bool = False
     """Whether stdout or stderr was cut at ``max_output`` characters (the text ends with a note)."""
     seconds: float = 0.0
+    reached: tuple[str, ...] = ()
+    """The caps the command reached: ``processes``, ``memory``, ``disk`` (a scratch sandbox's), ``time``."""
 
     @property
     def ok(self) -> bool:
@@ -65,12 +69,26 @@ class LocalSandbox:
     """The limits of sandboxes made without ``limits`` (see ``with_limits``)."""
 
     def __init__(
-        self, path: Path, *, isolate: bool = True, hide: Sequence[str] = (), limits: Limits | None = None
+        self,
+        path: Path,
+        *,
+        isolate: bool = True,
+        hide: Sequence[str] = (),
+        limits: Limits | None = None,
+        library: bool = False,
+        scratch: bool = False,
     ) -> None:
         self.path = path.resolve()
         self._bwrap = bubblewrap() if isolate else None
         self.limits = limits or self.default_limits
         """The processes and memory each command tree may use."""
+        self.library = library
+        """Whether commands see this library and its interpreter (``library``), at their own paths."""
+        self.workdir = LIBRARY_WORKDIR if library else WORKDIR
+        """Where the directory appears to the commands run in it."""
+        self.scratch = scratch and self._bwrap is not None
+        """Whether commands work on an in-memory copy of the directory, capped at ``limits.disk_bytes``,
+        whose changes are thrown away (``scratch``)."""
         self._hidden = [HiddenFolder(self.path, name) for name in hide]
         self.hidden = tuple(folder.path for folder in self._hidden)
         """Folders inside the directory the run may not see (a workspace's ``.machine`` store), where
@@ -103,6 +121,8 @@ class LocalSandbox:
         *,
         isolate: bool = True,
         limits: Limits | None = None,
+        library: bool = False,
+        scratch: bool = False,
     ) -> LocalSandbox:
         """Make ``root/run_id`` (private to this user) and seed it with the starting files, whose
         names are paths inside it (``src/app.py``); a name that leads outside is refused and nothing
@@ -112,7 +132,7 @@ class LocalSandbox:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = root / run_id
         path.mkdir(mode=0o700)
-        sandbox = cls(path, isolate=isolate, limits=limits)
+        sandbox = cls(path, isolate=isolate, limits=limits, library=library, scratch=scratch)
         try:
             for name, content in (files or {}).items():
                 target = sandbox.resolve(name)
@@ -131,6 +151,20 @@ class LocalSandbox:
         return sandbox
 
     @classmethod
+    def for_library(cls, root: Path, run_id: str, files: Mapping[str, str] | None = None) -> LocalSandbox:
+        """A fresh scratch ``root/run_id`` (``for_scratch``) whose commands can run this library's Python
+        (``sys.executable -P -m machine.<module>``): the interpreter and the installed library are shown
+        read-only at their own paths, the directory at ``LIBRARY_WORKDIR``."""
+        return cls.create(root, run_id, files, library=True, scratch=True)
+
+    @classmethod
+    def for_scratch(cls, root: Path, run_id: str, files: Mapping[str, str] | None = None) -> LocalSandbox:
+        """A fresh ``root/run_id`` whose commands work on an in-memory copy of it, capped at the limits'
+        ``disk_bytes``, whose changes are thrown away: for code nobody has read whose only result is what
+        it prints (see ``_scratch``)."""
+        return cls.create(root, run_id, files, scratch=True)
+
+    @classmethod
     def open(cls, folder: Path, *, hide: Sequence[str] = (), limits: Limits | None = None) -> LocalSandbox:
         """The person's own ``folder`` as a sandbox, with the relative paths in ``hide`` hidden."""
         return cls(folder, hide=hide, limits=limits)
@@ -145,11 +179,11 @@ class LocalSandbox:
         as relative to the working directory."""
         if not isinstance(relative, str) or "\x00" in relative:
             raise SandboxEscape(f"{relative!r} is not a usable path")
-        if relative.startswith(WORKDIR + "/") or relative == WORKDIR:
-            relative = relative[len(WORKDIR) :].lstrip("/") or "."
+        if relative.startswith(self.workdir + "/") or relative == self.workdir:
+            relative = relative[len(self.workdir) :].lstrip("/") or "."
         if os.path.isabs(relative):
             raise SandboxEscape(
-                f"{relative!r} is an absolute path outside {WORKDIR}: "
+                f"{relative!r} is an absolute path outside {self.workdir}: "
                 "give a path inside the working directory"
             )
         try:
@@ -174,7 +208,13 @@ class LocalSandbox:
         return [self._bwrap, *self._options(mounts), "--", *command]
 
     def _options(self, mounts: Sequence[Mount]) -> list[str]:
-        return bwrap_options(self.path, cover_args(self.path, WORKDIR, self._hidden), mounts)
+        covers = cover_args(self.path, self.workdir, self._hidden)
+        scratch = self.limits.disk_bytes if self.scratch else None
+        if not self.library:
+            return bwrap_options(self.path, covers, mounts, scratch_bytes=scratch)
+        return bwrap_options(
+            self.path, covers, mounts, self.workdir, library_environment(), library_args(), scratch
+        )
 
     async def exec(
         self,
@@ -208,10 +248,13 @@ class LocalSandbox:
             await process.stdin.send(b"go\n")  # the gate opens
             await process.stdin.aclose()
             out, err, timed_out = await wait_capped(process, timeout_s, max_output, group.kill)
-            notes = group.notes()
+            reached = group.reached()
         finally:
             with anyio.CancelScope(shield=True):
                 await group.remove()
+        notes = list(reached.values())
+        if self.scratch and disk_note(self.limits.disk_bytes) in err.text():
+            reached["disk"] = disk_note(self.limits.disk_bytes)
         stderr = (
             "\n".join(part for part in [err.text().rstrip("\n"), *notes] if part) if notes else err.text()
         )
@@ -226,7 +269,11 @@ class LocalSandbox:
             timed_out=timed_out,
             truncated=out.truncated or err.truncated,
             seconds=time.monotonic() - started,
+            reached=(*reached, *(("time",) if timed_out else ())),
         )
+
+    def _inside(self, argv: list[str]) -> list[str]:
+        return scratch_argv(argv, self.limits.disk_bytes) if self.scratch else argv
 
     async def _start(self, argv: list[str], mounts: Sequence[Mount]) -> anyio.abc.Process:
         """Start the gate in front of ``argv``: under bubblewrap, whose options (host paths) go through
@@ -234,6 +281,8 @@ class LocalSandbox:
         gate = ["/bin/sh", "-c", GATE, "machine-sandbox"]
         if self._bwrap is None:
             env = {**ENVIRONMENT, "HOME": str(self.path)}  # nothing of the parent's
+            if self.library:
+                env.update(library_environment())
             return await anyio.open_process(
                 [*gate, *argv], cwd=self.path, env=env, stdin=subprocess.PIPE, start_new_session=True
             )
@@ -242,7 +291,7 @@ class LocalSandbox:
             os.write(options, b"".join(arg.encode() + b"\0" for arg in self._options(mounts)))
             os.lseek(options, 0, os.SEEK_SET)
             return await anyio.open_process(
-                [*gate, self._bwrap, "--args", str(options), "--", *argv],
+                [*gate, self._bwrap, "--args", str(options), "--", *self._inside(argv)],
                 cwd="/",
                 env=dict(ENVIRONMENT),
                 stdin=subprocess.PIPE,

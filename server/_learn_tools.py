@@ -16,14 +16,16 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from machine.errors import MachineError
 from machine.learn import Optimization, Specialization, TrainSettings, optimize, specialize, train
 from machine.ops import make_trainer
 from machine.spec import DEFAULT_MIN_Z
 from machine.versions import Candidate
-from machine.workspace import Workspace
+from machine.workspace import Workspace, folder_cases_file
 
+from ._bounds import CasesFile, Focus, HarnessName, MachineName, ModelId, RecordId, Slug, TrainerName
 from ._results import Approval, NotAsked, OptimizeResult, SpecializeResult, TrainResult
-from ._service import MAX_TRIALS, OnRun, can_elicit, usd
+from ._service import MAX_TRIALS, OnRun, can_elicit, tool_error, usd
 from ._tools import USD, service
 
 MAX_CASES = 100
@@ -101,20 +103,20 @@ async def ask_specialize(
 
 
 async def specialize_machine(
-    parent: str,
-    focus: Annotated[str, Field(min_length=1, max_length=2_000)],
+    parent: MachineName,
+    focus: Focus,
     budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_specialize)],
-    slug: str | None = None,
-    model: str | None = None,
-    author_model: str | None = None,
+    slug: Slug | None = None,
+    model: ModelId | None = None,
+    author_model: ModelId | None = None,
     cases: Annotated[int, Field(ge=1, le=MAX_CASES)] = 12,
     holdout_share: Annotated[float, Field(ge=0, lt=1)] = 0.25,
     retries: Annotated[int, Field(ge=0, le=MAX_RETRIES)] = 2,
     reuse_cases: bool = False,
     timeout_s: Annotated[float, Field(ge=1, le=MAX_TIMEOUT_S)] = 60.0,
-    harness: str | None = None,
+    harness: HarnessName | None = None,
 ) -> SpecializeResult:
     """Have the author machine write PARENT/SLUG, a child of `parent` for `focus`, and `cases` checked
     cases (split into cases.json and holdout.json by `holdout_share`), spending at most `budget_usd`
@@ -150,6 +152,8 @@ async def ask_optimize(
     trials: int,
     rounds: int,
     candidates: int,
+    cases: str | None,
+    holdout: str | None,
     model: str | None,
     harness: str | None,
     ctx: Context,
@@ -157,16 +161,38 @@ async def ask_optimize(
     ws = _askable(ctx, name, budget_usd, model, harness)
     if isinstance(ws, NotAsked):
         return ws
+    try:
+        shown, held = optimize_files(ws, name, cases, holdout)
+    except MachineError:
+        return NotAsked(reason="bad input: the tool refuses it")
+    unseen = (
+        f"on the held-out cases of {held}, which the optimizer never sees"
+        if held
+        else "with no held-out cases, so a rewrite that memorized the cases cannot be told apart"
+    )
     return _asked(
         f"Optimize machine {name!r}: ask the optimizer machine for {candidates} rewrites of its "
-        f"instructions in each of {rounds} rounds, measure each on the cases ({trials} trials a case), and "
-        "write one measured better to instructions.md as a pending candidate (nothing is committed), "
-        f"spending at most {usd(ws.budget.usd or 0.0)}."
+        f"instructions in each of {rounds} rounds, shown the cases of {shown}; measure each on them "
+        f"({trials} trials a case) and {unseen}; and write one measured better to instructions.md as a "
+        f"pending candidate (nothing is committed), spending at most {usd(ws.budget.usd or 0.0)}."
     )
 
 
+def optimize_files(
+    ws: Workspace, name: str, cases: str | None, holdout: str | None
+) -> tuple[str, str | None]:
+    """The cases and held-out files an optimize call reads, each by name in the machine's own folder (as
+    rehearse reads them); the held-out one None when the machine has none."""
+    folder = ws.machines_dir / name
+    shown = folder_cases_file(folder, name, cases, names_only=True).name
+    if holdout is None and not (folder / "holdout.json").exists():
+        return shown, None
+    held = folder_cases_file(folder, name, holdout, default="holdout.json", names_only=True, what="held-out")
+    return shown, held.name
+
+
 async def optimize_machine(
-    name: str,
+    name: MachineName,
     budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_optimize)],
@@ -174,23 +200,28 @@ async def optimize_machine(
     rounds: Annotated[int, Field(ge=1, le=MAX_ROUNDS)] = 2,
     candidates: Annotated[int, Field(ge=1, le=MAX_CANDIDATES)] = 2,
     min_z: Annotated[float, Field(ge=0)] = DEFAULT_MIN_Z,
-    cases: str | None = None,
-    holdout: str | None = None,
-    optimizer_model: str | None = None,
+    cases: CasesFile | None = None,
+    holdout: CasesFile | None = None,
+    optimizer_model: ModelId | None = None,
     allow_overlap: bool = False,
     pass_score: float = 1.0,
     seed: int = 0,
-    model: str | None = None,
-    harness: str | None = None,
+    model: ModelId | None = None,
+    harness: HarnessName | None = None,
 ) -> OptimizeResult:
     """Ask the optimizer machine for rewrites of the machine's instructions and keep one only if it scores
-    higher on the cases (by `min_z` standard errors) and no lower on the held-out cases, spending at most
-    `budget_usd` (required; capped per call). A kept rewrite is written to instructions.md as a pending
-    candidate (`candidate` in the result): make it live with commit, or undo it with revert. Needs the
-    person's consent: they are asked, or their configured allowance must cover the budget. Reports
-    progress per finished run; returns the report `machine optimize --json` prints."""
+    higher on the cases and on the held-out cases too (each by `min_z` standard errors, on enough cases),
+    spending at most `budget_usd` (required; capped per call). `cases` and `holdout` name files in the
+    machine's folder (default cases.json and holdout.json). A kept rewrite is written to instructions.md
+    as a pending candidate (`candidate` in the result): make it live with commit, or undo it with revert.
+    Needs the person's consent: they are asked, or their configured allowance must cover the budget.
+    Reports progress per finished run; returns the report `machine optimize --json` prints."""
     state = service(ctx)
     ws = state.spending(name, budget_usd, model, harness, OPTIMIZE_ARGUMENTS)
+    try:
+        optimize_files(ws, name, cases, holdout)  # by name in its folder, never a path elsewhere
+    except MachineError as error:
+        raise tool_error(error, accepts=OPTIMIZE_ARGUMENTS) from error
 
     def work(on_run: OnRun) -> Awaitable[Optimization]:
         return optimize(
@@ -230,7 +261,7 @@ async def ask_train(
 
 
 async def train_machine(
-    name: str,
+    name: MachineName,
     budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_train)],
@@ -247,11 +278,11 @@ async def train_machine(
     lora_dropout: Annotated[float | None, Field(ge=0, lt=1)] = None,
     target_modules: Annotated[list[Module] | None, Field(min_length=1, max_length=50)] = None,
     any_model: bool = False,
-    trainer: str | None = None,
-    resume: str | None = None,
+    trainer: TrainerName | None = None,
+    resume: RecordId | None = None,
     min_z: Annotated[float, Field(ge=0)] = DEFAULT_MIN_Z,
     pass_score: float = 1.0,
-    harness: str | None = None,
+    harness: HarnessName | None = None,
 ) -> TrainResult:
     """Fine-tune the machine's model on its good runs (sampling `samples` more of each case first), then
     measure the checkpoint against the live version on holdout.json: a pending candidate, which commit

@@ -48,6 +48,11 @@ class RehearseResult(SuiteReport):
     spent_usd: float
     run_ids: list[str]
     consent: ConsentInfo
+    sandboxed: bool = Field(
+        default=False,
+        description="The machine holds code a model wrote that the person has not trusted: it ran as a "
+        "stand-in whose own code (its checks) ran only in the sandbox.",
+    )
 
 
 class VersionResult(Model):

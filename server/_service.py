@@ -21,14 +21,16 @@ from machine.ops import (
     Spend,
     SpendingPolicy,
     SuitePlan,
+    TrustReview,
     describe,
     list_machines,
     make_harness,
     open_workspace,
     plan_suite,
+    stand_in,
 )
 from machine.runs import Budget, Run
-from machine.spec import Version
+from machine.spec import Machine, Version
 from machine.workspace import Workspace
 
 from ._results import Approval, ConsentInfo, MachineList, RecentRuns
@@ -43,7 +45,10 @@ RUN_ARGUMENTS = ("budget_usd", "trials", "cases", "model", "harness")
 MAX_RECENT = 500
 ARGUMENTS = {"budget": "budget_usd"}
 """Operation arguments that a tool names otherwise."""
-TOOLS = {"suite": "the rehearse tool"}
+TOOLS = {
+    "suite": "the rehearse tool",
+    "trust": "the person reviewing it and trusting it (the trust_machine tool asks them)",
+}
 """The tool for each operation a fix can name (the others have no tool)."""
 CHANGE_NOTE = (
     " The allowance also authorises the changing tools (commit, revert), which spend nothing: "
@@ -95,6 +100,9 @@ class Service:
         self.harness = harness
         self.script = str(script) if script is not None else None
         self.lock = anyio.Lock()
+        self._stand_ins: dict[tuple[str, tuple[str, ...]], Machine] = {}
+        self.reviews: dict[str, TrustReview] = {}
+        """What trust_machine's form is showing the person, by machine, until the tool call takes it."""
 
     # -- read-only ----------------------------------------------------------------------------------
 
@@ -126,7 +134,22 @@ class Service:
 
     # -- spending -----------------------------------------------------------------------------------
 
-    def plan(
+    async def machine(self, name: str) -> tuple[Machine, bool]:
+        """The machine ``name``, and whether it is the sandboxed stand-in of one holding code a model wrote
+        that the person has not trusted: a host may rehearse such a machine, but only so (its own code
+        runs in the sandbox alone; see ``machine.ops.stand_in``)."""
+        self.known(name)
+        try:
+            if not self.ws.trust.blocking(name):
+                return self.ws.load(name), False
+            key = (name, tuple(f.sha256 or "" for f in self.ws.trust.files(name)))
+            if key not in self._stand_ins:
+                self._stand_ins[key] = await stand_in(self.ws, name)
+            return self._stand_ins[key], True
+        except MachineError as error:
+            raise tool_error(error) from error
+
+    async def plan(
         self,
         name: str,
         budget_usd: float,
@@ -134,14 +157,17 @@ class Service:
         cases: str | None,
         model: str | None,
         harness: str | None,
-    ) -> tuple[Workspace, SuitePlan]:
-        """A rehearse call checked before anyone is asked: the call's workspace (its budget and harness)
-        and the suite it would run. Raises ToolError with what is wrong."""
-        ws = self.spending(name, budget_usd, model, harness, RUN_ARGUMENTS)
+    ) -> tuple[Workspace, SuitePlan, Machine, bool]:
+        """A rehearse call checked before anyone is asked: the call's workspace (its budget and harness),
+        the suite it would run, the machine it runs, and whether that is an untrusted machine's sandboxed
+        stand-in. Raises ToolError with what is wrong."""
+        spec, sandboxed = await self.machine(name)
+        ws = self.spending(name, budget_usd, model, harness, RUN_ARGUMENTS, spec=spec)
         try:
-            return ws, plan_suite(
-                ws, name, cases=cases, trials=trials, model=model, in_folder=True, max_trials=MAX_TRIALS
+            plan = plan_suite(
+                ws, spec, cases=cases, trials=trials, model=model, in_folder=True, max_trials=MAX_TRIALS
             )
+            return ws, plan, spec, sandboxed
         except UnknownPriceError as error:
             raise ToolError(
                 f"{error.message}: name a model in the pricing table "
@@ -159,6 +185,7 @@ class Service:
         accepts: Collection[str],
         *,
         own_model: bool = True,
+        spec: Machine | None = None,
     ) -> Workspace:
         """A spending call's workspace, checked before anyone is asked: ``budget_usd`` under the cap, the
         harness named (else the server's, else the one for ``model`` or, with ``own_model``, the
@@ -167,7 +194,8 @@ class Service:
         try:
             amount = self.policy.check_amount(budget_usd)
             chosen = harness or self.harness
-            runs_model = None if chosen else model or (self.ws.load(name).model if own_model else None)
+            own = (spec or self.ws.load(name)).model if own_model and not chosen and not model else None
+            runs_model = None if chosen else model or own
             made = make_harness(chosen, script=self.script, model=runs_model)
             return self.ws.using(budget=Budget(amount), harness=made)
         except MachineError as error:
@@ -270,7 +298,9 @@ INSTRUCTIONS = (
     "rewrite measured better, train fine-tunes its model (each spends: give budget_usd; optimize and "
     "train leave a pending candidate); commit and revert change which version is live. Spending and "
     "changing tools need the person's consent: they are asked, or an allowance in the server's "
-    "configuration covers it."
+    "configuration covers it. Code a model wrote (a child from specialize) is not imported until the "
+    "person trusts it: trust_machine shows it to them and asks; until then rehearse runs its own code "
+    "only in the sandbox."
 )
 
 
@@ -282,13 +312,19 @@ class MachineServer(MCPServer):
         self.service = service
 
 
-def question(plan: SuitePlan, amount: float) -> str:
+def question(plan: SuitePlan, amount: float, sandboxed: bool = False) -> str:
     """What the host's form asks the person before a rehearse."""
     plural = "s" if plan.trials != 1 else ""
+    untrusted = (
+        " It holds code a model wrote that you have not trusted: its own code runs only in the sandbox."
+        if sandboxed
+        else ""
+    )
     return (
         f"Rehearse machine {plan.machine!r}: run and grade {len(plan.cases)} cases from "
         f"{Path(plan.cases_file).name} x {plan.trials} trial{plural} ({plan.runs} runs) with model "
-        f"{plan.run_model} on the {plan.harness} harness, spending at most {usd(amount)}. Allow it?"
+        f"{plan.run_model} on the {plan.harness} harness, spending at most {usd(amount)}.{untrusted} "
+        "Allow it?"
     )
 
 

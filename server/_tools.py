@@ -22,6 +22,7 @@ from machine.versions import commit as commit_version
 from machine.versions import format_report
 from machine.versions import revert as revert_version
 
+from ._bounds import CasesFile, HarnessName, MachineName, ModelId
 from ._results import Approval, MachineList, NotAsked, RecentRuns, RehearseResult, VersionResult
 from ._service import MachineServer, OnRun, Service, can_elicit, question, tool_error, usd
 
@@ -45,12 +46,12 @@ async def list_machines(ctx: Context) -> MachineList:
     return service(ctx).machines()
 
 
-async def show_machine(name: str, ctx: Context) -> MachineInfo:
+async def show_machine(name: MachineName, ctx: Context) -> MachineInfo:
     """Describe one machine: intent, model, rubric criteria with their graders, tools, cases files."""
     return service(ctx).show(name)
 
 
-async def recent_runs(name: str, ctx: Context, limit: int = 20) -> RecentRuns:
+async def recent_runs(name: MachineName, ctx: Context, limit: int = 20) -> RecentRuns:
     """The machine's newest stored runs (newest first), with their scores: at most `limit` (1 to 500)."""
     return service(ctx).recent(name, limit)
 
@@ -67,21 +68,21 @@ async def ask_rehearse(
     if not can_elicit(ctx):
         return NotAsked(reason="the client cannot ask the person")
     try:
-        ws, plan = service(ctx).plan(name, budget_usd, trials, cases, model, harness)
+        ws, plan, _, sandboxed = await service(ctx).plan(name, budget_usd, trials, cases, model, harness)
     except ToolError:
         return NotAsked(reason="bad input: the tool refuses it")
-    return Elicit(question(plan, ws.budget.usd or 0.0), Approval)
+    return Elicit(question(plan, ws.budget.usd or 0.0, sandboxed), Approval)
 
 
 async def rehearse(
-    name: str,
+    name: MachineName,
     budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_rehearse)],
     trials: int = 1,
-    cases: str | None = None,
-    model: str | None = None,
-    harness: str | None = None,
+    cases: CasesFile | None = None,
+    model: ModelId | None = None,
+    harness: HarnessName | None = None,
 ) -> RehearseResult:
     """Run and grade every case of a machine `trials` times, spending at most `budget_usd`
     (required; capped per call). `cases` names a cases file in the machine's folder (default
@@ -89,7 +90,7 @@ async def rehearse(
     allowance must cover the budget. Reports progress per finished run; returns the suite's report
     (as `machine suite --json` prints it) and the run ids."""
     state = service(ctx)
-    ws, plan = state.plan(name, budget_usd, trials, cases, model, harness)
+    ws, plan, spec, sandboxed = await state.plan(name, budget_usd, trials, cases, model, harness)
     amount = ws.budget.usd or 0.0
     run_ids: list[str] = []
 
@@ -98,7 +99,7 @@ async def rehearse(
             run_ids.append(run.id)
             on_run(run)
 
-        return run_planned(ws, plan, on_run=each)
+        return run_planned(ws, plan, on_run=each, spec=spec)
 
     what = f"rehearse {name!r} (at most {usd(amount)})"
     report, info = await state.spend(
@@ -107,8 +108,9 @@ async def rehearse(
     if report.runs == 0 and report.stopped:
         raise ToolError(f"rehearse {name!r} ran nothing: {report.stopped}")
     return RehearseResult(
-        **dict(report), budget_usd=amount, spent_usd=ws.budget.spent, run_ids=run_ids, consent=info
-    )
+        **dict(report), budget_usd=amount, spent_usd=ws.budget.spent, run_ids=run_ids, consent=info,
+        sandboxed=sandboxed,
+    )  # fmt: skip
 
 
 async def ask_commit(name: str, force: bool, ctx: Context) -> Elicit[Approval] | NotAsked:
@@ -127,19 +129,23 @@ async def ask_commit(name: str, force: bool, ctx: Context) -> Elicit[Approval] |
 
 
 async def commit(
-    name: str,
+    name: MachineName,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_commit)],
     force: bool = False,
 ) -> VersionResult:
-    """Make the machine's newest pending candidate live, only if it passed the promotion gate (force
-    overrides that). Needs the person's consent: they are asked, or their configured allowance
-    covers it."""
+    """Make the machine's newest pending candidate live, only if it passed the promotion gate measured
+    on the harness and model it will run on (the server's harness; force overrides that). Needs the
+    person's consent: they are asked, or their configured allowance covers it."""
     state = service(ctx)
     what = f"commit {name!r}" + (" with force" if force else "")
     try:
         version, info = await state.change(
-            "commit", name, what, consent, lambda: commit_version(state.ws, name, force=force)
+            "commit",
+            name,
+            what,
+            consent,
+            lambda: commit_version(state.ws, name, force=force, harness=state.harness),
         )
     except CommitRefused as refused:
         report = format_report(refused.report) + "\n" if refused.report is not None else ""
@@ -160,7 +166,9 @@ async def ask_revert(name: str, ctx: Context) -> Elicit[Approval] | NotAsked:
 
 
 async def revert(
-    name: str, ctx: Context, consent: Annotated[ElicitationResult[Approval], Resolve(ask_revert)]
+    name: MachineName,
+    ctx: Context,
+    consent: Annotated[ElicitationResult[Approval], Resolve(ask_revert)],
 ) -> VersionResult:
     """Make the machine's previous live version live again, writing back its instructions.md and
     model.json. Needs the person's consent: they are asked, or their configured allowance covers it."""

@@ -21,6 +21,7 @@ from machine.workspace import Workspace
 from ._learn_tools import register_learning
 from ._service import MachineServer, Service
 from ._tools import register
+from ._trust_tools import register_trust
 
 
 def build_server(
@@ -39,4 +40,5 @@ def build_server(
     server = MachineServer(service, token_verifier=token_verifier, auth=auth)
     register(server)
     register_learning(server)
+    register_trust(server)
     return server

@@ -19,6 +19,7 @@ from ._specialize import draft_rubric_command, specialize_command
 from ._stop import INTERRUPTED, end, stop_status
 from ._suite import suite
 from ._train import train_command
+from ._trust import trust_command
 from ._versions import commit_command, propose_command, revert_command, versions_command
 
 
@@ -59,6 +60,7 @@ COMMANDS = (
     train_command,
     specialize_command,
     draft_rubric_command,
+    trust_command,
     commit_command,
     revert_command,
     export_command,

@@ -40,6 +40,11 @@ from ._render import dump_json
     help="good: only runs marked good; bad: only runs marked bad; all: graded runs (a bad mark keeps "
     "one out).",
 )
+@click.option(
+    "--include-holdout",
+    is_flag=True,
+    help="Export the runs of held-out cases too (left out by default: they are what the gate measures).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 @with_workspace
 @click.pass_context
@@ -57,6 +62,7 @@ def export_command(
     source: str | None,
     per_turn: bool,
     tags: TagFilter,
+    include_holdout: bool,
     as_json: bool,
 ) -> None:
     """Write NAME's graded runs that score at least --min-score as chat JSONL: one {"messages", "tools",
@@ -75,6 +81,7 @@ def export_command(
         source=source,
         per_turn=per_turn,
         tags=tags,
+        include_holdout=include_holdout,
     )
     if as_json:
         dump_json(report)
@@ -84,3 +91,9 @@ def export_command(
     examples = f"{report.rows} example{'' if report.rows == 1 else 's'}"
     runs = f"{report.runs} run{'' if report.runs == 1 else 's'}"
     click.echo(f"wrote {examples} from {runs} to {report.out} (readable only by you)")
+    if report.held_out:
+        held = f"{report.held_out} held-out case{'' if report.held_out == 1 else 's'}"
+        click.echo(f"left out the runs of {held}, which the gate measures (--include-holdout exports them)")
+    if report.redacted:
+        secrets = f"{report.redacted} secret{'' if report.redacted == 1 else 's'}"
+        click.echo(f"redacted {secrets} (keys, tokens, passwords) from what was written")

@@ -57,9 +57,18 @@ def _next_steps(name: str, result: Optimization) -> str:
     show_default=True,
     help="Standard errors a proposal's paired gain on the cases must reach to be kept.",
 )
-@click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases (default: cases.json).")
 @click.option(
-    "--holdout", default=None, metavar="FILE", help="Held-out cases, never shown (default: holdout.json)."
+    "--cases",
+    "cases_file",
+    default=None,
+    metavar="FILE",
+    help="Cases, in NAME's folder (default: cases.json).",
+)
+@click.option(
+    "--holdout",
+    default=None,
+    metavar="FILE",
+    help="Held-out cases, in NAME's folder, never shown (default: holdout.json).",
 )
 @click.option(
     "--optimizer-model",
@@ -97,8 +106,9 @@ def optimize_command(
     **spending: Any,
 ) -> None:
     """Ask the optimizer machine for rewrites of NAME's instructions and keep one only if it scores higher
-    on the cases (by --min-z standard errors) and no lower on the held-out cases. A kept rewrite is written
-    to instructions.md as a pending candidate; nothing is committed."""
+    on the cases and on the held-out cases too (each by --min-z standard errors, on enough cases). Both
+    files are read from NAME's folder. A kept rewrite is written to instructions.md as a pending
+    candidate; nothing is committed."""
     ws = workspace_from(ctx, **spending)
     show = not as_json and sys.stderr.isatty()
     progress = _Progress(show, ws.load(name).instructions if show else "")

@@ -35,6 +35,12 @@ def list_machines_command(ctx: click.Context, /, as_json: bool) -> None:
     else:
         width = max((len(r.name) for r in rows), default=0)
         for r in rows:
+            if r.untrusted:
+                click.echo(
+                    f"{r.name:<{width}}  {'(untrusted)':<28} model-written {', '.join(r.untrusted)} not "
+                    f"trusted: review it with `machine trust {r.name}`"
+                )
+                continue
             click.echo(f"{r.name:<{width}}  {r.model or '':<28} {_criteria(len(r.criteria))}  {r.intent}")
     if len(rows) < len(listed):
         sys.exit(1)
@@ -90,9 +96,12 @@ def tree(ctx: click.Context, /, name: str) -> None:
     ws = workspace_from(ctx)
     root = ws.load(name)
     for member in family(ws, name):
-        spec = ws.load(member) if member != name else root
         pad = "  " * (member.count("/") - name.count("/"))
         click.secho(f"{pad}{member}", bold=True)
+        if member != name and ws.trust.blocking(member):
+            click.echo(f"{pad}  untrusted: it holds code a model wrote; review it: `machine trust {member}`")
+            continue
+        spec = ws.load(member) if member != name else root
         own = spec.own_criteria
         inherited = [c for c in spec.rubric if c not in own]
         if inherited:

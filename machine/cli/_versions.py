@@ -154,11 +154,14 @@ def propose_command(
         if candidate.passed:
             click.echo(f"{candidate.label} is pending; make it live with `machine commit {name}`")
         else:
-            why = (
-                "was not measured on every criterion"
-                if candidate.report.outcome == "not measured"
-                else "did not pass the gate"
-            )
+            why = {
+                "not measured": (
+                    "was not measured on every criterion"
+                    if candidate.report.unmeasured
+                    else "was not measured on enough of the cases"
+                ),
+                "not enough evidence": "has too little evidence behind it",
+            }.get(candidate.report.outcome, "did not pass the gate")
             click.echo(
                 f"{candidate.label} is pending but {why}: `machine commit {name}` refuses it "
                 "(--force overrides)"
@@ -168,15 +171,26 @@ def propose_command(
 
 @click.command("commit")
 @click.argument("name")
-@click.option("--force", is_flag=True, help="Commit the candidate even though it did not pass the gate.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Commit the candidate even though it did not pass the gate, or was measured elsewhere.",
+)
+@click.option(
+    "--harness",
+    default=None,
+    metavar="NAME",
+    help="The harness it will run on (default: MACHINE_HARNESS, else local for a local: model, else tinker).",
+)
 @with_workspace
 @click.pass_context
 @handle_errors
-def commit_command(ctx: click.Context, /, name: str, force: bool) -> None:
-    """Make the newest pending candidate live, only if it passed the promotion gate."""
+def commit_command(ctx: click.Context, /, name: str, force: bool, harness: str | None) -> None:
+    """Make the newest pending candidate live, only if it passed the promotion gate on the harness and
+    model it will run on."""
     ws = workspace_from(ctx)
     try:
-        version = commit(ws, name, force=force)
+        version = commit(ws, name, force=force, harness=harness)
     except CommitRefused as refused:
         if refused.report is not None:
             click.echo(format_report(refused.report))

@@ -63,7 +63,11 @@ class Measure:
         todo = [arm for arm in arms if key not in arm.sides]
         if not todo:
             return None
-        sides = {arm.label: arm.sides.setdefault(key, empty_tally(arm.label, arm.spec.model)) for arm in todo}
+        harness = self.ws.harness
+        sides = {
+            arm.label: arm.sides.setdefault(key, empty_tally(arm.label, arm.spec.model, harness))
+            for arm in todo
+        }
         by_label = {arm.label: arm for arm in todo}
 
         def reused(run: Run) -> None:

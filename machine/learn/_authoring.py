@@ -5,10 +5,8 @@ checks that may measure nothing go back once for a second look. ``specialize`` (
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-
-import anyio
 
 from machine.errors import MachineError
 from machine.runs import Message, Run, new_run_id
@@ -88,7 +86,8 @@ def _second_look_message(notes: Sequence[str], what: str) -> str:
 
 @dataclass(frozen=True)
 class Accepted:
-    """The files an author wrote that passed vetting, the attempt that wrote them and what vetting found."""
+    """The files an author wrote that passed vetting (or could not be vetted: ``vetting.isolated`` is
+    False), the attempt that wrote them and what vetting found."""
 
     attempt: Attempt
     files: dict[str, str]
@@ -105,7 +104,7 @@ class Authoring:
     what: str
     retries: int
     read: Callable[[str], AuthoredFiles]
-    vet: Callable[[dict[str, str]], Vetting]
+    vet: Callable[[dict[str, str]], Awaitable[Vetting]]
     charge: Callable[[float], None]
     """Counts each call's cost where the caller keeps it."""
     at: Callable[[str], None]
@@ -139,6 +138,9 @@ class Authoring:
                 break
             history = [*history, *run.trajectory]
             files, vetting = await self._check(attempt, run.output)
+            if vetting is not None and vetting.isolated is False:  # nothing can be run here: no retry helps
+                attempt.outcome, accepted = "unvetted", Accepted(attempt, files, vetting)
+                break
             if vetting is None or not vetting.ok:
                 tries -= 1
                 attempt.outcome = "sent back" if tries > 0 else "refused"
@@ -163,7 +165,7 @@ class Authoring:
             attempt.problems = list(authored.problems)
             return authored.files, None
         self.at(f"checking the files for {self.what} (attempt {attempt.number})")
-        vetting = await anyio.to_thread.run_sync(lambda: self.vet(authored.files))
+        vetting = await self.vet(authored.files)
         attempt.seconds, attempt.problems = vetting.seconds, list(vetting.problems)
         return authored.files, vetting
 
@@ -184,5 +186,6 @@ class Authoring:
                 f"the second look's reply could not be used, so attempt {accepted.attempt.number}'s files "
                 "are kept"
             )
-        accepted.attempt.outcome = "accepted"
+        if accepted.attempt.outcome != "unvetted":
+            accepted.attempt.outcome = "accepted"
         return accepted

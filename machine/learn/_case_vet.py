@@ -59,6 +59,18 @@ class CaseVetting(BaseModel):
         return [v for v in self.verdicts if not v.kept]
 
 
+class CapReached(Exception):
+    """A case's commands reached a cap of sandboxed commands: the case is discarded, with which."""
+
+    def __init__(self, caps: list[str], stderr: str) -> None:
+        notes = [line for line in stderr.splitlines() if line.startswith("[") and line.endswith("]")]
+        said = f" ({'; '.join(note.strip('[]') for note in notes[-len(caps) :])})" if notes else ""
+        super().__init__(
+            f"its commands reached the sandbox's cap on {' and '.join(caps)}{said}: a case's tests must run "
+            "within the caps of sandboxed commands"
+        )
+
+
 class _Checked:
     """One case's verdict so far, and its sandbox time."""
 
@@ -135,12 +147,13 @@ def _decide(checked: list[_Checked], existing: Sequence[Case]) -> CaseVetting:
 
 
 def _sandboxes(ws: Workspace) -> Sandboxes:
-    if ws.adapters.sandboxes is None:
+    sandboxes = ws.sandboxes
+    if sandboxes is None:
         raise HarnessError(
             "this workspace was made without sandboxes, so project cases cannot be checked: open it with "
             "machine.open_workspace, which makes them"
         )
-    return ws.adapters.sandboxes()
+    return sandboxes
 
 
 async def _run_all(ws: Workspace, shape: CaseShape, drafts: list[_Checked], timeout_s: float) -> None:
@@ -154,6 +167,8 @@ async def _run_all(ws: Workspace, shape: CaseShape, drafts: list[_Checked], time
             checker = _Project(boxes, root, shape, timeout_s, item)
             try:
                 item.ok, item.reason = await checker.check()
+            except CapReached as reached:
+                item.ok, item.reason = False, str(reached)
             except MachineError as error:
                 item.ok, item.reason = False, f"could not be checked in a sandbox: {error}"
             item.seconds += time.monotonic() - started
@@ -177,9 +192,10 @@ class _Project:
         self.item, self.draft = item, item.draft
 
     async def run(self, files: Mapping[str, str], command: str) -> RunnerOutcome:
-        """``command`` in a fresh sandbox seeded with ``files``, removed afterwards."""
+        """``command`` in a fresh scratch sandbox seeded with ``files`` (what it writes is capped and
+        thrown away), removed afterwards; CapReached when it reached a cap of sandboxed commands."""
         started = time.monotonic()
-        box = self.boxes.create(self.root, f"c-{uuid.uuid4().hex[:12]}", dict(files))
+        box = self.boxes.for_scratch(self.root, f"c-{uuid.uuid4().hex[:12]}", dict(files))
         try:
             if not box.isolated:  # the author's tests and fix are code nobody has read
                 raise HarnessError(
@@ -191,6 +207,9 @@ class _Project:
             box.remove()
             self.item.sandbox_seconds += time.monotonic() - started
         self.item.isolated.append(bool(box.isolated))
+        reached = [cap for cap in getattr(done, "reached", ()) if cap != "time"]  # time: said by the checks
+        if reached:
+            raise CapReached(reached, str(getattr(done, "stderr", "")))
         return runner_outcome(
             getattr(done, "exit_code", None),
             str(getattr(done, "stdout", "")),

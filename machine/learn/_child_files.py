@@ -110,6 +110,17 @@ def read_files(
     return AuthoredFiles(files=files, refused=refused, explanation=explanation, missing=missing)
 
 
+def file_text(content: str) -> str:
+    """A file's text as it is written: ending with a newline."""
+    return content if content.endswith("\n") or not content else content + "\n"
+
+
+def code_files(folder: Path, files: Mapping[str, str]) -> dict[Path, str]:
+    """The Python files among ``files`` as they will be written in ``folder``: what a model wrote that
+    runs when imported, and so must be trusted first."""
+    return {folder / path: file_text(text) for path, text in files.items() if path.endswith(".py")}
+
+
 def write_child(folder: Path, files: Mapping[str, str], *, model: str | None = None) -> None:
     """Write ``files`` into ``folder`` (and ``model.json`` when ``model`` is given). Nothing else in it
     is touched: its cases, versions.json and any child machines of its own stay as they are."""
@@ -120,7 +131,6 @@ def write_child(folder: Path, files: Mapping[str, str], *, model: str | None = N
         raise ValueError(f"{folder} is not a folder: move it away before writing a child there")
     folder.mkdir(parents=True, exist_ok=True)
     for path, content in files.items():
-        text = content if content.endswith("\n") or not content else content + "\n"
-        (folder / path).write_text(text, encoding="utf-8")
+        (folder / path).write_text(file_text(content), encoding="utf-8")
     if model is not None:
         (folder / "model.json").write_text(f'{{"model": {json.dumps(model)}}}\n', encoding="utf-8")

@@ -1,7 +1,9 @@
 """The decision on a proposal, from what was measured, never from what the optimizer said: on the cases
-the promotion gate's rule (a paired gain of at least ``min_z`` standard errors over the live version),
-on the held-out cases a mean no lower than the live version's; anything unmeasured is "not measured",
-and a proposal that copies the cases is refused unless copying was allowed."""
+and on the held-out cases alike the promotion gate's rule (a paired gain of at least ``min_z`` standard
+errors over the live version, on enough cases that changed), so a rewrite that only memorized the cases
+it was shown gains nothing held out and is discarded. Where the live version already scores the maximum
+on every held-out run, no gain is possible there: the proposal must then keep it. Anything unmeasured is
+"not measured", and a proposal that copies the cases is refused unless copying was allowed."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ def _figures(report: GateReport) -> Measured:
         se=report.se,
         z=report.z,
         paired_cases=report.paired_cases,
+        p_value=report.p_value,
         outcome=report.outcome,
         decision=report.decision,
     )
@@ -64,9 +67,14 @@ def decide_cases(search: Search, proposal: Proposal, arm: Arm, stopped: str | No
         proposal.outcome, proposal.decision = "kept", said + flagged
 
 
+TOP = 1.0 - 1e-9
+"""A mean this high is the maximum a run can score."""
+
+
 def held(report: GateReport, live: str) -> tuple[GateOutcome, str]:
-    """The held-out rule: the candidate's mean no lower than the live version's, over the held-out cases
-    both sides have scored runs of; unmeasured or cut short, it does not hold."""
+    """The held-out rule: the gate's own decision on the held-out cases (a gain by ``min_z`` standard
+    errors, on enough cases), except where the live version already scores the maximum on every held-out
+    run: then the candidate must score it too. Unmeasured or cut short, it does not hold."""
     if report.outcome == "not measured":
         return "not measured", report.decision
     if report.stopped:
@@ -79,7 +87,18 @@ def held(report: GateReport, live: str) -> tuple[GateOutcome, str]:
             f"its held-out mean is lower than {live}'s ({change}): what it gained on the cases does not "
             "carry over to unseen ones"
         )
-    return "passed", f"its held-out mean is no lower than {live}'s ({change})"
+    top = report.before.mean is not None and report.before.mean >= TOP
+    if top:
+        return "passed", (
+            f"{live} already scores the maximum on every held-out case, so no gain is possible there, and "
+            f"the proposal keeps it ({change})"
+        )
+    if report.diff == 0:
+        return "not passed", (
+            f"its held-out mean is no higher than {live}'s ({change}): what it gained on the cases does "
+            "not carry over to unseen ones, as a rewrite that memorized them would not"
+        )
+    return report.outcome, f"held out, {report.decision}"
 
 
 def decide_holdout(search: Search, proposal: Proposal, arm: Arm, stopped: str | None) -> None:
@@ -93,7 +112,7 @@ def decide_holdout(search: Search, proposal: Proposal, arm: Arm, stopped: str | 
     proposal.decision += f"; {why}"
     if outcome == "not measured":
         proposal.outcome = "not measured"
-    elif outcome != "passed":
+    elif outcome != "passed":  # not passed, or not enough evidence
         proposal.outcome = "discarded"
 
 

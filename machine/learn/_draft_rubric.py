@@ -15,7 +15,7 @@ from machine.workspace import Workspace
 
 from ._author_brief import draft_brief
 from ._authoring import AUTHOR, Authoring, sample_runs
-from ._child_files import read_files
+from ._child_files import file_text, read_files
 from ._specialize_report import Attempt
 from ._vet import vet_rubric
 from ._vet_draft import DRAFT_FILE
@@ -33,6 +33,8 @@ class RubricDraft(BaseModel):
     samples: list[str] = Field(default_factory=list)
     attempts: list[Attempt] = Field(default_factory=list)
     accepted: bool = False
+    vetted: bool = False
+    """Whether the draft was loaded and its checks tried in an isolated sandbox before it was kept."""
     replaced: bool = False
     """An earlier draft was there and is replaced by this one."""
     criteria: list[str] = Field(default_factory=list)
@@ -78,8 +80,10 @@ async def draft_rubric(
         samples, report.cost_usd = await sample_runs(ws, spec)
         report.samples = [run.id for run in samples]
 
-        def vet(files: dict[str, str]) -> Vetting:
-            return vet_rubric(ws.root, name, files[DRAFT_FILE], samples=samples, timeout_s=timeout_s)
+        async def vet(files: dict[str, str]) -> Vetting:
+            return await vet_rubric(
+                ws.root, name, files[DRAFT_FILE], samples=samples, sandboxes=ws.sandboxes, timeout_s=timeout_s
+            )
 
         authoring = Authoring(
             ws, author, chosen, f"the rubric draft of {name!r}", retries,
@@ -104,11 +108,19 @@ async def draft_rubric(
 def _write(ws: Workspace, report: RubricDraft, text: str, vetting: Vetting) -> None:
     path = ws.root / report.file
     report.replaced = path.exists()
-    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    report.accepted = True
+    written = file_text(text)
+    ws.trust.record(
+        report.machine, {path: written}, by=f"draft-rubric {report.machine} (author {report.author_model})",
+        draft=True,
+    )  # fmt: skip
+    path.write_text(written, encoding="utf-8")
+    report.accepted, report.vetted = True, vetting.isolated is True
+    if not report.vetted:
+        report.warnings.append(f"the draft was kept unvetted: {vetting.problems[0]}")
     report.criteria, report.judged, report.checks = vetting.own, vetting.judged, vetting.checks
     report.next_steps = [
         f"read {report.file}; to adopt it, put its rubric in rubric.py and its graders in machine.py's "
-        "define_evaluator (nothing the machine is graded on changes until you do)",
+        "define_evaluator (nothing the machine is graded on changes until you do; nothing may import the "
+        f"draft itself until you trust it: machine trust {report.machine})",
         f"then `machine suite {report.machine}` grades its runs on the new rubric",
     ]

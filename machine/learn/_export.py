@@ -7,7 +7,6 @@ number of runs."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,9 @@ from pydantic import Field
 
 from machine.errors import BadInputError
 from machine.measure import family
-from machine.runs import Message, Model, Run, openai_tools, to_openai
+from machine.runs import Message, Model, Redactor, Run, atomic_text, openai_tools, to_openai
 from machine.spec import Case, Machine
-from machine.workspace import Workspace
+from machine.workspace import Workspace, held_out
 
 from ._select import Funnel, Selection, TagFilter
 
@@ -42,6 +41,12 @@ class ExportReport(Model):
     """``--from``: the machine whose runs were exported as this one's."""
     stored: int = 0
     funnel: list[FunnelStep] = Field(default_factory=list)
+    redacted: int = 0
+    """Secrets replaced by a marker in what was written (keys, tokens, passwords the runs read or wrote)."""
+    held_out: int = 0
+    """Held-out cases whose runs were kept out (by id or input, as ``train`` keeps them out)."""
+    include_holdout: bool = False
+    """Whether held-out runs were asked for by name and exported too."""
 
 
 def answer_of(run: Run) -> str | None:
@@ -67,11 +72,17 @@ def answered(run: Run) -> list[Message]:
 
 
 def rows_of(
-    run: Run, target: Machine, *, per_turn: bool = False, source: Machine | None = None
+    run: Run,
+    target: Machine,
+    *,
+    per_turn: bool = False,
+    source: Machine | None = None,
+    redactor: Redactor | None = None,
 ) -> list[dict[str, Any]]:
     """The training rows of one run as ``target`` should learn it: the run as it was, or (``source``, a
     run of another machine) with ``target``'s instructions and its reasoning rewritten by ``target``'s
-    ``transform_reasoning``."""
+    ``transform_reasoning``; either way with its secrets redacted (``redactor`` counts them; by default
+    the secrets of this process's environment and the common key formats)."""
     messages = [*run.history, *answered(run)]
     instructions = run.instructions
     if source is not None:
@@ -82,7 +93,7 @@ def rows_of(
                 m.model_copy(update={"reasoning": change(m.reasoning)}) if m.reasoning else m
                 for m in messages
             ]
-    wire = to_openai(instructions, messages, send_reasoning=True)
+    wire = (redactor or Redactor.here()).data(to_openai(instructions, messages, send_reasoning=True))
     tools = openai_tools(target.tools)
     metadata = {
         "run_id": run.id,
@@ -102,15 +113,6 @@ def rows_of(
         {"messages": wire[: end + 1], "tools": tools, "metadata": {**metadata, "turn": n}}
         for n, end in enumerate(ends, start=1)
     ]
-
-
-def _open_private(path: Path) -> tuple[Path, Any]:
-    """A temporary file beside ``path``, created readable only by its owner."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)
-    return temp, os.fdopen(fd, "w", encoding="utf-8")
 
 
 def _members(
@@ -137,43 +139,59 @@ def export(
     source: str | None = None,
     per_turn: bool = False,
     tags: TagFilter = "all",
+    include_holdout: bool = False,
 ) -> ExportReport:
     """Write the selected runs of machine ``name`` (of its family with ``tree``; of machine ``source``
     exported as ``name`` with ``source``) to ``out``; an empty selection is an error that says which
-    filter emptied it, and leaves no file."""
+    filter emptied it, and leaves no file. The runs of held-out cases (each member's holdout.json, and
+    ``name``'s for runs exported as it) are left out, as ``train`` leaves them out, unless
+    ``include_holdout``: training on them would let a checkpoint pass the gate on what it memorized."""
     if best is not None and best < 1:
         raise BadInputError(f"best must be at least 1, got {best}")
     if tree and source is not None:
         raise BadInputError("export takes --tree or --from, not both")
     members = _members(ws, name, tree, source)
     path = Path(out)
-    report = ExportReport(machine=name, out=str(path), runs=0, rows=0, per_turn=per_turn, source=source)
+    report = ExportReport(
+        machine=name, out=str(path), runs=0, rows=0, per_turn=per_turn, source=source,
+        include_holdout=include_holdout,
+    )  # fmt: skip
     totals: list[list[Any]] = []
+    redactor = Redactor.here(ws.root)
     try:
-        temp, handle = _open_private(path)
-    except OSError as error:
-        raise _unwritable(path, error) from None
-    try:
-        with handle:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_text(path, private=True) as handle:  # a file beside --out: fresh, never a symlink
             for spec, target in members:
                 tools = json.dumps(openai_tools((target or spec).tools), ensure_ascii=False)
                 funnel = Funnel()
-                selection = Selection(spec.rubric.fingerprint, min_score, best, since, cases, (), tags)
+                held = [] if include_holdout else _held_out(ws, spec, target)
+                report.held_out += len(held)
+                selection = Selection(spec.rubric.fingerprint, min_score, best, since, cases, held, tags)
                 for run in selection.from_store(ws.store, spec.name, funnel):
-                    rows = rows_of(run, target or spec, per_turn=per_turn, source=spec if target else None)
+                    rows = rows_of(
+                        run, target or spec, per_turn=per_turn, source=spec if target else None,
+                        redactor=redactor,
+                    )  # fmt: skip
                     handle.writelines(_line(row, tools) for row in rows)
                     report.runs += 1
                     report.rows += len(rows)
                 _add(totals, report, funnel)
-        if report.rows == 0:
-            raise _empty(source or name, totals, report)
-        os.replace(temp, path)
+            if report.rows == 0:
+                raise _empty(source or name, totals, report)
     except OSError as error:
         raise _unwritable(path, error) from None
-    finally:
-        temp.unlink(missing_ok=True)
     report.funnel = [FunnelStep(keeps=what, left=left) for what, left, *_ in totals]
+    report.redacted = redactor.count
     return report
+
+
+def _held_out(ws: Workspace, spec: Machine, target: Machine | None) -> list[Case]:
+    """The held-out cases whose runs stay out: ``spec``'s, and ``target``'s for runs exported as it."""
+    held: list[Case] = []
+    for machine in (spec, target):
+        found = None if machine is None else held_out(ws, machine.name)
+        held += [] if found is None else found.cases
+    return held
 
 
 def _line(row: dict[str, Any], tools: str) -> str:

@@ -1,9 +1,11 @@
 """Optimize: a search over rewrites of a machine's own instructions. Each round asks the optimizer
 machine for proposals from the best instructions so far, each shown a different sample of the failures;
-every proposal is measured on the cases, and one is kept only when the measurement says so: a paired
-gain over the live version of at least ``min_z`` standard errors on the cases, no lower a mean on the
-held-out cases (never shown to the optimizer), nothing unmeasured, and no case copied into it. The best
-one kept is written to instructions.md as a pending candidate, left for the person to accept."""
+every proposal is measured on the cases, and one is kept only when the measurement says so: the
+promotion gate's paired gain over the live version (``min_z`` standard errors, on enough cases that
+changed) on the cases and again on the held-out cases (never shown to the optimizer; where the live
+version already scores the maximum there, the proposal must keep it), nothing unmeasured, and no case
+copied into it. The best one kept is written to instructions.md as a pending candidate, left for the
+person to accept."""
 
 from __future__ import annotations
 
@@ -220,9 +222,9 @@ async def optimize(
     report and, when a proposal was kept, its pending candidate (written to instructions.md). ``model``
     measures the machine on another model than its live version's (its stored runs then do not count)."""
     checked_numbers(trials, rounds, candidates, min_z, concurrency, shown)
-    chosen, cases_file = cases_of(ws, name, cases)
-    held, held_file = holdout_of(ws, name, holdout)
-    checked_cases(name, chosen, held)  # before the machine's versions are first recorded
+    taught, withheld = cases_of(ws, name, cases), holdout_of(ws, name, holdout)
+    checked_cases(ws, name, taught, withheld)  # before the machine's versions are first recorded
+    chosen, held = taught.cases, None if withheld is None else withheld.cases
     spec, live = checked_machine(ws, name)
     if model and model.strip() != spec.model:
         spec = replace(spec, model=model.strip())
@@ -236,9 +238,9 @@ async def optimize(
         optimizer=optimizer.name,
         optimizer_model=opt_model,
         model=spec.model,
-        cases_file=cases_file,
+        cases_file=taught.label,
         cases=len(chosen),
-        holdout_file=held_file,
+        holdout_file=None if withheld is None else withheld.label,
         holdout_cases=len(held or []),
         trials=trials,
         rounds_asked=rounds,

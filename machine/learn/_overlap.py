@@ -1,7 +1,15 @@
-"""The memorization guard: a proposal that copies a case's input or expected answer word for word (a run
-of ``N_GRAM`` words, or the whole of a shorter one of at least ``SHORTEST`` words) has learned the cases,
-not the task. Word runs the machine's intent or the current instructions already hold are not counted:
-quoting what was there before is no copying."""
+"""The memorization guard: a proposal that copies the cases has learned them, not the task. Text is
+compared as words, without case, spacing or punctuation. Two rules:
+
+- a case's input or expected answer copied word for word: a run of ``N_GRAM`` words, or the whole of a
+  shorter one of at least ``SHORTEST`` words;
+- a key and its answer: the whole input of a case together with the whole of one of its answers (any
+  other field), however short, such as a table of 2-word keys and 1-word answers. An answer alone is
+  not counted, so a proposal may say "yes", "4" or "Paris" without being refused; only beside the
+  input it answers is it a row of a table.
+
+Words the machine's intent or the current instructions already hold are not counted: quoting what was
+there before is no copying."""
 
 from __future__ import annotations
 
@@ -46,13 +54,26 @@ def _texts(value: Any, where: str) -> Iterable[tuple[str, str]]:
             yield from _texts(inner, f"{where}[{index}]")
 
 
+class _Held:
+    """The word runs of some text, by length, made as they are asked for."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self.words = [_words(text) for text in texts]
+        self._grams: dict[int, set[tuple[str, ...]]] = {}
+
+    def grams(self, n: int) -> set[tuple[str, ...]]:
+        if n not in self._grams:
+            self._grams[n] = set().union(*(_grams(words, n) for words in self.words))
+        return self._grams[n]
+
+    def holds(self, words: Sequence[str]) -> bool:
+        return bool(words) and tuple(words) in self.grams(len(words))
+
+
 def overlaps(proposal: str, cases: Sequence[Case], *, known: Iterable[str] = ()) -> list[Overlap]:
-    """Each case field the proposal copies, first copy per field; ``known`` texts are not counted."""
-    words = _words(proposal)
-    allowed: set[tuple[str, ...]] = set()
-    for text in known:
-        for n in range(SHORTEST, N_GRAM + 1):
-            allowed |= _grams(_words(text), n)
+    """Each case field the proposal copies, first copy per field, then each case whose input and answer
+    it holds together (see the module); ``known`` texts are not counted."""
+    mine, before = _Held([proposal]), _Held(known)
     found = []
     for case in cases:
         data = {k: v for k, v in case.data().items() if k not in ("id", "files")}
@@ -61,9 +82,29 @@ def overlaps(proposal: str, cases: Sequence[Case], *, known: Iterable[str] = ())
             n = min(N_GRAM, len(theirs))
             if n < SHORTEST:
                 continue
-            mine = _grams(words, n)
+            allowed = before.grams(n)
             ordered = (tuple(theirs[i : i + n]) for i in range(len(theirs) - n + 1))
-            copied = next((g for g in ordered if g in mine and g not in allowed), None)
+            copied = next((g for g in ordered if g in mine.grams(n) and g not in allowed), None)
             if copied is not None:
                 found.append(Overlap(case=case.id, field=field, words=" ".join(copied)))
+        copied_key = _key_and_answer(case, data, mine, before)
+        if copied_key is not None and not any(o.case == case.id for o in found):
+            found.append(copied_key)
     return found
+
+
+def _key_and_answer(case: Case, data: dict[str, Any], mine: _Held, before: _Held) -> Overlap | None:
+    """The case's input and one of its answers, both held whole by the proposal (not both there
+    before): a row of a key-to-answer table."""
+    key = _words(case.input)
+    if not mine.holds(key):
+        return None
+    for field, text in (
+        pair for name, value in data.items() if name != "input" for pair in _texts(value, name)
+    ):
+        answer = _words(text)
+        if mine.holds(answer) and not (before.holds(key) and before.holds(answer)):
+            return Overlap(
+                case=case.id, field=f"input and {field}", words=f"{' '.join(key)} → {' '.join(answer)}"
+            )
+    return None

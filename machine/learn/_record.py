@@ -17,7 +17,8 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from machine.errors import BadInputError, MachineError, NotFoundError, plain_spelling
-from machine.runs import Model, new_run_id, now
+from machine.runs import Model, new_run_id, now, write_atomic
+from machine.runs._files import open_new
 
 from ._trainer import Checkpoint, StepMetrics, TrainExample, TrainSettings
 
@@ -77,6 +78,8 @@ class TrainingRecord(Model):
     revision: str | None = None
     sampled: int = 0
     """Runs made for this training (``samples`` of each case)."""
+    redacted: int = 0
+    """Secrets replaced by a marker in the examples (the runs as stored keep them)."""
     status: Literal["preparing", "training", "trained", "stopped", "failed"] = "preparing"
     error: str | None = None
     checkpoint: Checkpoint | None = None
@@ -105,8 +108,7 @@ def sha256_file(path: Path) -> str:
 
 
 def _private(path: Path, text: str, *, append: bool = False) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC), 0o600)
-    with os.fdopen(fd, "a" if append else "w", encoding="utf-8") as handle:
+    with open_new(path, append=append) as handle:  # never through a symlink planted at its name
         handle.write(text)
 
 
@@ -130,12 +132,21 @@ class RecordFolder:
 
     @classmethod
     def open(cls, root: Path, record_id: str) -> RecordFolder:
+        """The record ``record_id`` under ``root``: a folder of its own there, never one a link leads to
+        elsewhere (its files would be read, and written, outside the workspace)."""
         folder = root / record_id
-        if not record_id or "/" in record_id or not (folder / RECORD).is_file():
+        plain = record_id not in ("", ".", "..") and "/" not in record_id and os.sep not in record_id
+        if not plain or not (folder / RECORD).is_file():
             known = sorted(p.name for p in root.iterdir() if (p / RECORD).is_file()) if root.is_dir() else []
             raise NotFoundError(
                 f"there is no training record {record_id!r} in {root}; the records are: "
                 + (", ".join(known[-10:]) or "none")
+            )
+        where = folder.resolve()
+        if folder.is_symlink() or where.parent != root.resolve():
+            raise BadInputError(
+                f"training record {record_id!r} in {root} leads to {where}, outside the workspace's training "
+                f"records: a record is a folder of its own in {root}; remove the link {folder}"
             )
         return cls(folder)
 
@@ -151,9 +162,7 @@ class RecordFolder:
             raise BadInputError(f"{path} is not a training record this version can read ({error})") from None
 
     def write(self, record: TrainingRecord) -> None:
-        temp = self.folder / f".{RECORD}.tmp"
-        _private(temp, record.model_dump_json(indent=2) + "\n")
-        os.replace(temp, self.folder / RECORD)
+        write_atomic(self.folder / RECORD, (record.model_dump_json(indent=2) + "\n").encode(), private=True)
 
     def write_examples(self, text: str) -> None:
         """Write ``train.jsonl`` (``examples_text``), once: a record's examples are never written over."""

@@ -25,9 +25,10 @@ def _measured(label: str, m: Measured | None) -> str:
         return f"{label}: not measured"
     gain = "-" if m.diff is None else f"{m.diff:+.3f}"
     z = "-" if m.z is None else f"{m.z:.2f}"
+    sign = "-" if m.p_value is None else f"{m.p_value:.3g}"
     return (
         f"{label}: mean {_score(m.mean)} (live {_score(m.live_mean)}), gain {gain}, SE {_score(m.se)}, "
-        f"z {z} over {m.paired_cases} cases"
+        f"z {z}, sign test p {sign} over {m.paired_cases} cases"
     )
 
 

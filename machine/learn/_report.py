@@ -59,6 +59,8 @@ class Measured(Model):
     se: float | None = None
     z: float | None = None
     paired_cases: int = 0
+    p_value: float | None = None
+    """The exact sign test over the cases that changed (see the gate)."""
     outcome: str = ""
     decision: str = ""
 

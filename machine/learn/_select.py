@@ -1,7 +1,8 @@
 """Which stored runs are good examples to learn from: graded under the machine's current rubric, scoring at
-least ``min_score`` (or marked good by a person), never marked bad, never a held-out case (by id or by
-input), optionally only the runs a given model produced itself, and each case's best ``best`` runs. Every
-filter's count is kept, so an empty selection says which filter emptied it."""
+least ``min_score`` (or marked good by a person), never marked bad, never a held-out case (by id, or by
+input: compared without case, spacing or punctuation, near duplicates too; see ``_near``), optionally
+only the runs a given model produced itself, and each case's best ``best`` runs. Every filter's count is
+kept, so an empty selection says which filter emptied it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from typing import Literal
 from machine.errors import BadInputError, Fix
 from machine.runs import Run, Scorecard, Store
 from machine.spec import Case
+
+from ._near import Inputs
 
 TagFilter = Literal["good", "bad", "all"]
 REPLAYED = ("scripted", "echo")
@@ -152,7 +155,7 @@ class Selection:
         suite, when = _since(self.since)
         case_ids = None if self.cases is None else {c.id: c.input for c in self.cases}
         held_ids = {c.id for c in self.held_out}
-        held_inputs = {c.input for c in self.held_out}
+        held_inputs = Inputs(c.input for c in self.held_out)
         for run in runs:
             if count_all:
                 counts[0] += 1
@@ -168,8 +171,9 @@ class Selection:
                 checks.append(run.suite_id == suite if when is None else run.created_at >= when)
             if case_ids is not None:
                 checks.append(case_ids.get(run.case_id or "") == run.input)
-            if self.held_out:
-                checks.append(run.case_id not in held_ids and run.input not in held_inputs)
+            if self.held_out:  # by id, then (only for a run every filter before kept) by input
+                unseen = all(checks) and run.case_id not in held_ids and held_inputs.match(run.input) is None
+                checks.append(unseen)
             if self.own_model:
                 checks.append(run.model == self.own_model and run.harness not in REPLAYED)
             step = 2

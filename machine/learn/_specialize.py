@@ -22,7 +22,7 @@ from machine.workspace import Workspace
 
 from ._author_brief import child_brief
 from ._authoring import AUTHOR, Authoring, sample_runs
-from ._child_files import read_files, write_child
+from ._child_files import code_files, read_files, write_child
 from ._specialize_cases import CaseWriter
 from ._specialize_report import Specialization
 from ._vet import vet_child
@@ -69,10 +69,10 @@ class Specializer:
         def at(where: str) -> None:
             self.where = where
 
-        def vet(files: dict[str, str]) -> Vetting:
-            return vet_child(
+        async def vet(files: dict[str, str]) -> Vetting:
+            return await vet_child(
                 self.ws.root, self.parent.name, self.slug, files, model=self.model, samples=self.samples,
-                timeout_s=self.timeout_s,
+                sandboxes=self.ws.sandboxes, timeout_s=self.timeout_s,
             )  # fmt: skip
 
         return Authoring(
@@ -104,14 +104,23 @@ class Specializer:
             self.report.stopped = authoring.refused
             return None
         self.report.accepted, self.report.checks = True, list(accepted.vetting.checks)
+        self.report.vetted = accepted.vetting.isolated is True
+        if not self.report.vetted:
+            why = accepted.vetting.problems[0]
+            self.report.warnings.append(f"the child's files were kept unvetted: {why}")
         self._write(accepted.files)
         return accepted.files, accepted.vetting
 
     def _write(self, files: dict[str, str]) -> None:
-        """The accepted files into the child's folder (and its model.json when a model was asked for)."""
+        """The accepted files into the child's folder (and its model.json when a model was asked for),
+        its code recorded first as a model's, untrusted until the person trusts it."""
+        by = f"specialize {self.parent.name} (author {self.author_model})"
+        code = code_files(self.folder, files)
+        self.ws.trust.record(self.child, code, by=by)
         write_child(self.folder, files, model=self.model)
         names = sorted(files) + (["model.json"] if self.model else [])
         self.report.written += [f"machines/{self.child}/{name}" for name in names]
+        self.report.untrusted = [f"machines/{self.child}/{path.name}" for path in code]
 
 
 def _checked(
@@ -209,7 +218,10 @@ def _next_steps(report: Specialization) -> list[str]:
         return [
             f"nothing was written for {report.child}; try again with another author model or more retries"
         ]
-    steps = [f"review what was written in {report.folder} (nothing is committed to git)"]
+    steps = [
+        f"machine trust {report.child}: review the code the author wrote and trust it (nothing imports "
+        f"it until you do; nothing is committed to git)"
+    ]
     if report.kept_cases or report.reused_cases:
         steps += [
             f"machine suite {report.child} --trials 4",

@@ -23,7 +23,8 @@ class Attempt(BaseModel):
     """What was wrong with them (sent back to the author); empty when they were accepted."""
     second_look: list[str] = Field(default_factory=list)
     """Checks that may measure nothing, sent back once for a second look."""
-    outcome: Literal["accepted", "sent back", "refused", "no reply"] = "refused"
+    outcome: Literal["accepted", "unvetted", "sent back", "refused", "no reply"] = "refused"
+    """``unvetted``: kept without being run, where the sandbox is not isolated (nothing can be vetted)."""
     seconds: float = 0.0
     """How long loading and checking the files took (in their own process)."""
 
@@ -60,6 +61,11 @@ class Specialization(BaseModel):
     """The parent's runs the checks were tried on."""
     attempts: list[Attempt] = Field(default_factory=list)
     accepted: bool = False
+    vetted: bool = False
+    """Whether the child's code was loaded and its checks tried in an isolated sandbox before it was kept."""
+    untrusted: list[str] = Field(default_factory=list)
+    """The files of the child a model wrote, relative to the workspace: nothing imports them until the
+    person reviews and trusts them (``machine trust CHILD``)."""
     checks: list[CheckResult] = Field(default_factory=list)
     """The accepted child's checks on the sample runs."""
     second_look: list[str] = Field(default_factory=list)

@@ -33,6 +33,8 @@ from ._trainer import Checkpoint, Prepared, StepMetrics, TrainExample, TrainSett
 LOSS = "cross_entropy"
 DEFAULT_RANK = 32
 """The LoRA rank unless the settings give one."""
+STATE_SCHEME = "tinker://"
+"""Where every state Tinker saves lives: the only states this trainer resumes from."""
 
 
 def _service() -> Any:
@@ -197,6 +199,11 @@ class TinkerTrainer:
             return 0
         if resume.state is None:
             raise BadInputError(f"checkpoint {resume.model!r} saved no training state to resume from")
+        if not resume.state.startswith(STATE_SCHEME):  # a record naming a file here is never sent on
+            raise BadInputError(
+                f"the training record names the state {resume.state!r} to resume from, which is not a "
+                f"state saved on Tinker ({STATE_SCHEME}…); start a new training instead"
+            )
         if resume.step > total:
             raise BadInputError(f"cannot resume at step {resume.step}: this training has {total} steps")
         return resume.step

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from machine.errors import BadInputError, Fix, TrainingError
+from machine.runs import hub_access, offline_hub
 
 from ._trainer import TrainExample
 
@@ -27,6 +29,10 @@ INKLING_LEARNING_RATE = 2e-4
 """LoRA learning rate for Inkling models, which tinker-cookbook's ``get_lr`` has no formula for."""
 
 LEARNING_RATE = Fix("learning_rate", "2e-4", "to choose the learning rate")
+BUNDLED_TOKENIZERS = ("thinkingmachines/Inkling",)
+"""Base models whose tokenizer tml-renderers bundles: no download."""
+LLAMA3_TOKENIZER = "thinkingmachineslabinc/meta-llama-3-instruct-tokenizer"
+"""Where tinker-cookbook loads every Llama 3 tokenizer from (the originals are gated)."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,6 @@ def rendering_for(base_model: str, effort: float | None) -> Rendering:
     Inkling, the one tml-renderers bundles, so no download)."""
     from tinker_cookbook import model_info
     from tinker_cookbook.renderers import get_renderer
-    from tinker_cookbook.tokenizer_utils import get_tokenizer
 
     try:
         name = model_info.get_recommended_renderer_name(base_model)
@@ -78,13 +83,41 @@ def rendering_for(base_model: str, effort: float | None) -> Rendering:
             f"tinker-cookbook knows no renderer for base model {base_model!r} ({error}); "
             "train a base model Tinker serves"
         ) from None
-    try:
-        tokenizer = get_tokenizer(base_model)
-    except Exception as error:  # a download refused or failed: the tokenizer lives on the Hugging Face Hub
-        raise TrainingError(f"could not load the tokenizer of {base_model!r}: {error}") from error
-    renderer = get_renderer(name, tokenizer)
+    renderer = get_renderer(name, tokenizer_for(base_model))
     chosen = (DEFAULT_EFFORT if effort is None else effort) if takes_effort(renderer) else None
     return Rendering(name=name, renderer=renderer, effort=chosen)
+
+
+def hub_repo(base_model: str) -> str | None:
+    """The Hugging Face repository tinker-cookbook's ``get_tokenizer`` loads ``base_model``'s tokenizer
+    from (its own choices, mirrored), or None when it needs none: a tokenizer registered with it, the
+    one tml-renderers bundles for Inkling, or a local folder."""
+    from tinker_cookbook.tokenizer_utils import is_tokenizer_registered
+
+    name = base_model.split(":", 1)[0]
+    if is_tokenizer_registered(base_model) or name.startswith(BUNDLED_TOKENIZERS) or Path(name).is_dir():
+        return None
+    return LLAMA3_TOKENIZER if name.startswith("meta-llama/Llama-3") else name
+
+
+def tokenizer_for(base_model: str) -> Any:
+    """The tokenizer of ``base_model``, from the local Hugging Face cache when it is there (offline, at
+    once, when the hub cannot be reached), else from the hub; when it is neither cached nor reachable,
+    a TrainingError at once that says what to fetch (the hub client would retry for a minute)."""
+    from tinker_cookbook.tokenizer_utils import get_tokenizer
+
+    repo = hub_repo(base_model)
+    access = None if repo is None else hub_access(repo)
+    if access is not None and not access.available:
+        raise TrainingError(
+            f"the tokenizer of base model {base_model!r} ({access.repo} on the Hugging Face Hub) is not in "
+            f"this machine's Hugging Face cache, and {access.why()}: {access.advice()}"
+        )
+    try:
+        with offline_hub(access is not None and not access.reachable):
+            return get_tokenizer(base_model)
+    except Exception as error:  # a download refused or failed, a cached copy that does not load
+        raise TrainingError(f"could not load the tokenizer of {base_model!r}: {error}") from error
 
 
 def learning_rate_for(base_model: str, given: float | None) -> float:

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 
 from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError
-from machine.runs import LOCAL, TRAINING, Run, git_revision, library_version
+from machine.runs import LOCAL, TRAINING, Redactor, Run, git_revision, library_version
 from machine.spec import DEFAULT_MIN_Z, Case, Machine, TrainingSummary, Version
 from machine.spec._book import VERSIONS_FILE, _read_book, open_book, require_live, write_book
 from machine.versions import Candidate, propose
@@ -135,21 +135,20 @@ async def train(
     chosen = _chosen(trainer, make_trainer, settings, ws.root)
     ws.budget.probe_price(TRAINING + base)  # an unknown training price is refused before anything runs
     root = ws.data_dir / TRAINING_DIR
-    earlier = None if resume is None else RecordFolder.open(root, resume)  # before anything runs
-    if earlier is not None:
-        _resumable(earlier, name)
+    earlier = _earlier(root, resume, name)
     live = _live(ws, spec)
     say = on_phase or (lambda _line: None)
     spent_before = ws.budget.spent
     # a resumed training sampled already: sampling again would change what it learns from
     sampled = await _gather(ws, spec, live, 0 if earlier else samples, concurrency, pass_score, on_run, say)
-    runs, examples, chose = _examples(ws, spec, live, held, min_score, best_of, any_model, samples)
+    runs, examples, chose, redacted = _examples(ws, spec, live, held, min_score, best_of, any_model, samples)
     fresh = TrainingRecord(
         id="", machine=name, trainer=chosen.name, base_model=base, settings=settings, selection=chose,
-        sampled=sampled, library_version=library_version(), revision=git_revision(ws.root),
+        sampled=sampled, redacted=redacted, library_version=library_version(),
+        revision=git_revision(ws.root),
     )  # fmt: skip
     folder, record, done = _open_record(ws, root, earlier, fresh, examples, held_path)
-    say(f"training record {folder.id}: {len(examples)} examples from {len(runs)} runs")
+    say(f"training record {folder.id}: {_went_in(len(examples), len(runs), redacted)}")
     settings = _at_their_effort(settings, examples)
     prepared = chosen.prepare(examples, settings)
     record.renderer, record.status = prepared.renderer, "training"
@@ -198,8 +197,10 @@ def _examples(
     best_of: int,
     any_model: bool,
     samples: int,
-) -> tuple[list[Run], list[TrainExample], Chosen]:
-    """The runs selected, the examples made of them, and the selection as the record pins it."""
+) -> tuple[list[Run], list[TrainExample], Chosen, int]:
+    """The runs selected, the examples made of them, the selection as the record pins it, and how many
+    secrets were redacted from the examples (those of the environment and the workspace's .env)."""
+    redactor = Redactor.here(ws.root)
     selection = Selection(
         spec.rubric.fingerprint,
         min_score=min_score,
@@ -209,7 +210,7 @@ def _examples(
     )
     funnel = Funnel()
     runs = list(selection.from_store(ws.store, spec.name, funnel))
-    examples = [e for e in (example_of(run, spec) for run in runs) if e is not None]
+    examples = [e for e in (example_of(run, spec, redactor=redactor) for run in runs) if e is not None]
     if not examples:
         raise funnel.empty_error(spec.name)
     chose = Chosen(
@@ -221,7 +222,22 @@ def _examples(
         held_out=sorted(c.id for c in held),
         run_ids=[e.run_id for e in examples],
     )
-    return runs, examples, chose
+    return runs, examples, chose, redactor.count
+
+
+def _went_in(examples: int, runs: int, redacted: int) -> str:
+    """What the record holds, in words: a count of redacted secrets only when there were some."""
+    hidden = f" ({redacted} secrets redacted)" if redacted else ""
+    return f"{examples} examples from {runs} runs{hidden}"
+
+
+def _earlier(root: Path, resume: str | None, name: str) -> RecordFolder | None:
+    """The record ``resume`` names, when it may be resumed: checked before anything runs."""
+    if resume is None:
+        return None
+    earlier = RecordFolder.open(root, resume)
+    _resumable(earlier, name)
+    return earlier
 
 
 def _at_their_effort(settings: TrainSettings, examples: list[TrainExample]) -> TrainSettings:
@@ -360,6 +376,7 @@ def _summary(
         first_loss=losses[0] if losses else None,
         last_loss=losses[-1] if losses else None,
         seconds=seconds,
+        redacted=record.redacted,
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import Field
 
 from machine.errors import BadInputError
-from machine.runs import Budget, Model, Run
+from machine.runs import Budget, Model, Redactor, Run
 from machine.spec import Machine
 
 from ._export import answer_of, rows_of
@@ -165,10 +165,12 @@ def failed_steps(run: Run) -> set[int]:
     return failed
 
 
-def example_of(run: Run, spec: Machine, *, source: Machine | None = None) -> TrainExample | None:
-    """The run as one training example: its own assistant steps are the targets, except those whose tool
-    calls all failed; None when no step is left to learn."""
-    row = rows_of(run, spec, source=source)[0]
+def example_of(
+    run: Run, spec: Machine, *, source: Machine | None = None, redactor: Redactor | None = None
+) -> TrainExample | None:
+    """The run as one training example (its secrets redacted, see ``rows_of``): its own assistant steps
+    are the targets, except those whose tool calls all failed; None when no step is left to learn."""
+    row = rows_of(run, spec, source=source, redactor=redactor)[0]
     messages = row["messages"]
     system = 1 if messages and messages[0]["role"] == "system" else 0
     start = system + len(run.history)  # the system message and the history come first

@@ -27,15 +27,16 @@ from machine.grade import CheckGrader, Criterion, GradeContext, Grader
 from machine.runs import Run
 from machine.spec import Machine, MachineLoader
 
+from ._sandboxed import Reported
 from ._vetting import CheckResult, SampleScore, Vetting
 
 MAX_REASON = 600
 MAX_MESSAGE = 1500
 MAX_FRAMES = 3
 MARGIN_S = 0.25
+"""Time kept back at the end to report what happened before the caller stops this process."""
 HIDDEN_TESTS = "hidden_tests"
 """The name of the library's hidden-tests grader (machine.sandboxes.hidden_tests)."""
-"""Time kept back at the end to report what happened before the caller stops this process."""
 
 
 class OutOfTime(BaseException):
@@ -66,9 +67,10 @@ class Session:
     """One vetting: the request, the channel back to the caller, and the time left."""
 
     def __init__(self, request: dict[str, Any], channel: TextIO) -> None:
+        self.request = request
         self.machines = Path(request["machines"]).resolve()
-        self.parent: str = request["parent"]
-        self.name: str = request.get("name") or f"{self.parent}/{request['slug']}"
+        self.name: str = request.get("name") or f"{request['parent']}/{request['slug']}"
+        self.parent: str = request.get("parent") or self.name.rpartition("/")[0] or self.name
         self.folder = self.machines / self.name
         self.model: str | None = request.get("model")
         self.samples = [Run.model_validate(run) for run in request.get("samples", [])]
@@ -326,8 +328,8 @@ def _limit(which: int, value: int) -> None:
     resource.setrlimit(which, (value, value))
 
 
-def main(argv: list[str], vet: Callable[[Session], Vetting] = vet) -> None:
-    """Vet what the request at ``argv[1]`` names with ``vet`` and report on the private channel."""
+def main(argv: list[str], vet: Callable[[Session], Reported] = vet) -> None:
+    """Do what the request at ``argv[1]`` asks with ``vet`` and report on the private channel."""
     request = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     memory = int(request.get("memory_bytes", 0))
     if memory > 0:
@@ -340,6 +342,7 @@ def main(argv: list[str], vet: Callable[[Session], Vetting] = vet) -> None:
     except BaseException as error:  # the author's code may have broken anything
         session.problem(f"vetting failed: {describe(error, session.folder)}")
         vetting = session.vetting
+    vetting.problems = list(dict.fromkeys([*session.vetting.problems, *vetting.problems]))
     vetting.ok = not vetting.problems
     session.say(result=vetting.model_dump(mode="json"))
     channel.close()

@@ -8,6 +8,8 @@ from pydantic import Field
 
 from machine.runs import Model
 
+from ._sandboxed import Reported
+
 
 class SampleScore(Model):
     """One check's grade of one sample run, and of the same run with its output and trajectory removed."""
@@ -29,7 +31,7 @@ class CheckResult(Model):
     samples: list[SampleScore] = Field(default_factory=list)
 
 
-class Vetting(Model):
+class Vetting(Reported):
     """Whether an author's child machine may be kept: ``ok`` when nothing in ``problems``.
 
     ``problems`` are sentences for the author (the child does not load, is not a child of its parent on the
@@ -37,8 +39,6 @@ class Vetting(Model):
     about checks that may not grade what the run did. ``judged`` are its own criteria graded by a judge,
     which vetting does not run."""
 
-    ok: bool = False
-    problems: list[str] = Field(default_factory=list)
     second_look: list[str] = Field(default_factory=list)
     checks: list[CheckResult] = Field(default_factory=list)
     inherited: list[str] = Field(default_factory=list)

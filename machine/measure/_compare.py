@@ -240,7 +240,7 @@ async def compare(
         else workspace.cases(current, cases)
     )
     spent_before = workspace.budget.spent
-    with machine_at(workspace.machines_dir, name, ref) as baseline:
+    with machine_at(workspace.machines_dir, name, ref, trust=workspace.trust) as baseline:
         plan = Plan(
             machine=name,
             ref=ref,

@@ -65,6 +65,15 @@ async def run_family(
                 Skipped(machine=member, reason="not run: the budget stopped the family suite")
             )
             continue
+        if member != name and workspace.trust.blocking(member):
+            report.skipped.append(
+                Skipped(
+                    machine=member,
+                    reason="not trusted: it holds code a model wrote; review it with "
+                    f"`machine trust {member}`",
+                )
+            )
+            continue
         spec = root if member == name else workspace.load(member)
         cases_path = workspace.cases_file(member)
         if not cases_path.exists():

@@ -21,6 +21,7 @@ __all__ = [
     "paired",
     "pass_hat",
     "pass_hat_k",
+    "sign_test",
     "standard_error",
     "thresholded",
     "unsure",
@@ -95,6 +96,32 @@ class Paired:
     """diff / se; None when se is 0 or there are fewer than two cases."""
     cases: int
     """Cases with at least one scored run on both sides (the only ones compared)."""
+    up: int = 0
+    """Of them, the cases whose mean rose (B above A)."""
+    down: int = 0
+    """Of them, the cases whose mean fell."""
+
+    @property
+    def p_value(self) -> float | None:
+        """The exact one-sided sign test of B over A on the cases that moved (None when none moved)."""
+        return sign_test(self.up, self.down) if self.up + self.down else None
+
+
+MOVED = 1e-9
+"""A per-case difference smaller than this is no change (a rounding error of the means)."""
+
+
+def sign_test(up: int, down: int) -> float:
+    """The exact one-sided sign test: the chance of ``up`` or more rises among ``up + down`` cases that
+    moved, were each equally likely to rise or fall (no real difference). Exact for any count (binomial
+    sums), so a handful of cases can never look like strong evidence: two cases that both rose give 0.25.
+    """
+    if up < 0 or down < 0:
+        raise ValueError(f"need counts of at least 0, got up={up}, down={down}")
+    n = up + down
+    if n == 0:
+        return 1.0
+    return math.fsum(math.comb(n, k) for k in range(up, n + 1)) / (1 << n)
 
 
 def paired(a: Mapping[str, Sequence[float]], b: Mapping[str, Sequence[float]]) -> Paired:
@@ -113,9 +140,10 @@ def paired(a: Mapping[str, Sequence[float]], b: Mapping[str, Sequence[float]]) -
         return Paired(diff=0.0, se=0.0, z=None, cases=0)
     diff = mean(diffs)
     se = standard_error(diffs)
+    up, down = sum(d > MOVED for d in diffs), sum(d < -MOVED for d in diffs)
     if se is None or se == 0.0:
-        return Paired(diff=diff, se=0.0, z=None, cases=len(diffs))
-    return Paired(diff=diff, se=se, z=diff / se, cases=len(diffs))
+        return Paired(diff=diff, se=0.0, z=None, cases=len(diffs), up=up, down=down)
+    return Paired(diff=diff, se=se, z=diff / se, cases=len(diffs), up=up, down=down)
 
 
 def thresholded(scores: Sequence[float], threshold: float) -> list[bool]:

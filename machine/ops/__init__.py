@@ -24,6 +24,8 @@ from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, Consent, SpendingPolicy
 from ._session import RunMessage, RunStream, Session
 from ._spend import Spend
 from ._suite import CASES_NAME, SuitePlan, plan_suite, run_planned
+from ._trust import FileReview, TrustReview, pending, review, trust
+from ._untrusted import stand_in
 
 __all__ = [
     "ALLOWANCE_ENV",
@@ -31,6 +33,7 @@ __all__ = [
     "MAX_BUDGET_ENV",
     "Consent",
     "CriterionInfo",
+    "FileReview",
     "MachineHandle",
     "MachineInfo",
     "MachineSummary",
@@ -41,6 +44,7 @@ __all__ = [
     "SpendingPolicy",
     "SuitePlan",
     "ToolInfo",
+    "TrustReview",
     "cases_files",
     "default_harness_name",
     "describe",
@@ -51,6 +55,10 @@ __all__ = [
     "make_trainer",
     "model_access",
     "open_workspace",
+    "pending",
     "plan_suite",
+    "review",
     "run_planned",
+    "stand_in",
+    "trust",
 ]

@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from machine.errors import BadInputError
+from machine.grade import Grader
 from machine.learn import Trainer
 from machine.learn import _train as training  # its trainer_for looked up when called: tests name their own
-from machine.runs import LOCAL, Budget, Effort, Harness, ModelAccess, Sandboxes, Store, parse_budget
+from machine.runs import LOCAL, Budget, Effort, Harness, ModelAccess, Sandboxes, Store, Tool, parse_budget
 from machine.workspace import Adapters, Workspace
 
 
@@ -68,6 +69,22 @@ def make_trainer(name: str | None, base_model: str, root: Path | None = None) ->
     return trainer
 
 
+def library_tools() -> dict[str, Tool]:
+    """The library's standard tools by name (the file tools, ``run``, ``web_fetch``), as they ship."""
+    from machine.sandboxes import FILE_TOOLS, run, web_fetch
+
+    return {tool.name: tool for tool in (*FILE_TOOLS, run, web_fetch)}
+
+
+def hidden_tests_grader(machine_file: Path, *, command: str | None, timeout_s: float) -> Grader:
+    """The library's hidden-tests grader for the machine defined in ``machine_file``."""
+    from machine.sandboxes import hidden_tests
+
+    options = {"command": command} if command else {}
+    grader: Grader = hidden_tests(str(machine_file), timeout_s=timeout_s, **options)
+    return grader
+
+
 def local_sandboxes() -> Sandboxes:
     """Sandboxes in the workspace's ``.machine/sandboxes``, isolated by bubblewrap where it works."""
     from machine.sandboxes import LocalSandbox
@@ -105,7 +122,9 @@ def open_workspace(
         judge_effort=judge_effort,
         effort=effort,
         models=models,
-        adapters=Adapters(harness=lazy, models=model_access, sandboxes=local_sandboxes),
+        adapters=Adapters(
+            harness=lazy, models=model_access, sandboxes=local_sandboxes, harness_name=default_harness_name
+        ),
         keep_sandboxes=keep_sandboxes,
         data_dir=data_dir,
         project=project,

@@ -3,15 +3,13 @@ described (``machine show``, ``show_machine``), as the models every face prints.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from pydantic import ConfigDict, Field
 
 from machine.errors import MachineError
 from machine.runs import Model
 from machine.spec import Machine
 from machine.workspace import Workspace
+from machine.workspace import cases_files as cases_files  # shown by `machine show`
 
 
 class CriterionInfo(Model):
@@ -66,6 +64,11 @@ class MachineSummary(Model):
     error: str | None = Field(
         default=None, description="Why the machine could not be loaded, if it could not."
     )
+    untrusted: list[str] = Field(
+        default_factory=list,
+        description="Its files a model wrote that are not trusted as they are: it was not imported (see "
+        "`machine trust NAME`).",
+    )
 
 
 def list_machines(ws: Workspace) -> list[MachineSummary]:
@@ -73,6 +76,11 @@ def list_machines(ws: Workspace) -> list[MachineSummary]:
     are built from loaded machines, so they are not checked again (``machine list`` starts faster)."""
     listed: list[MachineSummary] = []
     for name in ws.names():
+        waiting = [f.path.rsplit("/", 1)[-1] for f in ws.trust.blocking(name)]
+        if waiting:  # listed from its folder alone: nothing of it is imported
+            parent = name.rsplit("/", 1)[0] if "/" in name else None
+            listed.append(MachineSummary.model_construct(name=name, parent=parent, untrusted=waiting))
+            continue
         try:
             spec = ws.load(name)
         except MachineError as error:
@@ -118,20 +126,6 @@ def describe(ws: Workspace, name: str) -> MachineInfo:
         instructions=spec.instructions,
         builtin=str(spec.source.parent) if ws.loader.is_builtin(name) and spec.source else None,
     )
-
-
-def cases_files(folder: Path) -> list[str]:
-    """The machine's JSON files that hold cases (a list, or ``{"cases": [...]}``), not its versions,
-    model or scripts."""
-    names = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):  # not a cases file a suite can read
-            continue
-        if isinstance(data, list) or (isinstance(data, dict) and isinstance(data.get("cases"), list)):
-            names.append(path.name)
-    return names
 
 
 def _tool_origin(spec: Machine, tool: str) -> str:

@@ -276,10 +276,11 @@ class MachineHandle:
             resume=resume,
         )
 
-    def commit(self, *, force: bool = False) -> Version:
+    def commit(self, *, force: bool = False, harness: str | None = None) -> Version:
         """Make the newest pending candidate live; raises CommitRefused unless it passed the gate (one
-        not measured on every criterion did not)."""
-        return self._reloaded(commit_version(self.workspace, self.name, force=force))
+        not measured, or with too little evidence, did not) on the harness and model it will run on
+        (``harness``, default: this workspace's)."""
+        return self._reloaded(commit_version(self.workspace, self.name, force=force, harness=harness))
 
     def revert(self, *, to: str | int | None = None) -> Version:
         """Make the version live before the live one (or ``to``) live again, writing back its files

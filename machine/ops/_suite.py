@@ -3,20 +3,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from machine.errors import BadInputError, NotFoundError
+from machine.errors import BadInputError
 from machine.measure import SuiteReport, run_suite
 from machine.runs import Model, Run
 from machine.spec import Case, Machine
-from machine.workspace import Workspace
-
-from ._describe import cases_files
-
-CASES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.json$")
-"""A cases file named by a caller that may not name paths: a file in the machine's own folder."""
+from machine.workspace import CASES_NAME as CASES_NAME  # a file named by a caller that may not name paths
+from machine.workspace import Workspace, folder_cases_file
 
 
 class SuitePlan(Model):
@@ -41,7 +36,7 @@ class SuitePlan(Model):
 
 def plan_suite(
     ws: Workspace,
-    name: str,
+    machine: str | Machine,
     *,
     cases: str | Path | Sequence[Case] | None = None,
     trials: int = 1,
@@ -51,10 +46,12 @@ def plan_suite(
     in_folder: bool = False,
     max_trials: int | None = None,
 ) -> SuitePlan:
-    """Check a suite of ``name``: its cases (``cases``, else cases.json; with ``in_folder`` only the name
-    of a file in the machine's own folder), ``trials`` (at most ``max_trials``), and that the model has a
-    price under the budget's cap. Raises with what is wrong."""
-    spec = ws.load(name)
+    """Check a suite of ``machine`` (a name, or the machine itself): its cases (``cases``, else
+    cases.json; with ``in_folder`` only the name of a file in the machine's own folder), ``trials`` (at
+    most ``max_trials``), and that the model has a price under the budget's cap. Raises with what is
+    wrong."""
+    spec = machine if isinstance(machine, Machine) else ws.load(machine)
+    name = spec.name
     if trials < 1 or (max_trials is not None and trials > max_trials):
         most = f" to {max_trials}" if max_trials is not None else " or more"
         raise BadInputError(f"trials={trials} is not allowed: give 1{most}")
@@ -106,15 +103,7 @@ def _plan(
 def _cases_path(ws: Workspace, name: str, cases: str | Path | None, in_folder: bool) -> Path:
     if not in_folder:
         return ws.cases_file(name, cases)
-    folder = ws.machines_dir / name
-    file_name = str(cases or "cases.json")
-    if not CASES_NAME.match(file_name) or not (folder / file_name).is_file():
-        listing = ", ".join(cases_files(folder)) or "none"
-        raise NotFoundError(
-            f"{file_name!r} is not a cases file of machine {name!r}: name a .json file in its folder "
-            f"(available: {listing})"
-        )
-    return folder / file_name
+    return folder_cases_file(ws.machines_dir / name, name, cases, names_only=True)
 
 
 async def run_planned(
@@ -124,11 +113,13 @@ async def run_planned(
     resume: str | bool = False,
     on_run: Callable[[Run], None] | None = None,
     on_start: Callable[[SuiteReport, int], None] | None = None,
+    spec: Machine | None = None,
 ) -> SuiteReport:
-    """Run a planned suite (or finish an earlier one, with ``resume``) and report."""
+    """Run a planned suite (or finish an earlier one, with ``resume``) and report; ``spec`` is the machine
+    it was planned for, when it was given one rather than a name."""
     return await run_suite(
         ws,
-        ws.load(plan.machine),
+        spec or ws.load(plan.machine),
         plan.cases,
         trials=plan.trials,
         concurrency=plan.concurrency,

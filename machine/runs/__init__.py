@@ -6,6 +6,7 @@ Adapters (``machine.clients``, ``machine.sandboxes``) build on this package and 
 
 from ._budget import Budget, Reservation, parse_budget
 from ._effort import LEVELS, Effort, parse_effort
+from ._files import atomic_text, confined, write_atomic
 from ._harness import (
     Event,
     EventType,
@@ -16,6 +17,7 @@ from ._harness import (
     Turn,
     run_seed,
 )
+from ._hub import hub_access, offline_hub
 from ._local_chat import FORMAT as LOCAL_CHAT_FORMAT
 from ._local_chat import chat_messages as local_chat_messages
 from ._local_chat import parse_reply as parse_local_reply
@@ -51,6 +53,7 @@ from ._records import (
 )
 from ._rows import ChatSession, RunSummary, SuiteRecord
 from ._sandbox import Sandbox, Sandboxes
+from ._secrets import SECRET_WORDS, Redactor
 from ._store import SQLiteStore, Store
 from ._tools import Tool, ToolContext, ToolFailure, tool
 
@@ -60,6 +63,7 @@ __all__ = [
     "LOCAL",
     "LOCAL_CHAT_FORMAT",
     "NAME_SEGMENT",
+    "SECRET_WORDS",
     "TINKER_PRICES",
     "TINKER_TRAIN_PRICES",
     "TRAINING",
@@ -77,6 +81,7 @@ __all__ = [
     "ModelAccess",
     "NextTurn",
     "Price",
+    "Redactor",
     "Reservation",
     "Run",
     "RunSummary",
@@ -94,15 +99,19 @@ __all__ = [
     "ToolFailure",
     "Turn",
     "Usage",
+    "atomic_text",
     "call_tool",
     "check_name",
+    "confined",
     "git_revision",
+    "hub_access",
     "is_free",
     "library_version",
     "local_chat_messages",
     "local_prompt_text",
     "new_run_id",
     "now",
+    "offline_hub",
     "openai_tools",
     "parse_budget",
     "parse_effort",
@@ -114,4 +123,5 @@ __all__ = [
     "timestamp",
     "to_openai",
     "tool",
+    "write_atomic",
 ]

@@ -13,6 +13,8 @@ class Sandbox(Protocol):
 
     path: Path
     """The run's own directory on the host."""
+    workdir: str
+    """Where that directory appears to the commands run in it."""
 
     @property
     def isolated(self) -> bool:
@@ -52,4 +54,14 @@ class Sandboxes(Protocol):
 
     def open(self, folder: Path, *, hide: Sequence[str] = ()) -> Sandbox:
         """The person's own ``folder`` (never removed), with the relative paths in ``hide`` hidden."""
+        ...
+
+    def for_scratch(self, parent: Path, run_id: str, files: Mapping[str, str]) -> Sandbox:
+        """A fresh directory like ``create``'s whose commands work on a copy of it that is capped in size
+        and thrown away: for code nobody has read whose only result is what it prints."""
+        ...
+
+    def for_library(self, parent: Path, run_id: str, files: Mapping[str, str]) -> Sandbox:
+        """A fresh directory like ``create``'s whose commands can run this library's own Python
+        (``sys.executable -P -m machine.<module>``), to run code nobody has read as library code would."""
         ...

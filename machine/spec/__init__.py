@@ -25,16 +25,19 @@ from ._gate_report import (
 from ._loader import BUILTIN_MACHINES, MachineLoader, discover
 from ._machine import Counterpart, Machine, define_child, define_machine, instructions_from, model_from
 from ._revision import Baseline, machine_at
+from ._trust import TRUST_FILE, FileTrust, TrustBook, TrustState, sha256_of
 
 __all__ = [
     "BUILTIN_MACHINES",
     "DEFAULT_MIN_Z",
+    "TRUST_FILE",
     "UNRECORDED",
     "Baseline",
     "Book",
     "Case",
     "Counterpart",
     "CriterionFigures",
+    "FileTrust",
     "GateOutcome",
     "GateReport",
     "Machine",
@@ -42,6 +45,8 @@ __all__ = [
     "ReasonCount",
     "SideFigures",
     "TrainingSummary",
+    "TrustBook",
+    "TrustState",
     "Version",
     "VersionStatus",
     "count_reasons",
@@ -54,5 +59,6 @@ __all__ = [
     "machine_at",
     "model_from",
     "open_book",
+    "sha256_of",
     "version_label",
 ]

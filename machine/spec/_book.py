@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -15,6 +14,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, model_validator
 
 from machine.errors import BadInputError, DefinitionError, Fix, NotFoundError
+from machine.runs._files import write_atomic
 from machine.runs._records import Record, now
 
 from ._gate_report import GateReport
@@ -177,12 +177,6 @@ def parse_book(path: Path, data: bytes) -> Book:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "the file"
         raise DefinitionError(f"{path} is malformed ({where}: {first['msg']}); fix it") from None
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_bytes(data)
-    os.replace(temp, path)
 
 
 def write_book(path: Path, book: Book) -> None:

@@ -1,6 +1,8 @@
-"""What the promotion gate found, as ``versions.json`` keeps it beside a candidate: each side's figures,
-each criterion before and after with its UNSCORED grades and why, and the decision. A criterion with no
-scored grade on a side was not measured there, and the decision is then "not measured", never "passed"."""
+"""What the promotion gate found, as ``versions.json`` keeps it beside a candidate: each side's figures
+and where its runs ran (harness, model, endpoint), each criterion before and after with its UNSCORED
+grades and why, and the decision. A criterion with no scored grade on a side was not measured there, and
+the decision is then "not measured", never "passed"; too few cases that changed is "not enough
+evidence"."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pydantic import Field, model_validator
 from machine.runs._records import Record, now
 
 DEFAULT_MIN_Z = 2.0
-GateOutcome = Literal["passed", "not passed", "not measured"]
+GateOutcome = Literal["passed", "not passed", "not measured", "not enough evidence"]
 """The gate's decision: only "passed" may be committed without ``force``."""
 REASONS_KEPT = 3
 """A criterion's most common UNSCORED reasons kept per side (the count covers them all)."""
@@ -46,6 +48,11 @@ class SideFigures(Record):
 
     version: str
     model: str
+    harness: str | None = None
+    """The harness its runs ran on (None: a report written before it was kept, which says nothing of
+    where it was measured)."""
+    endpoint: str | None = None
+    """The endpoint that harness called (None: a harness that calls none, or not recorded)."""
     runs: int = 0
     """Runs counted (reused and new), failed ones included."""
     reused: int = 0
@@ -62,6 +69,8 @@ class SideFigures(Record):
     figures)."""
     mean: float | None = None
     pass_rate: float | None = None
+    cases_scored: int | None = None
+    """Cases with a scored run on this side (a failed run counts, as a 0); None in older reports."""
 
 
 class CriterionFigures(Record):
@@ -114,6 +123,8 @@ class TrainingSummary(Record):
     last_loss: float | None = None
     seconds: float = 0.0
     cost_usd: float = 0.0
+    redacted: int = 0
+    """Secrets replaced by a marker in the examples (keys, tokens, passwords the runs read or wrote)."""
 
 
 class GateReport(Record):
@@ -134,6 +145,12 @@ class GateReport(Record):
     se: float | None = None
     z: float | None = None
     paired_cases: int = 0
+    up: int = 0
+    """Paired cases whose mean rose with the candidate."""
+    down: int = 0
+    """Paired cases whose mean fell."""
+    p_value: float | None = None
+    """The exact one-sided sign test over the cases that changed (None: none was compared)."""
     min_z: float = DEFAULT_MIN_Z
     outcome: GateOutcome = "not passed"
     passed: bool = False
@@ -144,8 +161,9 @@ class GateReport(Record):
     training: TrainingSummary | None = None
     """For a candidate ``train`` made: what it learned from and how training went."""
     holdout: GateReport | None = None
-    """For a candidate ``optimize`` kept: the same two sides on the held-out cases, where the candidate's
-    mean had to be no lower (the paired gain above is then the one on the cases it was shown)."""
+    """For a candidate ``optimize`` kept: the same two sides on the held-out cases, where the candidate
+    had to gain too (unless the live version was already at the maximum there); the paired gain above is
+    then the one on the cases it was shown."""
 
     @model_validator(mode="before")
     @classmethod

@@ -2,23 +2,30 @@
 
 The folder is imported as a private package with a name of its own, so ``from .rubric import rubric``
 and ``from ..machine import machine as parent`` work in machine files and never collide with the
-user's own modules. A machine file that fails to import is reported with its file and line.
+user's own modules. A machine file that fails to import is reported with its file and line. With a
+``TrustBook``, no file a model wrote is imported unless the person trusted its content: the machine holding
+it is refused before anything of it is imported, and an import of such a file from anywhere else in the
+package is refused too.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.abc
+import importlib.machinery
 import keyword
 import sys
 import traceback
 import types
+from collections.abc import Sequence
 from pathlib import Path
 
-from machine.errors import DefinitionError, NotFoundError
+from machine.errors import DefinitionError, NotFoundError, NotTrusted
 from machine.runs import NAME_SEGMENT
 
 from ._machine import Machine
+from ._trust import TrustBook, untrusted_message
 
 _SKIP = {"__pycache__"}
 BUILTIN_MACHINES = Path(__file__).resolve().parents[1] / "learn" / "machines"
@@ -43,12 +50,16 @@ class MachineLoader:
     """Imports a machines folder's machines by name, each once, under a private package of its own;
     with ``builtins``, a name the folder does not define is looked up among the library's machines."""
 
-    def __init__(self, machines_dir: Path, *, builtins: bool = False) -> None:
+    def __init__(self, machines_dir: Path, *, builtins: bool = False, trust: TrustBook | None = None) -> None:
         self.machines_dir = machines_dir.resolve()
         self.fallback = MachineLoader(BUILTIN_MACHINES) if builtins else None
         digest = hashlib.sha256(str(self.machines_dir).encode()).hexdigest()[:12]
         self.package = f"_machine_workspace_{digest}"
+        self.trust = trust
+        """The record of model-written files; None imports every file (inside the vetting sandbox)."""
         self._cache: dict[str, Machine] = {}
+        if trust is not None:
+            _Guard.install(self.package, trust)
 
     def names(self) -> list[str]:
         """The machines under the folder, sorted."""
@@ -103,8 +114,12 @@ class MachineLoader:
             )
             raise NotFoundError(f"there is no machine {name!r}; the known machines are: {listing}")
         file = self.machines_dir / name / "machine.py"
+        if self.trust is not None:
+            self.trust.refuse(name)
         try:
             module = importlib.import_module(self._package_for(name) + ".machine")
+        except NotTrusted:
+            raise
         except DefinitionError as error:
             raise DefinitionError(f"{_where(error, self.machines_dir, file)}: {error}") from None
         except Exception as error:
@@ -150,3 +165,40 @@ def _where(error: BaseException, machines_dir: Path, fallback: Path) -> str:
     if inside:
         return f"{inside[-1].filename}:{inside[-1].lineno}"
     return str(fallback)
+
+
+class _Guard(importlib.abc.MetaPathFinder):
+    """Finds the modules of one private package as Python would, refusing a file a model wrote whose
+    content the person has not trusted: whoever imports it (the machine that holds it, a child, a sibling)."""
+
+    def __init__(self, package: str, book: TrustBook) -> None:
+        self.package = package
+        self.book = book
+
+    @classmethod
+    def install(cls, package: str, book: TrustBook) -> None:
+        """Guard ``package`` with ``book`` (the newest loader's book, for a package guarded already)."""
+        guard = _GUARDS.get(package)
+        if guard is not None:
+            guard.book = book
+            return
+        guard = _GUARDS[package] = cls(package, book)
+        sys.meta_path.insert(0, guard)
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if not fullname.startswith(self.package + ".") or path is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        origin = spec.origin if spec is not None else None
+        if origin:
+            state = self.book.of_file(Path(origin))
+            if state is not None and state.state in ("untrusted", "changed"):
+                message = untrusted_message(state.machine, [state])
+                raise NotTrusted(message, machine=state.machine, files=[state])
+        return spec
+
+
+_GUARDS: dict[str, _Guard] = {}
+"""The guard of each private package guarded in this process."""

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from machine.errors import BadInputError, DefinitionError, Fix
+from machine.errors import BadInputError, DefinitionError, Fix, NotTrusted
 
 from ._loader import MachineLoader
 from ._machine import Machine
+from ._trust import TrustBook
 
 
 @dataclass
@@ -28,9 +29,12 @@ class Baseline:
 
 
 @contextmanager
-def machine_at(machines_dir: Path, name: str, ref: str = "HEAD") -> Iterator[Baseline]:
+def machine_at(
+    machines_dir: Path, name: str, ref: str = "HEAD", *, trust: TrustBook | None = None
+) -> Iterator[Baseline]:
     """Load machine ``name`` of the workspace whose machines are in ``machines_dir`` as it was at ``ref``;
-    the exported copy is removed on exit."""
+    the exported copy is removed on exit. With ``trust``, a file a model wrote is imported only in a content
+    the person trusted, as in the workspace itself."""
     import git  # GitPython is slow to import: only when a revision is read
 
     root = machines_dir.parent
@@ -71,10 +75,13 @@ def machine_at(machines_dir: Path, name: str, ref: str = "HEAD") -> Iterator[Bas
         with tempfile.TemporaryDirectory(prefix="machine-compare-") as temp:
             machines = Path(temp) / "machines"
             _export(tree, machines)
-            loader = MachineLoader(machines)
+            book = TrustBook(trust.path, machines) if trust is not None else None
+            loader = MachineLoader(machines, trust=book)
             try:
                 try:
                     spec = loader.load(name)
+                except NotTrusted:
+                    raise
                 except DefinitionError as error:
                     raise DefinitionError(f"machine {name!r} at {where}: {error}") from None
                 yield Baseline(ref=ref, commit=commit.hexsha, machine=spec)

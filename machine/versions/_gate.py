@@ -1,20 +1,28 @@
 """The promotion gate: a candidate must beat the live version on the held-out cases by at least ``min_z``
-standard errors of the per-case difference. With a standard error of 0 (every case moved alike) it passes
-only when the difference is positive over at least two cases; a comparison the budget cut short never
-passes. A criterion with no scored grade on either side was not measured, and the decision is then "not
-measured": a run's score leaves its UNSCORED criteria out, so without this a candidate whose heaviest
-criterion could not be graded would be judged on the light ones alone. A criterion scored on some runs
-only is measured: its figures use the grades that were scored, and its UNSCORED ones are counted apart
-with their reasons."""
+standard errors of the per-case difference, on evidence enough to tell a gain from chance.
+
+- A failed run (status error) is a failure of its side: it scores 0 there, on every criterion, never
+  left out (a candidate that crashes on most cases must not pass on the rest).
+- An UNSCORED grade is never a 0: it is counted apart. A criterion with no scored grade on a side, or a
+  side with a scored run on fewer than ``COVERAGE`` of the cases, was not measured, and the decision is
+  then "not measured": a run's score leaves its UNSCORED criteria out, so without this a candidate could
+  be judged on the few cases, or the light criteria, that happened to be graded.
+- Few cases are not evidence, however alike they moved: the cases that changed must be enough for an
+  exact one-sided sign test to reach the level ``min_z`` stands for (``level``: 0.023 at 2, which takes
+  6 cases that changed), else the decision is "not enough evidence". A standard error of 0 never passes
+  by itself; the sign test's p-value is reported with the decision.
+- A comparison the budget cut short never passes."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+from urllib.parse import urlsplit
 
 from machine.measure import stats as _stats
-from machine.runs import Run, passes
+from machine.runs import Harness, Run, passes
 from machine.spec import (
     Case,
     CriterionFigures,
@@ -29,6 +37,38 @@ from machine.spec import (
 Z_TOLERANCE = 1e-9
 """A gain of exactly ``min_z`` standard errors reaches the gate, though its z came out a rounding error
 short."""
+COVERAGE = 0.8
+"""The share of the cases each side must have a scored run of (a failed run counts, as a 0): below it
+the side was not measured (5 of 6 cases, 8 of 10)."""
+
+
+def level(min_z: float) -> float:
+    """The one-sided chance that ``min_z`` standard errors stand for (0.023 at 2): the sign test's bar."""
+    return 0.5 * math.erfc(min_z / math.sqrt(2))
+
+
+def evidence_floor(min_z: float) -> int:
+    """How many cases must change for an exact sign test to reach ``level(min_z)`` at all (all of them
+    rising): 6 at min_z 2, 1 at 0. Fewer is "not enough evidence", whatever the standard error says."""
+    alpha = max(level(min_z), 2.0**-1074)
+    return max(1, math.ceil(-math.log2(alpha) - 1e-9))
+
+
+def needed_cases(cases: int) -> int:
+    """How many of ``cases`` a side must have a scored run of."""
+    return math.ceil(COVERAGE * cases - 1e-9)
+
+
+def endpoint_of(harness: Harness | None) -> str | None:
+    """The URL a harness sends its calls to (scheme, host and path only: never a key or a query), or
+    None for a harness that calls no endpoint."""
+    url = getattr(getattr(harness, "endpoint", None), "base_url", None)
+    if not isinstance(url, str) or not url:
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}".rstrip("/") if parts.scheme else None
 
 
 @dataclass
@@ -45,13 +85,22 @@ class SideTally:
     passes: int = 0
     criteria_reasons: dict[str, list[str]] = field(default_factory=dict)
     """Each criterion's UNSCORED reasons, one per grade."""
+    failed: int = 0
+    """Failed runs: each a 0 of its case, and of every criterion."""
+    harnesses: set[str] = field(default_factory=set)
+    """The harnesses the side's runs ran on."""
 
     def add(self, run: Run, *, how: Literal["reused", "regraded", "new"], pass_score: float) -> None:
         f = self.figures
         f.runs += 1
         setattr(f, how, getattr(f, how) + 1)
-        if run.status == "error":
+        if run.harness:
+            self.harnesses.add(run.harness)
+        if run.status == "error":  # a failure of this side, not a run to leave out
             f.errors += 1
+            self.failed += 1
+            self.scores.setdefault(run.case_id or "", []).append(0.0)
+            self.scored += 1
             return
         card = run.scorecard
         score = run.score
@@ -72,20 +121,31 @@ class SideTally:
             if passes(grade.score, pass_score):
                 self.criteria_passes[criterion] = self.criteria_passes.get(criterion, 0) + 1
 
-    def finish(self) -> None:
+    def finish(self, cases: Sequence[Case] | None = None) -> None:
         values = [s for scores in self.scores.values() for s in scores]
         self.figures.mean = _stats.mean(values) if values else None
         self.figures.pass_rate = self.passes / self.scored if self.scored else None
+        if self.harnesses:
+            self.figures.harness = ", ".join(sorted(self.harnesses))
+        if cases is not None:
+            self.figures.cases_scored = sum(bool(self.scores.get(c.id)) for c in cases)
 
 
-def tally_for(version: Version) -> SideTally:
-    """An empty tally of ``version``."""
-    return empty_tally(version.label, version.model)
+def tally_for(version: Version, harness: Harness | None = None) -> SideTally:
+    """An empty tally of ``version``, to be run on ``harness``."""
+    return empty_tally(version.label, version.model, harness)
 
 
-def empty_tally(label: str, model: str) -> SideTally:
-    """An empty tally of the side ``label`` (a version, or a proposal not yet a version) on ``model``."""
-    return SideTally(SideFigures(version=label, model=model), model, {}, {}, {}, {})
+def empty_tally(label: str, model: str, harness: Harness | None = None) -> SideTally:
+    """An empty tally of the side ``label`` (a version, or a proposal not yet a version) on ``model``,
+    run on ``harness`` (its name and endpoint are recorded in the report)."""
+    figures = SideFigures(
+        version=label,
+        model=model,
+        harness=None if harness is None else harness.name,
+        endpoint=endpoint_of(harness),
+    )
+    return SideTally(figures, model, {}, {}, {}, {})
 
 
 def gate(
@@ -94,10 +154,12 @@ def gate(
     stopped: str | None,
     unmeasured: Sequence[str] = (),
     data: str = "held-out",
+    thin: Sequence[str] = (),
 ) -> tuple[GateOutcome, str]:
-    """The promotion gate's decision and the reason in words. ``unmeasured`` says, for each criterion
-    with no scored grade on a side, which and why: any makes the decision "not measured". ``data``
-    names the cases in the reasons (``held-out``; ``optimize`` applies the rule to the cases it shows)."""
+    """The promotion gate's decision and the reason in words (see the module). ``unmeasured`` says, for
+    each criterion with no scored grade on a side, which and why; ``thin``, each side scored on too few
+    of the cases: either makes the decision "not measured". ``data`` names the cases in the reasons
+    (``held-out``; ``optimize`` applies the rule to the cases it shows)."""
     kind = f"{data} " if data else ""
     if unmeasured:
         also = f"; the comparison also stopped early ({stopped})" if stopped else ""
@@ -107,6 +169,11 @@ def gate(
         )
     if stopped:
         return "not passed", f"the comparison stopped early ({stopped}), so the data is incomplete"
+    if thin:
+        return "not measured", (
+            f"{'; '.join(thin)}: the gate cannot judge a side on the few cases that were scored; make "
+            "the grader score (the report lists why it did not) and propose again"
+        )
     if paired is None or paired.cases == 0:
         return (
             "not passed",
@@ -117,23 +184,55 @@ def gate(
             f"the candidate's mean is not higher (difference {paired.diff:+.3f} over {paired.cases} cases)"
         )
     if paired.cases < 2:
+        return "not enough evidence", (
+            f"only one {kind}case has scored runs of both versions: no standard error to judge by; "
+            f"add {kind}cases"
+        )
+    z = paired.diff / paired.se if paired.se else None
+    if z is not None and z < min_z - Z_TOLERANCE:
         return "not passed", (
-            f"only one {kind}case has scored runs of both versions: no standard error to judge by"
+            f"the candidate scored {paired.diff:+.3f} higher, only {z:.2f} standard errors above zero "
+            f"({min_z:g} needed): not evidence that it is better"
         )
-    if paired.se == 0:
+    return _evidence(paired, min_z, z, kind)
+
+
+def _evidence(paired: _stats.Paired, min_z: float, z: float | None, kind: str) -> tuple[GateOutcome, str]:
+    """A gain that reached ``min_z`` standard errors (or had none to reach): passed only when enough
+    cases changed for the exact sign test to reach the same level."""
+    moved, needed, alpha = paired.up + paired.down, evidence_floor(min_z), level(min_z)
+    p = _stats.sign_test(paired.up, paired.down)
+    sign = f"an exact sign test over the {moved} that changed gives p {p:.3g}"
+    if moved < needed:
+        return "not enough evidence", (
+            f"only {moved} of the {paired.cases} {kind}cases changed ({paired.up} up, {paired.down} "
+            f"down): {sign}, and it takes {needed} that changed to reach p {alpha:.3g} (min_z "
+            f"{min_z:g}); add {kind}cases that tell the versions apart"
+        )
+    if z is None:
         return "passed", (
-            f"every one of the {paired.cases} {kind}cases scored {paired.diff:+.3f} higher (standard error 0)"
+            f"every one of the {paired.cases} {kind}cases scored {paired.diff:+.3f} higher (standard "
+            f"error 0): {sign} (at most {alpha:.3g} needed)"
         )
-    z = paired.diff / paired.se
-    if z >= min_z - Z_TOLERANCE:
-        return "passed", (
-            f"the candidate scored {paired.diff:+.3f} higher, {z:.2f} standard errors above zero "
-            f"(at least {min_z:g} needed)"
-        )
-    return "not passed", (
-        f"the candidate scored {paired.diff:+.3f} higher, only {z:.2f} standard errors above zero "
-        f"({min_z:g} needed): not evidence that it is better"
+    return "passed", (
+        f"the candidate scored {paired.diff:+.3f} higher, {z:.2f} standard errors above zero "
+        f"(at least {min_z:g} needed); {sign}"
     )
+
+
+def _thin(sides: tuple[tuple[str, SideTally], ...], chosen: Sequence[Case], data: str) -> list[str]:
+    """Each side with a scored run on fewer than ``COVERAGE`` of the cases, in words."""
+    need = needed_cases(len(chosen))
+    kind = f"{data} " if data else ""
+    found = []
+    for label, side in sides:
+        have = side.figures.cases_scored or 0
+        if have < need:
+            found.append(
+                f"{label} has a scored run on only {have} of the {len(chosen)} {kind}cases "
+                f"(at least {need} needed)"
+            )
+    return found
 
 
 def measured(
@@ -154,14 +253,15 @@ def measured(
     live_label = live if isinstance(live, str) else live.label
     candidate_label = candidate if isinstance(candidate, str) else candidate.label
     before, after = sides[live_label], sides[candidate_label]
-    before.finish()
-    after.finish()
+    before.finish(chosen)
+    after.finish(chosen)
     paired = None
     if any(before.scores.get(c.id) and after.scores.get(c.id) for c in chosen):
         paired = _stats.paired(before.scores, after.scores)
     criteria = {name: _criterion(before, after, name, c.weight) for name, c in spec.rubric.items()}
     labels = (f"live {live_label}", f"candidate {candidate_label}")
-    outcome, decision = gate(paired, min_z, stopped, _unmeasured(criteria, labels), data)
+    thin = _thin(((labels[0], before), (labels[1], after)), chosen, data)
+    outcome, decision = gate(paired, min_z, stopped, _unmeasured(criteria, labels), data, thin)
     return GateReport(
         machine=spec.name,
         live=live_label,
@@ -176,6 +276,9 @@ def measured(
         se=None if paired is None else paired.se,
         z=None if paired is None else paired.z,
         paired_cases=0 if paired is None else paired.cases,
+        up=0 if paired is None else paired.up,
+        down=0 if paired is None else paired.down,
+        p_value=None if paired is None else paired.p_value,
         min_z=min_z,
         outcome=outcome,
         passed=outcome == "passed",
@@ -198,7 +301,7 @@ def _criterion(before: SideTally, after: SideTally, criterion: str, weight: floa
         (before, "before", "before_pass_rate"),
         (after, "after", "after_pass_rate"),
     ):
-        values = side.criteria.get(criterion, [])
+        values = side.criteria.get(criterion, []) + [0.0] * side.failed  # a failed run fails them all
         if values:
             setattr(figures, mean_field, _stats.mean(values))
             setattr(figures, rate_field, side.criteria_passes.get(criterion, 0) / len(values))

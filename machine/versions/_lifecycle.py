@@ -27,7 +27,9 @@ from machine.spec._book import (
     snapshot,
     write_book,
 )
-from machine.workspace import Workspace
+from machine.workspace import Workspace, harness_name, made_harness
+
+from ._gate import endpoint_of
 
 
 class VersionList(Model):
@@ -174,12 +176,15 @@ def _written(book: Book, spec: Machine, candidate: Version) -> bool:
     return identity_of(spec) == candidate.identity and candidate.identity != book.live.identity
 
 
-def commit(ws: Workspace, name: str, *, force: bool = False) -> Version:
-    """Make the newest pending candidate live, only if it passed the promotion gate (``force``
-    overrides): write its files (its model.json; instructions.md for one ``optimize`` kept, which may be
-    written already) and record it live; the live version is retired.
+def commit(ws: Workspace, name: str, *, force: bool = False, harness: str | None = None) -> Version:
+    """Make the newest pending candidate live, only if it passed the promotion gate and was measured on
+    what it will run on (``force`` overrides both): write its files (its model.json; instructions.md for
+    one ``optimize`` kept, which may be written already) and record it live; the live version is retired.
+    ``harness`` names the harness it will run on (default: the workspace's, else the default for its
+    model: ``MACHINE_HARNESS``, else ``local`` for a ``local:`` model, else ``tinker``).
 
-    Raises CommitRefused (with the candidate's report) when it did not pass or was not measured.
+    Raises CommitRefused (with the candidate's report) when it did not pass, was not measured, or was
+    measured on another harness, model or endpoint.
     """
     spec = ws.reload(name)
     book = open_book(ws.machines_dir / name, spec)
@@ -206,6 +211,9 @@ def commit(ws: Workspace, name: str, *, force: bool = False) -> Version:
         )
     if report.outcome != "passed" and not force:
         raise _refused(name, candidate, report, live)
+    elsewhere = _measured_elsewhere(ws, candidate, report, harness)
+    if not force and elsewhere is not None:
+        raise _elsewhere(name, candidate, report, live, elsewhere)
     folder = ws.machines_dir / name
     spec = _write_and_check(
         ws,
@@ -222,19 +230,62 @@ def commit(ws: Workspace, name: str, *, force: bool = False) -> Version:
         ),
     )
     candidate.committed_at = now()
-    candidate.forced = report.outcome != "passed"
+    candidate.forced = report.outcome != "passed" or elsewhere is not None
     candidate.files = keep_texts(book, snapshot(folder), folder)
     book.make_live(candidate)
     write_book(folder / VERSIONS_FILE, book)
     return candidate
 
 
-def _refused(name: str, candidate: Version, report: GateReport, live: Version) -> CommitRefused:
-    why = (
-        "was not measured on every criterion"
-        if report.outcome == "not measured"
-        else "did not pass the promotion gate"
+def _measured_elsewhere(
+    ws: Workspace, candidate: Version, report: GateReport, harness: str | None
+) -> str | None:
+    """Where the candidate was measured, against where it will run, when the two differ (in words); a
+    report that does not say where it was measured (written before reports kept it) is no match."""
+    side = report.after
+    runs_on = harness or harness_name(ws, candidate.model) or "(none)"
+    made = made_harness(ws) if harness is None else None
+    endpoint = endpoint_of(made)
+    measured = f"harness {side.harness!r} with model {side.model!r}"
+    if side.endpoint:
+        measured += f" at {side.endpoint}"
+    will = f"harness {runs_on!r} with model {candidate.model!r}" + (f" at {endpoint}" if endpoint else "")
+    if side.harness is None:
+        return (
+            f"has a gate report that does not say which harness it was measured on (it was written before "
+            f"reports kept it), and it would run on {will}"
+        )
+    differs = (
+        side.harness != runs_on
+        or side.model != candidate.model
+        or (made is not None and side.endpoint != endpoint)
     )
+    return f"was measured on {measured}, but would run on {will}" if differs else None
+
+
+def _elsewhere(name: str, candidate: Version, report: GateReport, live: Version, where: str) -> CommitRefused:
+    return CommitRefused(
+        f"candidate {candidate.label} of machine {name!r} {where}, so its gate says nothing of how it runs "
+        f"there and {live.label} stays live: measure it again there (propose it, or optimize again, on "
+        "that harness)",
+        fixes=[
+            Fix("harness", "NAME", "to name the harness it will run on"),
+            Fix("force", purpose="to commit it anyway"),
+        ],
+        report=report,
+        version=candidate,
+    )
+
+
+def _refused(name: str, candidate: Version, report: GateReport, live: Version) -> CommitRefused:
+    why = {
+        "not measured": (
+            "was not measured on every criterion"
+            if report.unmeasured
+            else "was not measured on enough of the cases"
+        ),
+        "not enough evidence": "has too little evidence behind it to pass the promotion gate",
+    }.get(report.outcome, "did not pass the promotion gate")
     return CommitRefused(
         f"candidate {candidate.label} of machine {name!r} {why} ({report.decision}), so {live.label} "
         "stays live",

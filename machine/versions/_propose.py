@@ -134,7 +134,7 @@ async def propose(
     if base_model:
         ws.budget.price_as.setdefault(model, base_model)
     candidate = _record_candidate(ws.machines_dir / name, book, live, model, base_model, note)
-    sides = {live.label: tally_for(live), candidate.label: tally_for(candidate)}
+    sides = {live.label: tally_for(live, ws.harness), candidate.label: tally_for(candidate, ws.harness)}
     jobs = plan_runs(ws, name, chosen, sides, trials, pass_score)
     spent_before = ws.budget.spent
     stopped = await _run(ws, spec, sides, jobs, concurrency, pass_score, on_run)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from machine.spec import CriterionFigures, GateReport, ReasonCount, TrainingSummary
+from machine.spec import CriterionFigures, GateReport, ReasonCount, SideFigures, TrainingSummary
 
 
 def _score(value: float | None) -> str:
@@ -23,18 +23,22 @@ def format_report(report: GateReport) -> str:
         f"{'' if report.trials == 1 else 's'} each",
     ]
     for label, side in ((f"live {report.live}", b), (f"candidate {report.candidate}", a)):
+        scored = side.cases_scored
+        covered = "" if scored is None else f"scored on {scored} of {report.cases} cases, "
         lines.append(
             f"  {label}: {side.runs} runs ({side.reused} reused, {side.regraded} regraded, {side.new} new), "
-            f"{side.errors} failed, {side.unscored} with nothing scored, {side.unscored_grades} UNSCORED "
-            f"grades; mean {_score(side.mean)}, "
-            f"pass rate {_rate(side.pass_rate)}"
+            f"{side.errors} failed (each a 0), {side.unscored} with nothing scored, {side.unscored_grades} "
+            f"UNSCORED grades; {covered}mean {_score(side.mean)}, pass rate {_rate(side.pass_rate)}"
         )
+        lines.append(f"    ran on {_ran_on(side)}")
     lines.extend(_criteria_lines(report))
     if report.diff is not None:
         z = "-" if report.z is None else f"{report.z:.2f}"
+        p = "-" if report.p_value is None else f"{report.p_value:.3g}"
         lines.append(
             f"candidate - live: {report.diff:+.3f}, standard error {_score(report.se)} over "
-            f"{report.paired_cases} cases, z {z} (gate: z >= {report.min_z:g})"
+            f"{report.paired_cases} cases, z {z} (gate: z >= {report.min_z:g}); {report.up} cases up, "
+            f"{report.down} down, exact sign test p {p}"
         )
     if report.training is not None:
         lines.extend(_training_lines(report.training))
@@ -51,13 +55,21 @@ def format_report(report: GateReport) -> str:
     return "\n".join(lines)
 
 
+def _ran_on(side: SideFigures) -> str:
+    """Where a side's runs ran, as the report kept it."""
+    if side.harness is None:
+        return f"model {side.model}, on a harness the report does not name (written before it was kept)"
+    at = f" at {side.endpoint}" if side.endpoint else ""
+    return f"harness {side.harness}{at}, model {side.model}"
+
+
 def _training_lines(t: TrainingSummary) -> list[str]:
     loss = "-" if t.first_loss is None or t.last_loss is None else f"{t.first_loss:.4f} -> {t.last_loss:.4f}"
     return [
         f"training {t.record}: {t.trainer} on {t.base_model} ({t.renderer or 'default rendering'})",
         f"  data: {t.runs} runs ({t.sampled} sampled for it) -> {t.examples} examples -> {t.sequences} "
         f"sequences ({t.whole_run} whole runs, {t.per_step} split per step), {t.tokens} tokens, "
-        f"{t.target_tokens} of them targets",
+        f"{t.target_tokens} of them targets" + (f"; {t.redacted} secrets redacted" if t.redacted else ""),
         f"  {t.epochs} epochs, {t.steps} steps at learning rate {t.learning_rate:g}; loss {loss}; "
         f"{t.seconds:.1f} s, ${t.cost_usd:.4f}",
     ]

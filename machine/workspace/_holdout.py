@@ -9,7 +9,10 @@ from typing import NamedTuple
 
 from machine.spec import Case, load_cases
 
+from ._files import folder_cases_file
 from ._workspace import Workspace
+
+HOLDOUT_FILE = "holdout.json"
 
 
 class HeldOut(NamedTuple):
@@ -21,11 +24,13 @@ class HeldOut(NamedTuple):
 
 
 def held_out(ws: Workspace, name: str, given: str | Path | Sequence[Case] | None = None) -> HeldOut | None:
-    """``given`` (a list of cases, or a file), else machine ``name``'s holdout.json; None when no list or
-    file is given and the machine has no holdout.json."""
+    """``given`` (a list of cases, or a file in the machine's folder), else machine ``name``'s
+    holdout.json; None when no list or file is given and the machine has no holdout.json. A file outside
+    the machine's folder is refused (``folder_cases_file``)."""
     if given is not None and not isinstance(given, (str, Path)):
         return HeldOut(list(given), None, "(given)")
-    path = ws.cases_file(name, given, default="holdout.json")
-    if given is None and not path.exists():
+    folder = ws.machines_dir / name
+    if given is None and not (folder / HOLDOUT_FILE).exists():
         return None
+    path = folder_cases_file(folder, name, given, default=HOLDOUT_FILE, what="held-out")
     return HeldOut(load_cases(path), path, path.name if given is None else Path(given).as_posix())

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
@@ -42,7 +41,9 @@ from machine.runs import (
     parse_effort,
     run_seed,
 )
-from machine.spec import Case, Machine, MachineLoader, load_cases, version_label
+from machine.spec import TRUST_FILE, Case, Machine, MachineLoader, TrustBook, load_cases, version_label
+
+from ._adapters import Adapters
 
 T = TypeVar("T")
 
@@ -50,16 +51,6 @@ T = TypeVar("T")
 def workspace_root(root: str | Path | None = None) -> Path:
     """``root``, else ``MACHINE_WORKSPACE``, else the current directory."""
     return Path(root or os.environ.get("MACHINE_WORKSPACE") or Path.cwd()).resolve()
-
-
-@dataclass(frozen=True)
-class Adapters:
-    """Factories for what a workspace takes from outside the core, each called once, on first use: the
-    harness, the judges' model access (given the harness, whose endpoint they may share) and sandboxes."""
-
-    harness: Callable[[], Harness] | None = None
-    models: Callable[[Harness | None], ModelAccess] | None = None
-    sandboxes: Callable[[], Sandboxes] | None = None
 
 
 class Workspace:
@@ -103,7 +94,9 @@ class Workspace:
         self.project = Path(project).resolve() if project is not None else None
         """A folder runs work in directly (a project the person is in) instead of a fresh sandbox;
         runs of a case with starting files still get their own."""
-        self.loader = MachineLoader(self.machines_dir, builtins=True)
+        self.trust = TrustBook(self.data_dir / TRUST_FILE, self.machines_dir)
+        """Which of its machine files a model wrote, and which of those the person trusted."""
+        self.loader = MachineLoader(self.machines_dir, builtins=True, trust=self.trust)
 
     @property
     def store(self) -> Store:
@@ -352,9 +345,8 @@ class Workspace:
         no starting files, else a fresh folder seeded with them; none without tools or files."""
         if not spec.tools and not files:
             return None
-        if self._sandboxes is None and self.adapters.sandboxes is not None:
-            self._sandboxes = self.adapters.sandboxes()
-        if self._sandboxes is None:
+        sandboxes = self.sandboxes
+        if sandboxes is None:
             raise HarnessError(
                 f"machine {spec.name!r} has tools, and this workspace was made without sandboxes for them "
                 "to act in: give it some (machine.load and machine.open_workspace do)"
@@ -363,8 +355,15 @@ class Workspace:
             self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # hidden from the first run on
             inside = self.data_dir.resolve()
             hide = [inside.relative_to(folder).as_posix()] if inside.is_relative_to(folder) else []
-            return self._sandboxes.open(folder, hide=hide)
-        return self._sandboxes.create(self.sandbox_dir, run_id, files)
+            return sandboxes.open(folder, hide=hide)
+        return sandboxes.create(self.sandbox_dir, run_id, files)
+
+    @property
+    def sandboxes(self) -> Sandboxes | None:
+        """What makes this workspace's sandboxes (made on first use), or None where it was given none."""
+        if self._sandboxes is None and self.adapters.sandboxes is not None:
+            self._sandboxes = self.adapters.sandboxes()
+        return self._sandboxes
 
     async def grade(
         self, run: Run, machine: Machine | None = None, *, pass_score: float = 1.0, store: bool = True

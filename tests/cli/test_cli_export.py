@@ -40,6 +40,28 @@ def one_error_line(done: Result, *fragments: str) -> str:
     return lines[0]
 
 
+def test_held_out_runs_are_left_out_unless_asked_for(sampled: WorkspaceFolder, invoke: Invoke) -> None:
+    """``machine export`` leaves out the runs of held-out cases (the gate measures them) and says so;
+    ``--include-holdout`` asks for them by name."""
+    (sampled.root / "machines" / "greet" / "holdout.json").write_text(
+        json.dumps([{"id": "h-bob", "input": "Greet Bob."}]), encoding="utf-8"
+    )
+    out = sampled.root / "greet.jsonl"
+    args = ("--out", out, "--min-score", "0.5", "--workspace", sampled.root)
+    done = invoke("export", "greet", *args)
+    assert done.exit_code == 0, done.output
+    assert [r["metadata"]["case"] for r in rows(out)] == ["ann"]  # bob's run is the held-out "Greet Bob."
+    assert "1 of cases not held out" in done.stdout
+    assert (
+        "left out the runs of 1 held-out case, which the gate measures (--include-holdout exports them)"
+        in (done.stdout)
+    )
+    done = invoke("export", "greet", *args, "--include-holdout")
+    assert done.exit_code == 0, done.output
+    assert sorted(r["metadata"]["case"] for r in rows(out)) == ["ann", "bob"]
+    assert "left out" not in done.stdout
+
+
 def test_export_prints_the_funnel_and_what_it_wrote(sampled: WorkspaceFolder, invoke: Invoke) -> None:
     out = sampled.root / "data" / "greet.jsonl"
     done = invoke("export", "greet", "--out", out, "--workspace", sampled.root)

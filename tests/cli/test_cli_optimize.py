@@ -4,8 +4,9 @@ The machine ``when`` answers "what is the day after DATE?" and is checked for th
 YYYY-MM-DD. The scripted harness plays both sides: the machine's rules carry ``"instructions":
 "YYYY-MM-DD"``, so it answers in that form only once its instructions ask for it, and the optimizer's rule
 (its brief starts with ``# The machine: when``) proposes instructions that do. Which proposal wins, and by
-how much, is therefore known exactly: live v1 passes case ``a`` only (cases mean 0.25) and held-out case
-``f`` only (0.5); the proposal passes every case, a paired gain of +0.75 with SE 0.25 (z 3)."""
+how much, is therefore known exactly: live v1 passes case ``a`` only of seven (cases mean 1/7) and
+held-out case ``f`` only of seven (1/7); the proposal passes every case, a paired gain of +6/7 with SE
+1/7 (z 6) on each, six cases that rose (sign test p 1/64)."""
 
 from __future__ import annotations
 
@@ -60,13 +61,22 @@ DAYS: dict[str, tuple[str, str, str, bool]] = {
     "b": ("2024-02-28", "2024-02-29", "February 29, 2024", False),
     "c": ("2024-03-31", "2024-04-01", "April 1, 2024", False),
     "d": ("2024-12-31", "2025-01-01", "January 1, 2025", False),
+    "g": ("2024-05-31", "2024-06-01", "June 1, 2024", False),
+    "h": ("2024-07-31", "2024-08-01", "August 1, 2024", False),
+    "i": ("2024-10-31", "2024-11-01", "November 1, 2024", False),
     "e": ("2023-06-30", "2023-07-01", "July 1, 2023", True),
     "f": ("2023-09-30", "2023-10-01", "2023-10-01", True),
+    "j": ("2023-01-31", "2023-02-01", "February 1, 2023", True),
+    "k": ("2023-02-28", "2023-03-01", "March 1, 2023", True),
+    "l": ("2023-04-30", "2023-05-01", "May 1, 2023", True),
+    "m": ("2023-08-31", "2023-09-01", "September 1, 2023", True),
+    "n": ("2023-11-30", "2023-12-01", "December 1, 2023", True),
 }
+FAILING = {c for c, (_, answer, live, _) in DAYS.items() if live != answer and c in "abcdghi"}
 
 
 def script(
-    fixes: str = "abcdef", wrong_held_out: bool = False, usage: dict[str, int] | None = None
+    fixes: str = "".join(DAYS), wrong_held_out: bool = False, usage: dict[str, int] | None = None
 ) -> dict[str, Any]:
     """The optimizer's rule, then for each case a rule for instructions that ask for YYYY-MM-DD (the
     right answer in that form for the cases in ``fixes``; a wrong day for held-out ones when
@@ -113,8 +123,9 @@ class Folder:
         cases = [
             {"id": c, "input": f"What is the day after {d[0]}?", "answer": d[1]} for c, d in DAYS.items()
         ]
-        (self.folder / "cases.json").write_text(json.dumps([c for c in cases if c["id"] in "abcd"]))
-        (self.folder / "holdout.json").write_text(json.dumps([c for c in cases if c["id"] in "ef"]))
+        held = {c for c, d in DAYS.items() if d[3]}
+        (self.folder / "cases.json").write_text(json.dumps([c for c in cases if c["id"] not in held]))
+        (self.folder / "holdout.json").write_text(json.dumps([c for c in cases if c["id"] in held]))
         (root / ".gitignore").write_text(".machine/\n__pycache__/\nscript.json\n", encoding="utf-8")
         self.write_script(script())
         self.run("versions", "when")  # v1 is recorded before the first commit
@@ -153,19 +164,20 @@ def ws(tmp_path: Path, machine_cmd: Command) -> Folder:
 def test_a_kept_proposal_prints_its_report_and_is_left_uncommitted(ws: Folder) -> None:
     out = ws.optimize().stdout
     assert out.startswith(
-        "optimize when: live v1 on Qwen/Qwen3.8-27B; 4 cases from cases.json and 2 held-out cases from "
+        "optimize when: live v1 on Qwen/Qwen3.8-27B; 7 cases from cases.json and 7 held-out cases from "
         "holdout.json, 2 trials each; 2 proposals a round from optimizer on thinkingmachines/Inkling; "
         "keep at z >= 2\n"
     )
-    assert "live v1: cases mean 0.250, held-out mean 0.500\n" in out
-    assert "round 1 (from v1):\n  r1.p1: KEPT: on the cases, the candidate scored +0.750 higher, 3.00 " in out
-    assert "      cases: mean 1.000 (live 0.250), gain +0.750, SE 0.250, z 3.00 over 4 cases\n" in out
-    assert "      held-out: mean 1.000 (live 0.500), gain +0.500, SE 0.500, z 1.00 over 2 cases\n" in out
+    assert "live v1: cases mean 0.143, held-out mean 0.143\n" in out
+    assert "round 1 (from v1):\n  r1.p1: KEPT: on the cases, the candidate scored +0.857 higher, 6.00 " in out
+    assert "; held out, the candidate scored +0.857 higher, 6.00 standard errors above zero" in out
+    figures = "mean 1.000 (live 0.143), gain +0.857, SE 0.143, z 6.00, sign test p 0.0156 over 7 cases\n"
+    assert f"      cases: {figures}" in out and f"      held-out: {figures}" in out
     assert "  r1.p2: DISCARDED: the same instructions as r1.p1, so it is not measured again\n" in out
     assert "kept: r1.p1, written to instructions.md as pending candidate v2\n" in out
     assert f"diff:\n--- v1\n+++ r1.p1\n@@ -1 +1 @@\n-{LIVE.strip()}\n+{PROPOSAL}\n" in out
     assert (
-        "calls: 24 machine runs made (12 of the live version), 0 reused, 0 graded again, 2 optimizer calls"
+        "calls: 56 machine runs made (28 of the live version), 0 reused, 0 graded again, 2 optimizer calls"
         in out
     )
     assert "cost: runs $0.0000, judges $0.0000, optimizer $0.0000 (total $0.0000)" in out
@@ -177,7 +189,13 @@ def test_a_kept_proposal_prints_its_report_and_is_left_uncommitted(ws: Folder) -
     assert ws.instructions.strip() == PROPOSAL
     assert " M machines/when/instructions.md\n" in ws.status()
 
-    done = ws.run("commit", "when")
+    refused = ws.run("commit", "when", code=2)  # measured on the scripted harness, not on tinker
+    assert "was measured on harness 'scripted' with model 'Qwen/Qwen3.8-27B', but would run on harness " in (
+        refused.stderr
+    )
+    assert "'tinker'" in refused.stderr and "--force" in refused.stderr
+    assert ws.instructions.strip() == PROPOSAL
+    done = ws.run("commit", "when", "--harness", "scripted")
     assert done.stdout.strip() == "v2 is live: model Qwen/Qwen3.8-27B, held in instructions.md"
     assert ws.instructions.strip() == PROPOSAL
     listing = ws.run("versions", "when").stdout
@@ -202,7 +220,7 @@ def test_revert_before_commit_writes_the_live_instructions_back(ws: Folder) -> N
     listing = ws.run("versions", "when").stdout
     assert "v1   live" in listing and "v2   pending" in listing
     # The candidate is still pending: committing it writes the kept instructions again.
-    assert ws.run("commit", "when").stdout.startswith("v2 is live")
+    assert ws.run("commit", "when", "--harness", "scripted").stdout.startswith("v2 is live")
     assert ws.instructions.strip() == PROPOSAL
 
 
@@ -215,17 +233,26 @@ def test_json_prints_the_optimize_report(ws: Folder) -> None:
         "r1.p1",
         "v2",
     )
-    assert report["live_cases_mean"] == 0.25 and report["live_holdout_mean"] == 0.5
+    assert report["live_cases_mean"] == pytest.approx(1 / 7) and report["live_holdout_mean"] == pytest.approx(
+        1 / 7
+    )
     assert report["ended"] == "all 1 rounds were done" and report["stopped"] is None
     first, second = report["rounds"][0]["proposals"]
     assert first["outcome"] == "kept" and second["outcome"] == "discarded"
     assert first["instructions"] == PROPOSAL and first["explanation"] == EXPLANATION
-    assert (first["cases"]["diff"], first["cases"]["se"], first["cases"]["z"]) == (0.75, 0.25, 3.0)
+    assert (first["cases"]["diff"], first["cases"]["se"], first["cases"]["z"]) == pytest.approx(
+        (6 / 7, 1 / 7, 6)
+    )
     assert first["holdout"]["mean"] == 1.0 and first["holdout"]["outcome"] == "passed"
-    assert set(first["shown"]) == {"b", "c", "d"}  # failing cases only, never a held-out one
+    assert first["holdout"]["p_value"] == 1 / 64
+    assert len(first["shown"]) == 4 and set(first["shown"]) <= FAILING  # failing cases, never held-out ones
     assert first["copied"] == [] and first["diff"].startswith("--- v1\n+++ r1.p1\n")
     assert set(report["cost"]) == {"runs", "judges", "optimizer"}
-    assert report["calls"] == {"new": 24, "reused": 0, "regraded": 0, "optimizer": 2, "live_new": 12}
+    assert report["calls"] == {"new": 56, "reused": 0, "regraded": 0, "optimizer": 2, "live_new": 28}
+    assert (report["gate"]["after"]["harness"], report["gate"]["holdout"]["after"]["harness"]) == (
+        "scripted",
+        "scripted",
+    )
     assert report["gate"]["outcome"] == "passed" and report["gate"]["candidate"] == "v2"
     assert report["warnings"] == [] and "warning" not in done.stderr
     assert ws.instructions.strip() == PROPOSAL
@@ -234,7 +261,7 @@ def test_json_prints_the_optimize_report(ws: Folder) -> None:
 @pytest.mark.parametrize(
     ("kind", "said"),
     [
-        ("held-out", "its held-out mean is lower than v1's (-0.500 over 2 held-out cases)"),
+        ("held-out", "its held-out mean is lower than v1's (-0.143 over 7 held-out cases)"),
         ("within-2-se", "only 1.00 standard errors above zero (2 needed): not evidence that it is better"),
     ],
 )
@@ -260,7 +287,7 @@ def test_without_held_out_cases_it_warns_and_decides_on_the_cases(ws: Folder) ->
     (ws.folder / "holdout.json").unlink()
     done = ws.optimize("--candidates", "1")
     assert done.stdout.count(WARNING) == 1 and WARNING not in done.stderr  # said once, in the report
-    assert "4 cases from cases.json and no held-out cases, 2 trials each; 1 proposal a round" in done.stdout
+    assert "7 cases from cases.json and no held-out cases, 2 trials each; 1 proposal a round" in done.stdout
     assert "r1.p1: KEPT" in done.stdout and "held-out:" not in done.stdout
     assert "0 graded again, 1 optimizer call\n" in done.stdout
     assert ws.instructions.strip() == PROPOSAL
@@ -277,17 +304,17 @@ def test_without_held_out_cases_json_warns_on_stderr(ws: Folder) -> None:
 
 def test_a_spent_budget_stops_the_search_cleanly(ws: Folder) -> None:
     # Every machine turn uses 10,000 input tokens: $0.0186 at Qwen3.8-27B's price. The live version's
-    # 4 runs fit in $0.10; the proposal's runs do not.
+    # 7 runs fit in $0.20; the proposal's runs do not.
     ws.write_script(script(usage={"input_tokens": 10_000}))
-    done = ws.optimize("--trials", "1", "--budget", "0.10")
+    done = ws.optimize("--trials", "1", "--budget", "0.20")
     out = done.stdout
     assert "ended: stopped early\n" in out
     assert (
-        "stopped early: round 1, measuring its proposals on the cases: the budget of $0.1000 is spent" in out
+        "stopped early: round 1, measuring its proposals on the cases: the budget of $0.2000 is spent" in out
     )
     assert "kept: nothing; instructions.md is unchanged" in out
-    assert "live v1: cases mean 0.250" in out
-    assert "spent $0.1" in done.stderr and "of budget $0.10" in done.stderr
+    assert "live v1: cases mean 0.143" in out
+    assert "spent $0.2" in done.stderr and "of budget $0.20" in done.stderr
     assert ws.instructions == LIVE and ws.status() == ""
 
 
@@ -359,10 +386,10 @@ def test_a_terminal_gets_a_progress_line_per_finished_run(ws: Folder) -> None:
     os.close(leader)
     assert done.returncode == 0
     lines = b"".join(chunks).decode().replace("\r\n", "\n").splitlines()
-    progress = [line for line in lines if re.match(r"  run \d+: case [a-f] trial [12] \(", line)]
-    assert len(progress) == 24, lines  # 12 runs of v1 and 12 of r1.p1, on the cases and held out
-    assert [line.split(":", 1)[0] for line in progress] == [f"  run {n}" for n in range(1, 25)]
+    progress = [line for line in lines if re.match(r"  run \d+: case [a-n] trial [12] \(", line)]
+    assert len(progress) == 56, lines  # 28 runs of v1 and 28 of r1.p1, on the cases and held out
+    assert [line.split(":", 1)[0] for line in progress] == [f"  run {n}" for n in range(1, 57)]
     assert "  run 1: case a trial 1 (live): 1.00" in progress
     assert "  run 2: case b trial 1 (live): 0.00" in progress
-    assert sum(line.endswith("(a proposal): 1.00") for line in progress) == 12
+    assert sum(line.endswith("(a proposal): 1.00") for line in progress) == 28
     assert "  run 1: " not in done.stdout.decode()

@@ -60,6 +60,14 @@ def test_specialize_dev_keeps_only_cases_whose_tests_hold_and_writes_their_hidde
     assert set(hidden) == {"double-case", "halve-case"}
     assert set(hidden["double-case"]["files"]) == {"test_edge_calc.py"}
 
+    assert report["vetted"] and report["untrusted"] == [
+        "machines/dev/edge/machine.py",
+        "machines/dev/edge/rubric.py",
+    ]
+    assert report["next_steps"][0].startswith("machine trust dev/edge")
+    refused = machine_cmd("show", "dev/edge", "--workspace", root)
+    assert refused.returncode == 2 and "`machine trust dev/edge`" in refused.stderr
+    assert machine_cmd("trust", "dev/edge", "--yes", "--workspace", root).returncode == 0
     shown = machine_cmd("show", "dev/edge", "--workspace", root)
     assert shown.returncode == 0, shown.stderr
     assert "edge_cases" in shown.stdout and "verified" in shown.stdout  # its own criterion and dev's

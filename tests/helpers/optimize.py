@@ -6,13 +6,15 @@ The machine answers a case right (its input in capital letters) when its instruc
 - any instructions: inputs starting with ``a`` (``ann`` among the cases, ``amelia`` held out);
 - ``CAPITALS`` in them: every input (a general rule: it wins on the cases and holds on the held-out ones);
 - ``MEMO``: exactly the inputs of the cases, nothing else (it wins on the cases, loses ``amelia``);
+- ``TABLE``: the inputs of the cases, and what any instructions get right (it wins on the cases and
+  changes nothing held out, as a key-to-answer table of the cases would);
 - ``ONE``: also ``bob`` (one case more of seven: a gain of exactly 1 standard error);
 - ``MUTE``: a reply the ``short`` grader cannot judge (``short`` UNSCORED on every run);
 - ``CRASH``: the model call fails on ``cat`` (a failed run).
 
 The live instructions hold none of the keywords, so the live version passes ``ann`` only (cases mean
-(1 + 6 x 0.25) / 7) and ``amelia`` only of the held-out cases. For the optimizer and the author the
-harness plays the replies the test queued, and records every request.
+(1 + 6 x 0.25) / 7) and ``amelia`` only of the held-out cases (the same mean). For the optimizer and
+the author the harness plays the replies the test queued, and records every request.
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ CASES = [{"id": n, "input": n, "expected": n.upper()} for n in NAMES]
 CASES.append({"id": "long", "input": LONG, "expected": LONG.upper()})
 HOLDOUT = [
     {"id": f"held-{n}", "input": n, "expected": n.upper()}
-    for n in ("amelia", "gustav", "harriet", "ignatius")
+    for n in ("amelia", "gustav", "harriet", "ignatius", "oscar", "quentin", "ursula")
 ]
+"""Seven held-out cases, six of which the live version fails: enough that a gain on all six is evidence
+(the gate needs six cases that changed at min_z 2)."""
 CASE_INPUTS = frozenset(c["input"] for c in CASES)
 HELD_INPUTS = [c["input"] for c in HOLDOUT]
 
@@ -100,6 +104,8 @@ def answer(instructions: str, text: str) -> str:
         return "[mute] " + text.upper()
     if "MEMO" in instructions:
         right = text in CASE_INPUTS
+    elif "TABLE" in instructions:
+        right = text in CASE_INPUTS or text.startswith("a")
     else:
         right = text.startswith("a") or "CAPITALS" in instructions
         right = right or ("ONE" in instructions and text == "bob")

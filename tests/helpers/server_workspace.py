@@ -19,6 +19,12 @@ COSTLY_SCRIPT = {
 }
 RUN_COST = 0.186
 
+TOOLS = {
+    *("list_machines", "show_machine", "recent_runs", "rehearse", "commit", "revert"),
+    *("specialize", "optimize", "train", "trust_machine"),
+}
+"""Every tool ``machine serve`` lists."""
+
 
 @dataclass
 class Folder:

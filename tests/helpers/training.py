@@ -21,8 +21,9 @@ from machine.runs import TRAINING, Budget, HarnessRequest, HarnessResult, Messag
 
 BASE = "thinkingmachines/Inkling"
 """The live model: Tinker prices both its sampling and its training."""
-HARD = frozenset({"dan", "dee", "dot"})
-"""Inputs only a better model answers right."""
+HARD = frozenset({"dan", "dee", "dot", "dub", "dax", "dew"})
+"""Inputs only a better model answers right: six, held out, so a checkpoint right on all of them is
+enough evidence for the gate (six cases that changed at min_z 2)."""
 CHARS_PER_TOKEN = 4
 USAGE = Usage(input_tokens=1000, output_tokens=10)
 """What every reply of ``Tutored`` uses, so runs cost what the pricing table says."""

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from machine.runs import HarnessRequest, HarnessResult, Message, Turn, run_loop
 
-CASES = [{"id": c, "input": c} for c in ("ann", "bob", "cat", "dan")]
+CASES = [{"id": c, "input": c} for c in ("ann", "bob", "cat", "dan", "eve", "fay", "gus")]
+"""Seven held-out cases: a model right on six or seven of them is enough evidence for the gate (which
+needs six cases that changed at min_z 2)."""
 
 
 class ByModel:

@@ -165,6 +165,39 @@ async def test_a_test_that_hangs_is_cut_at_the_timeout_and_discards_the_case(ws:
     assert not kept and reason == "its tests timed out on the starting files (after 1 s)"
 
 
+STORM = """import subprocess
+for _ in range(400):
+    try:
+        subprocess.Popen(["sleep", "5"])
+    except OSError:
+        break
+"""
+FILL = """try:
+    with open("big", "wb") as out:
+        for _ in range(2048):
+            out.write(bytes(1024**2))
+except OSError:
+    pass
+"""
+HOARD = "HOARD = bytearray(3 * 1024**3)\n"
+
+
+@sandboxed
+@pytest.mark.parametrize(
+    ("hostile", "cap"),
+    [(STORM, "processes"), (FILL, "disk"), (HOARD, "memory")],
+    ids=["process-storm", "2-GB-written", "3-GB-allocated"],
+)
+async def test_a_case_whose_tests_reach_a_cap_is_discarded_and_nothing_reaches_the_host(
+    ws: Workspace, hostile: str, cap: str
+) -> None:
+    case = variant(files={"calc.py": CALC, "test_calc.py": hostile + TEST_ADD})
+    kept, reason = only(await vet_cases(ws, dev_shape(ws), [case], timeout_s=30))
+    assert not kept
+    assert reason.startswith(f"its commands reached the sandbox's cap on {cap}"), reason
+    assert list(ws.sandbox_dir.iterdir()) == []  # nothing it wrote is left
+
+
 @sandboxed
 async def test_a_runner_that_runs_no_tests_is_not_a_pass(ws: Workspace) -> None:
     case = variant(files={"calc.py": CALC, "test_calc.py": "import calc\n"})
@@ -343,8 +376,8 @@ async def test_ids_are_unique_against_existing_cases(ws: Workspace) -> None:
 class Unisolated:
     """The workspace's sandboxes as they are where bubblewrap does not work: commands not isolated."""
 
-    def create(self, parent: Path, run_id: str, files: Any) -> LocalSandbox:
-        return LocalSandbox.create(parent, run_id, files, isolate=False)
+    def for_scratch(self, parent: Path, run_id: str, files: Any) -> LocalSandbox:
+        return LocalSandbox.create(parent, run_id, files, isolate=False, scratch=True)
 
     def open(self, folder: Path, *, hide: Any = ()) -> LocalSandbox:
         raise AssertionError("case vetting makes fresh sandboxes only")

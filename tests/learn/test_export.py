@@ -393,7 +393,25 @@ async def test_only_runs_graded_under_the_current_rubric_count(ws: Workspace, tm
         ("runs that finished", 3),
         ("runs scoring at least 1", 2),
         ("runs graded under the current rubric", 1),
+        ("runs of cases not held out", 1),
     ]
+
+
+def test_held_out_runs_stay_out_unless_asked_for_by_name(ws: Workspace, tmp_path: Path) -> None:
+    """The break: export included held-out runs by default, so training data could hold the very cases
+    the gate measures. They are left out as train leaves them out: by id, and by input written otherwise."""
+    kept = graded(ws, "sum", 1.0)
+    held = graded(ws, "held", 1.0)
+    alike = graded(ws, "held", 1.0).model_copy(update={"case_id": "copy", "input": "Add 10 and 20!"})
+    ws.store.put_many([kept, held, alike])
+    report = export(ws, "calc", out=tmp_path / "out.jsonl")
+    assert [r["metadata"]["run_id"] for r in read_rows(tmp_path / "out.jsonl")] == [kept.id]
+    assert (report.held_out, report.include_holdout) == (1, False)
+    assert report.funnel[-1].model_dump() == {"keeps": "runs of cases not held out", "left": 1}
+    everything = export(ws, "calc", out=tmp_path / "all.jsonl", include_holdout=True)
+    exported = {r["metadata"]["run_id"] for r in read_rows(tmp_path / "all.jsonl")}
+    assert exported == {kept.id, held.id, alike.id}
+    assert (everything.held_out, everything.include_holdout) == (0, True)
 
 
 def test_failed_runs_stay_out(ws: Workspace, tmp_path: Path) -> None:

@@ -51,11 +51,25 @@ async def test_a_negative_min_z_is_refused(tmp_path: Path) -> None:
     assert harness.seen == []
 
 
+SEEN = (
+    "held-out cases must be unseen by the optimizer: name the cases to show and the held-out ones apart, and "
+    "take any case out of one of them; pass cases='cases.json' for the cases shown or pass "
+    "holdout='holdout.json'"
+)
+
+
 @pytest.mark.parametrize(
     ("held", "named"),
     [
-        ([{"id": "ann", "input": "someone else", "expected": "SOMEONE ELSE"}], "case 'ann'"),
-        ([{"id": "h-bob", "input": "bob", "expected": "BOB"}], "a case input"),
+        (
+            [{"id": "ann", "input": "someone else", "expected": "SOMEONE ELSE"}],
+            "case 'ann' of cases.json is also among the held-out cases (holdout.json)",
+        ),
+        (
+            [{"id": "h-bob", "input": "Bob!", "expected": "BOB"}],
+            "case 'bob' of cases.json asks what a held-out case of holdout.json asks ('bob', compared "
+            "without case, spacing or punctuation)",
+        ),
     ],
     ids=["same id", "same input"],
 )
@@ -70,10 +84,54 @@ async def test_held_out_cases_that_are_among_the_cases_are_refused(
     before = snapshot(folder)
     with pytest.raises(BadInputError) as caught:
         await optimize(ws, "shout")
-    assert str(caught.value) == (
-        f"machine 'shout': {named} is both among the cases and the held-out cases; held-out cases must "
-        "be unseen: take it out of one of them"
-    )
+    assert str(caught.value) == f"machine 'shout': {named}; {SEEN}"
+    untouched(ws, harness, folder, before)
+
+
+async def test_swapping_the_cases_and_the_held_out_cases_is_refused(tmp_path: Path) -> None:
+    """The break: with the two files swapped, the optimizer was shown the held-out cases."""
+    folder = make_shout(tmp_path)
+    harness = Keyed([block("Say it in CAPITALS.")])
+    ws = open_workspace(tmp_path, harness=harness)
+    versions(ws, "shout")
+    (folder / "copy.json").write_text((folder / "holdout.json").read_text(encoding="utf-8"))
+    before = snapshot(folder)
+    with pytest.raises(BadInputError) as caught:
+        await optimize(ws, "shout", cases="holdout.json", holdout="cases.json")
+    said = "the cases the optimizer would be shown are its held-out cases (holdout.json)"
+    assert str(caught.value) == f"machine 'shout': {said}; {SEEN}"
+    # a copy of holdout.json under another name is its content all the same
+    with pytest.raises(BadInputError, match=r"case 'held-amelia' of copy\.json is also among the held-out"):
+        await optimize(ws, "shout", cases="copy.json", holdout="cases.json")
+    with pytest.raises(
+        BadInputError, match=r"the cases and the held-out cases are the same file \(cases\.json\)"
+    ):
+        await optimize(ws, "shout", cases="cases.json", holdout=str(folder / "cases.json"))
+    untouched(ws, harness, folder, before)
+
+
+@pytest.mark.parametrize("where", ["absolute", "dotdot", "link"])
+async def test_cases_files_outside_the_machines_folder_are_refused(tmp_path: Path, where: str) -> None:
+    """MCP optimize read any file on disk as cases or held-out cases; every face now reads only files in
+    the machine's own folder (a link leading out is outside)."""
+    folder = make_shout(tmp_path)
+    outside = tmp_path / "elsewhere.json"
+    write(outside, CASES)
+    if where == "link":
+        (folder / "linked.json").symlink_to(outside)
+    named = {"absolute": str(outside), "dotdot": "../../elsewhere.json", "link": "linked.json"}[where]
+    harness = Keyed([block("Say it in CAPITALS.")])
+    ws = open_workspace(tmp_path, harness=harness)
+    versions(ws, "shout")
+    before = snapshot(folder)
+    for argument, what in (("cases", "cases"), ("holdout", "held-out")):
+        with pytest.raises(BadInputError) as caught:
+            await optimize(ws, "shout", **{argument: named})
+        assert str(caught.value).startswith(
+            f"{what} file {named!r} is not a cases file of machine 'shout': cases are read from the "
+            f"machine's own folder ({folder}) only; name a .json file there (available: cases.json, "
+            "holdout.json"
+        )
     untouched(ws, harness, folder, before)
 
 
@@ -86,7 +144,7 @@ async def test_held_out_cases_given_in_python_are_checked_too(tmp_path: Path) ->
     versions(ws, "shout")
     before = snapshot(folder)
     given = [Case(id="x", input=CASES[2]["input"])]
-    with pytest.raises(BadInputError, match="a case input is both among the cases and the held-out"):
+    with pytest.raises(BadInputError, match=r"case 'cat' of cases\.json asks what a held-out case of"):
         await optimize(ws, "shout", holdout=given)
     with pytest.raises(BadInputError, match="the held-out cases of machine 'shout' are empty"):
         await optimize(ws, "shout", holdout=[])

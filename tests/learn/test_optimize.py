@@ -22,6 +22,7 @@ GENERAL = "Say the input back in CAPITALS, whatever it is."
 MEMORIZED = "Say the input back. MEMO: the practice names get capital letters."
 SMALL = "Say the input back. ONE more name gets capital letters."
 MUTED = "Say the input back. MUTE the reply."
+TABLED = "Say the input back. TABLE: the practice names get capital letters."
 
 
 @pytest.fixture
@@ -80,8 +81,9 @@ async def test_a_proposal_that_wins_and_holds_is_kept_uncommitted_then_committed
     assert proposal.explanation == "The rule was missing.\nIt says what to do with every input."
     assert proposal.cases is not None and proposal.holdout is not None
     assert (proposal.cases.mean, proposal.cases.live_mean) == (1.0, pytest.approx((1 + 6 * 0.25) / 7))
-    assert (proposal.holdout.mean, proposal.holdout.live_mean) == (1.0, pytest.approx((1 + 3 * 0.25) / 4))
-    assert proposal.cases.z == pytest.approx(6.0) and proposal.holdout.paired_cases == 4
+    assert (proposal.holdout.mean, proposal.holdout.live_mean) == (1.0, pytest.approx((1 + 6 * 0.25) / 7))
+    assert proposal.cases.z == pytest.approx(6.0) and proposal.holdout.paired_cases == 7
+    assert proposal.holdout.z == pytest.approx(6.0) and proposal.holdout.p_value == 1 / 64  # six rose
     assert report.diff == "--- v1\n+++ r1.p1\n@@ -1 +1 @@\n-" + LIVE + "\n+" + GENERAL
 
     said = json.loads(report.model_dump_json())  # what --json prints
@@ -92,11 +94,11 @@ async def test_a_proposal_that_wins_and_holds_is_kept_uncommitted_then_committed
     assert v2["number"] == 2 and v2["base"] == 1 and v2["note"] == "optimize r1.p1: The rule was missing."
     assert v2["report"]["outcome"] == "passed" and v2["report"]["candidate"] == "v2"
     assert v2["report"]["holdout"]["outcome"] == "passed"
-    assert (v2["report"]["holdout"]["cases"], v2["report"]["holdout"]["candidate"]) == (4, "v2")
+    assert (v2["report"]["holdout"]["cases"], v2["report"]["holdout"]["candidate"]) == (7, "v2")
     assert v2["report"]["holdout"]["after"]["mean"] == 1.0
 
     stored = [r for r in ws.store.iter_runs("shout") if r.instructions == GENERAL]
-    assert len(stored) == 2 * (7 + 4)  # the kept proposal's runs, on the cases and held out
+    assert len(stored) == 2 * (7 + 7)  # the kept proposal's runs, on the cases and held out
     assert {r.version for r in stored} == {"v2"}
 
     made_live = handle.commit()
@@ -118,10 +120,47 @@ async def test_a_proposal_that_wins_on_the_cases_but_loses_held_out_is_discarded
     [p] = result.report.rounds[0].proposals
     assert p.outcome == "discarded"
     assert p.cases is not None and (p.cases.mean, p.cases.outcome) == (1.0, "passed")
-    assert p.holdout is not None and p.holdout.diff == pytest.approx(-0.75 / 4)
-    assert "its held-out mean is lower than v1's (-0.188 over 4 held-out cases)" in p.decision
+    assert p.holdout is not None and p.holdout.diff == pytest.approx(-0.75 / 7)
+    assert "its held-out mean is lower than v1's (-0.107 over 7 held-out cases)" in p.decision
     assert "does not carry over to unseen ones" in p.decision
     assert "kept: nothing; instructions.md is unchanged" in format_optimization(result.report)
+
+
+async def test_a_rewrite_that_memorized_the_cases_gains_nothing_held_out_and_is_discarded(
+    ws: Workspace, folder: Path, harness: Keyed
+) -> None:
+    """The break: +1.000 on the cases, +0.000 held out was kept, because the held-out rule was "no
+    lower". Copying is allowed here, so the held-out cases alone decide."""
+    before = snapshot(folder)
+    harness.push(block(TABLED))
+    result = await optimize(ws, "shout", trials=1, rounds=1, candidates=1, allow_overlap=True)
+    [p] = result.report.rounds[0].proposals
+    assert p.cases is not None and (p.cases.mean, p.cases.outcome) == (1.0, "passed")
+    assert p.holdout is not None and (p.holdout.diff, p.holdout.outcome) == (0.0, "not passed")
+    assert p.outcome == "discarded"
+    assert "its held-out mean is no higher than v1's (+0.000 over 7 held-out cases)" in p.decision
+    assert result.candidate is None and snapshot(folder) == before and pending(ws) == []
+
+
+async def test_where_live_is_at_the_held_out_maximum_a_proposal_must_keep_it(
+    ws: Workspace, folder: Path, harness: Keyed
+) -> None:
+    """No gain is possible where the live version scores the maximum on every held-out case: there the
+    proposal must score it too (every input starting with ``a`` is right under any instructions)."""
+    at_top = [{"id": f"held-{n}", "input": n, "expected": n.upper()} for n in ("amelia", "arthur", "ava")]
+    (folder / "holdout.json").write_text(json.dumps(at_top), encoding="utf-8")
+    versions(ws, "shout")
+    harness.push(block(GENERAL), block(MEMORIZED))
+    result = await optimize(ws, "shout", trials=1, rounds=1, candidates=2)
+    general, memorized = result.report.rounds[0].proposals
+    assert result.report.live_holdout_mean == 1.0
+    assert general.holdout is not None and (general.holdout.diff, general.holdout.outcome) == (0.0, "passed")
+    assert (
+        general.outcome == "kept"
+        and "v1 already scores the maximum on every held-out case" in general.decision
+    )
+    assert memorized.outcome == "discarded" and "lower than v1's" in memorized.decision
+    assert result.report.kept == "r1.p1"
 
 
 async def test_a_gain_within_two_standard_errors_is_discarded(
@@ -139,12 +178,16 @@ async def test_a_gain_within_two_standard_errors_is_discarded(
     assert result.candidate is None and snapshot(folder) == before and pending(ws) == []
 
 
-async def test_min_z_decides_the_same_gain(ws: Workspace, harness: Keyed) -> None:
+async def test_min_z_decides_the_same_gain_and_held_out_it_must_gain_too(
+    ws: Workspace, harness: Keyed
+) -> None:
     harness.push(block(SMALL))
-    result = await optimize(ws, "shout", trials=1, rounds=1, candidates=1, min_z=0.5)
+    result = await optimize(ws, "shout", trials=1, rounds=1, candidates=1, min_z=0.0)
     [p] = result.report.rounds[0].proposals
-    assert p.outcome == "kept" and p.holdout is not None and p.holdout.diff == 0.0
-    assert result.report.candidate == "v2"
+    assert p.cases is not None and p.cases.outcome == "passed"  # one case more is enough at min_z 0
+    assert p.holdout is not None and p.holdout.diff == 0.0  # but it changes nothing held out
+    assert p.outcome == "discarded" and "its held-out mean is no higher than v1's" in p.decision
+    assert result.report.candidate is None
 
 
 async def test_a_reply_without_the_block_is_asked_again_in_the_same_conversation(
@@ -234,11 +277,13 @@ async def test_each_round_builds_on_the_best_so_far_and_ends_when_nothing_fails(
     assert report.calls.optimizer == 4
 
 
-async def test_failed_runs_stay_out_of_the_figures(ws: Workspace, harness: Keyed) -> None:
+async def test_failed_runs_count_as_failures_of_their_side(ws: Workspace, harness: Keyed) -> None:
     harness.push(block("Say the input back in CAPITALS. CRASH on nothing."))
     result = await optimize(ws, "shout", trials=1, rounds=1, candidates=1)
     [p] = result.report.rounds[0].proposals
-    assert p.cases is not None and (p.cases.mean, p.cases.paired_cases) == (1.0, 6)
+    # the crash on cat is a 0 there (live scored 0.25): 6 of 7 right, five cases up and one down
+    assert p.cases is not None and (p.cases.mean, p.cases.paired_cases) == (pytest.approx(6 / 7), 7)
+    assert p.cases.diff == pytest.approx((5 * 0.75 - 0.25) / 7)
     assert p.outcome == "kept"
     failed = [r for r in ws.store.iter_runs("shout") if r.status == "error"]
     assert [(r.case_id, r.error) for r in failed] == [("cat", "RuntimeError: the model fell over")]
@@ -256,7 +301,7 @@ async def test_a_proposal_the_same_as_the_live_instructions_is_not_measured(
         "the same instructions as v1, so it is not measured again",
     )
     assert same.cases is None and other.outcome == "kept"
-    assert len(harness.machine_runs(LIVE)) == 7 + 4  # the live version's runs only, none for it
+    assert len(harness.machine_runs(LIVE)) == 7 + 7  # the live version's runs only, none for it
 
 
 async def test_a_failed_optimizer_call_is_not_asked_again(ws: Workspace, harness: Keyed) -> None:
@@ -291,12 +336,12 @@ async def test_without_held_out_cases_it_warns_and_decides_on_the_cases(
 async def test_held_out_runs_of_the_live_version_are_reused_too(ws: Workspace, harness: Keyed) -> None:
     harness.push(block(MEMORIZED))
     first = await optimize(ws, "shout", trials=1, rounds=1, candidates=1)
-    assert first.report.calls.live_new == 7 + 4
+    assert first.report.calls.live_new == 7 + 7
     made: list[str] = []
     harness.push(block(MEMORIZED))
     second = await optimize(
         ws, "shout", trials=1, rounds=1, candidates=1, on_run=lambda r: made.append(r.instructions)
     )
-    assert (second.report.calls.live_new, second.report.calls.reused) == (0, 7 + 4)
+    assert (second.report.calls.live_new, second.report.calls.reused) == (0, 7 + 7)
     assert second.report.live_holdout_mean == first.report.live_holdout_mean
-    assert made == [MEMORIZED] * (7 + 4)  # a progress call per run made, none for a reused one
+    assert made == [MEMORIZED] * (7 + 7)  # a progress call per run made, none for a reused one

@@ -43,6 +43,51 @@ def test_a_held_out_case_is_never_selected_even_under_another_id(ws: Workspace) 
     assert ("runs of cases not held out", 1, "run cases that are not in holdout.json") in funnel.steps
 
 
+def test_a_held_out_id_is_kept_out_whatever_its_run_says_as_input(ws: Workspace) -> None:
+    """A run recorded under a held-out case's id is that case (its input since edited, say): the id check
+    alone keeps it out, so a selection that dropped it would fail here."""
+    held = [Case.model_validate(c) for c in HOLDOUT]
+    edited = graded(ws, "held", 1.0).model_copy(update={"input": "add 11 and 19"})
+    kept = graded(ws, "sum", 1.0)
+    ws.store.put_many([edited, kept])
+    assert [r.id for r in selected(ws, Selection(fingerprint(ws), held_out=held))] == [kept.id]
+
+
+@pytest.mark.parametrize(
+    ("text", "held_out"),
+    [
+        ("Add 10 and 20", True),  # case
+        ("  add   10 and 20!  ", True),  # spacing and punctuation
+        ("add 10, and 20.", True),  # punctuation between the words
+        ("ad 10 and 20", False),  # a short word changed is another question
+        ("add 10 and 21", False),  # another number is another question
+        ("subtract 10 and 20", False),
+    ],
+)
+def test_a_held_out_input_is_kept_out_however_it_is_written(ws: Workspace, text: str, held_out: bool) -> None:
+    held = [Case.model_validate(c) for c in HOLDOUT]
+    run = graded(ws, "sum", 1.0).model_copy(update={"input": text, "case_id": "other"})
+    ws.store.put_many([run])
+    chosen = [r.id for r in selected(ws, Selection(fingerprint(ws), held_out=held))]
+    assert chosen == ([] if held_out else [run.id])
+
+
+def test_a_near_duplicate_of_a_held_out_input_is_kept_out(ws: Workspace) -> None:
+    held = [Case(id="sky", input="What colour is the sky on a clear summer day?")]
+    alike = {
+        "spelling": "what color is the sky on a clear summer day",
+        "a word more": "What colour is the sky on a clear summer day, please?",
+    }
+    other = {"another question": "What colour is the sea on a clear summer day?"}
+    runs = {
+        why: graded(ws, "sum", 1.0).model_copy(update={"input": text, "case_id": why})
+        for why, text in {**alike, **other}.items()
+    }
+    ws.store.put_many(list(runs.values()))
+    chosen = {r.case_id for r in selected(ws, Selection(fingerprint(ws), held_out=held))}
+    assert chosen == set(other)
+
+
 @pytest.mark.anyio
 async def test_held_out_cases_stay_out_of_a_scripted_suites_runs(ws: Workspace) -> None:
     """The held-out input, sampled again as a training case of another id, is still held out."""

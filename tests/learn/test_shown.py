@@ -112,8 +112,8 @@ async def test_a_childs_parent_instructions_are_fixed_context_never_rewritten(tm
     assert (kid / "instructions.md").read_text(encoding="utf-8") == proposal + "\n"
     assert {k: v for k, v in snapshot(parent).items() if not k.startswith("kid/")} == others
     whole = PARENT + "\n\n" + proposal
-    assert len(harness.machine_runs(whole)) == 7 + 4  # on the cases and held out: parent + proposal
-    assert len(harness.machine_runs(PARENT + "\n\n" + KID)) == 7 + 4  # the live child, the same way
+    assert len(harness.machine_runs(whole)) == 7 + 7  # on the cases and held out: parent + proposal
+    assert len(harness.machine_runs(PARENT + "\n\n" + KID)) == 7 + 7  # the live child, the same way
     assert {s.machine for s in harness.machine_runs()} == {"shout/kid"}
     assert commit(ws, "shout/kid").label == "v2"
     assert ws.load("shout/kid").instructions == whole

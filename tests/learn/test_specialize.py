@@ -3,16 +3,19 @@ parent ``shout`` (tests/helpers/optimize.py), so what it wrote, what was refused
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.optimize import MODEL, Keyed, make_shout
 
 import machine
-from machine import BadInputError, Budget, Workspace, open_workspace, run_suite
+from machine import BadInputError, Budget, NotTrusted, Workspace, open_workspace, run_suite
 from machine.learn import format_specialization, specialize
 from machine.runs import Usage
+from machine.sandboxes import LocalSandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -99,6 +102,13 @@ async def test_a_good_child_is_accepted_first_time_and_its_cases_are_split(
     holdout = json.loads((folder / "holdout.json").read_text(encoding="utf-8"))
     assert (len(cases), len(holdout)) == (3, 1) == (report.kept_cases, report.holdout_cases)
     assert {c["id"] for c in cases + holdout} == {"zed", "yan", "xia", "wim"}
+    assert report.vetted and report.untrusted == [
+        "machines/shout/loud/machine.py",
+        "machines/shout/loud/rubric.py",
+    ]
+    with pytest.raises(NotTrusted, match="machine 'shout/loud' holds code a model wrote"):
+        ws.reload("shout/loud")
+    machine.trust("shout/loud", workspace=ws)
     child = ws.reload("shout/loud")
     assert child.parent is not None and child.parent.name == "shout"
     assert set(child.rubric) == {"correct", "short", "caps"}
@@ -261,3 +271,30 @@ async def test_hidden_tests_on_a_machine_whose_cases_are_not_projects_stop_at_th
     )
     assert (tmp_path / "machines" / "shout" / "loud" / "machine.py").exists()
     assert len(harness.author) == 1  # no topics or cases were asked for
+
+
+class Unisolated:
+    """The workspace's sandboxes where bubblewrap does not work: nothing a model wrote can be run."""
+
+    def for_library(self, parent: Path, run_id: str, files: Any) -> LocalSandbox:
+        return LocalSandbox.create(parent, run_id, files, isolate=False, library=True)
+
+    def for_scratch(self, parent: Path, run_id: str, files: Any) -> LocalSandbox:
+        return LocalSandbox.create(parent, run_id, files, isolate=False, scratch=True)
+
+
+async def test_where_nothing_can_be_vetted_the_child_is_kept_unvetted_and_untrusted(
+    tmp_path: Path, ws: Workspace, harness: Keyed
+) -> None:
+    ws.adapters = dataclasses.replace(ws.adapters, sandboxes=Unisolated)
+    harness.push(files(), TOPICS, case("zed") + case("yan"))
+    report = await specialize(ws, "shout", focus="loud", slug="loud", cases=2)
+    [attempt] = report.attempts  # no retry: no reply could be vetted here either
+    assert attempt.outcome == "unvetted" and report.accepted and not report.vetted
+    assert "kept unvetted" in report.warnings[0] and "not isolated" in report.warnings[0]
+    assert (tmp_path / "machines" / "shout" / "loud" / "machine.py").read_text(
+        encoding="utf-8"
+    ) == GOOD_MACHINE
+    assert report.untrusted == ["machines/shout/loud/machine.py", "machines/shout/loud/rubric.py"]
+    with pytest.raises(NotTrusted):
+        ws.reload("shout/loud")

@@ -54,11 +54,11 @@ async def test_optimize_through_the_chat_completions_harness(tmp_path: Path, ser
     assert "# The machine: shout" in brief and "wanted 'BOB', got 'no idea'" in brief
     for case in HOLDOUT:
         assert case["input"] not in brief.lower()
-    assert systems.count(LIVE) == 7 + 4 and systems.count(PROPOSED) == 7 + 4
+    assert systems.count(LIVE) == 7 + 7 and systems.count(PROPOSED) == 7 + 7
     assert {b["model"] for b, s in zip(bodies, systems, strict=True) if s in (LIVE, PROPOSED)} == {
         "Qwen/Qwen3.8-27B"
     }
-    assert len(server.requests) == 1 + 2 * (7 + 4)
+    assert len(server.requests) == 1 + 2 * (7 + 7)
     assert report.cost.optimizer == pytest.approx(900 * 3.74 / 1e6)
-    assert report.cost.runs == pytest.approx(22 * (40 * 1.86 + 3 * 5.595) / 1e6)
+    assert report.cost.runs == pytest.approx(28 * (40 * 1.86 + 3 * 5.595) / 1e6)
     assert ws.budget.spent == pytest.approx(report.cost.total)

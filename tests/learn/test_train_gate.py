@@ -54,7 +54,7 @@ async def test_a_better_checkpoint_passes_and_its_report_says_what_it_learned(tm
     # versions.json keeps the training section with the candidate
     stored = json.loads((ws.machines_dir / "caps" / "versions.json").read_text(encoding="utf-8"))
     assert stored["versions"][1]["report"]["training"]["record"] == t.record
-    assert harness.calls[candidate.version.model] == 6  # 3 held-out cases x 2 trials
+    assert harness.calls[candidate.version.model] == 12  # 6 held-out cases x 2 trials
 
 
 async def test_commit_writes_the_checkpoint_and_its_base_and_revert_removes_it(tmp_path: Path) -> None:

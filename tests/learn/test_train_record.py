@@ -82,7 +82,7 @@ async def test_the_record_pins_what_went_in_and_keeps_what_came_out(tmp_path: Pa
         False,
         BASE,
     )
-    assert chose.held_out == ["h-dan", "h-dee", "h-dot"]
+    assert chose.held_out == ["h-dan", "h-dax", "h-dee", "h-dew", "h-dot", "h-dub"]
     assert chose.run_ids == [e.run_id for e in examples] and len(chose.run_ids) == 6
     [pin] = record.datasets
     written = (folder / "train.jsonl").read_bytes()
@@ -172,7 +172,7 @@ async def test_a_stopped_training_resumes_from_its_last_checkpoint(tmp_path: Pat
     assert (folder / "train.jsonl").read_bytes() == examples
     assert [p.name for p in (ws.data_dir / "training").iterdir()] == [folder.name]  # the same record
     assert len([r for r in ws.store.iter_runs("caps") if r.case_id in {"ann", "bob", "cat"}]) == 6
-    assert len(list(ws.store.iter_runs("caps"))) == runs + 3 + 3  # only the comparison's runs
+    assert len(list(ws.store.iter_runs("caps"))) == runs + 6 + 6  # only the comparison's runs
     assert candidate.passed and candidate.report.training is not None
     t = candidate.report.training
     assert (t.record, t.steps, t.sampled, t.first_loss) == (folder.name, 3, 6, 2.0)

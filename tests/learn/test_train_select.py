@@ -58,6 +58,23 @@ async def test_no_held_out_case_is_learned_even_under_another_case_id(tmp_path: 
     assert all("ann" not in json.dumps(e.messages) for e in learned(second))
 
 
+async def test_a_held_out_input_written_otherwise_is_not_learned(tmp_path: Path) -> None:
+    """The break: a good run of "what colour is the sky? " was trained on while the held-out case reads
+    "What colour is the sky?"."""
+    sky = {"id": "sky", "input": "what colour is the sky? "}
+    make_caps(
+        tmp_path,
+        cases=[*TRAIN_CASES, sky],
+        holdout=[*HELD_OUT, {"id": "h-sky", "input": "What colour is the sky?"}],
+    )
+    ws = open_workspace(tmp_path, harness=Tutored())
+    trainer = Counting("good")
+    await train(ws, "caps", samples=2, trials=1, settings=SETTINGS, trainer=trainer)
+    assert any(r.case_id == "sky" and r.score == 1.0 for r in ws.store.iter_runs("caps"))  # a good run of it
+    assert {e.case for e in learned(trainer)} == {"ann", "bob", "cat"}
+    assert all("sky" not in json.dumps(e.messages) for e in learned(trainer))
+
+
 async def test_only_the_live_models_own_runs_unless_any_model(tmp_path: Path) -> None:
     folder = make_caps(tmp_path)
     ws = open_workspace(tmp_path, harness=Tutored())

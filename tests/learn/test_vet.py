@@ -5,124 +5,22 @@ grade real sample runs without raising; nothing it does reaches the calling proc
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
+import anyio
 import pytest
+from helpers.bwrap import needs_bubblewrap
+from helpers.vetting import HEADER, MODEL, RUBRIC, SAMPLES, SHOWS_WORK, child, child_py, root, vet
 
 import machine
-from machine import Run
 from machine.errors import BadInputError, NotFoundError
 from machine.learn._vet import vet_child
-from machine.learn._vetting import Vetting
+from machine.sandboxes import LocalSandbox
 
-REPO = Path(__file__).resolve().parents[2]
-MODEL = "org/child-model"
-
-HEADER = """\
-from machine import check, define_child, define_evaluator, define_machine, instructions_from, judge
-from machine import model_from
-
-from ..machine import machine as parent
-from .rubric import rubric
-"""
-
-SHOWS_WORK = """
-def shows_work(run):
-    lines = run.output.strip().splitlines()
-    return len(lines) > 1, f"{len(lines)} line(s)"
-"""
-
-
-def child_py(
-    graders: str = '{"shows_work": check("shows_work", shows_work), "clear": judge()}',
-    *,
-    extra: str = "",
-    model: str = "model_from(__file__, parent.model)",
-) -> str:
-    return (
-        HEADER
-        + extra
-        + SHOWS_WORK
-        + f"""
-machine = define_child(
-    parent,
-    name="wordmath/steps",
-    intent="Solve word problems and show each step.",
-    instructions=instructions_from(__file__),
-    rubric=rubric,
-    evaluator=define_evaluator(rubric, {graders}),
-    model={model},
-)
-"""
-    )
-
-
-RUBRIC = """\
-from machine import define_rubric
-
-rubric = define_rubric({
-    "shows_work": "The reply shows its steps before the answer.",
-    "clear": "The steps are easy to follow.",
-})
-"""
-
-
-def child(machine_py: str | None = None, rubric_py: str = RUBRIC) -> dict[str, str]:
-    return {
-        "machine.py": child_py() if machine_py is None else machine_py,
-        "rubric.py": rubric_py,
-        "instructions.md": "Write each step on its own line, then the answer.",
-    }
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    """A workspace with the wordmath machine (one check criterion, ``correct``) as the parent."""
-    parent = tmp_path / "machines" / "wordmath"
-    parent.mkdir(parents=True)
-    for name in ("machine.py", "rubric.py", "instructions.md"):
-        shutil.copy(REPO / "machines" / "wordmath" / name, parent / name)
-    return tmp_path
-
-
-def sample(output: str, answer: int, case: str) -> Run:
-    return Run(
-        machine="wordmath",
-        model="m",
-        harness="scripted",
-        input=f"What is the answer to {case}?",
-        output=output,
-        case_id=case,
-        case={"id": case, "input": f"What is the answer to {case}?", "answer": answer},
-    )
-
-
-SAMPLES = [sample("2 + 3 = 5\n5", 5, "add"), sample("12", 12, "dozen"), sample("7", 8, "off-by-one")]
-
-
-def vet(
-    root: Path,
-    files: dict[str, str],
-    *,
-    model: str | None = MODEL,
-    samples: Sequence[Run] = SAMPLES,
-    timeout_s: float = 30.0,
-    check_timeout_s: float = 10.0,
-) -> Vetting:
-    return vet_child(
-        root,
-        "wordmath",
-        "steps",
-        files,
-        model=model,
-        samples=samples,
-        timeout_s=timeout_s,
-        check_timeout_s=check_timeout_s,
-    )
+pytestmark = needs_bubblewrap()
+__all__ = ["root"]  # the fixture
 
 
 def test_a_good_child_passes_with_its_checks_results_on_every_sample(root: Path) -> None:
@@ -322,23 +220,24 @@ def test_a_child_that_sleeps_forever_at_import_is_stopped_within_the_limit(root:
     assert set(sys.modules) == before
 
 
-def _gone(pid: int) -> bool:
-    """Whether process ``pid`` has ended (a zombie waiting for its new parent to reap it has)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state in ("Z", "X")
+def _alive(marker: str) -> list[int]:
+    """Host processes whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
 
 
-def test_a_child_that_ignores_the_alarm_is_killed_with_its_process_group(
-    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("VET_TEST_PID_FILE", str(tmp_path / "pid"))
-    extra = """import os, signal, subprocess, sys, time
+def test_a_child_that_ignores_the_alarm_is_killed_with_everything_it_started(root: Path) -> None:
+    marker = f"vet-helper-{os.getpid()}-{time.monotonic_ns()}"
+    extra = f"""import signal, subprocess, sys, time
 signal.signal(signal.SIGALRM, signal.SIG_IGN)
-helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(10_000)"])
-open(os.environ["VET_TEST_PID_FILE"], "w").write(str(helper.pid))
+helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(10_000)", "{marker}"])
 time.sleep(10_000)
 """
     started = time.monotonic()
@@ -349,12 +248,11 @@ time.sleep(10_000)
         "the process vetting the child did not finish within 3 s while loading 'wordmath/steps', "
         "and was stopped"
     )
-    helper = int((tmp_path / "pid").read_text())
-    for _ in range(40):  # killed with its group: gone at once, give the kernel a moment
-        if _gone(helper):
+    for _ in range(40):  # killed with the sandbox: gone at once, give the kernel a moment
+        if not _alive(marker):
             break
         time.sleep(0.05)
-    assert _gone(helper), "the process the child started outlived it"
+    assert _alive(marker) == [], "the process the child started outlived it"
 
 
 def test_a_check_that_hangs_on_a_sample_is_stopped_and_named(root: Path) -> None:
@@ -386,7 +284,7 @@ def stuck(run):
     [problem] = vetting.problems
     assert problem.startswith(
         "the process vetting the child did not finish within 5 s while the check of criterion 'shows_work' "
-        f"graded sample run {SAMPLES[0].id} (case 'add'), and was stopped"
+        f"graded run {SAMPLES[0].id} (case 'add'), and was stopped"
     )
 
 
@@ -407,16 +305,18 @@ sys.modules["machine_vetted"] = library
     assert set(sys.modules) == before, "the caller imported nothing of the child's"
 
 
-def test_the_childs_code_sees_no_keys_or_tokens(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_childs_code_sees_nothing_of_the_callers_environment(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VET_TEST_API_KEY", "k-123")
-    monkeypatch.setenv("VET_TEST_TOKEN", "t-123")
+    monkeypatch.setenv("VET_TEST_DB_URL", "postgres://u:p@db")
     monkeypatch.setenv("VET_TEST_PLAIN", "plain")
     extra = """import os
-SEEN = [os.environ.get(n, "-") for n in ("VET_TEST_API_KEY", "VET_TEST_TOKEN", "VET_TEST_PLAIN")]
+SEEN = [os.environ.get(n, "-") for n in ("VET_TEST_API_KEY", "VET_TEST_DB_URL", "VET_TEST_PLAIN")]
 """
     graders = '{"shows_work": check("env", lambda run: (True, " ".join(SEEN))), "clear": judge()}'
     vetting = vet(root, child(child_py(graders, extra=extra)))
-    assert {s.reason for s in vetting.checks[0].samples} == {"- - plain"}
+    assert {s.reason for s in vetting.checks[0].samples} == {"- - -"}
 
 
 def test_memory_is_capped(root: Path) -> None:
@@ -474,7 +374,20 @@ def test_files_outside_the_child_or_missing_are_refused_before_anything_runs(roo
 
 
 def test_an_unknown_parent_or_a_bad_slug_is_the_callers_error(root: Path) -> None:
+    def vetted(parent: str, slug: str) -> object:
+        return anyio.run(
+            lambda: vet_child(root, parent, slug, child(), model=None, samples=[], sandboxes=LocalSandbox)
+        )
+
     with pytest.raises(NotFoundError, match="no machine 'nope'"):
-        vet_child(root, "nope", "steps", child(), model=None, samples=[])
+        vetted("nope", "steps")
     with pytest.raises(BadInputError, match="slug"):
-        vet_child(root, "wordmath", "../up", child(), model=None, samples=[])
+        vetted("wordmath", "../up")
+
+
+def test_an_authors_check_named_hidden_tests_is_tried_like_any_check(root: Path) -> None:
+    graders = '{"shows_work": check("hidden_tests", shows_work), "clear": judge()}'
+    vetting = vet(root, child(child_py(graders)))
+    assert vetting.ok and vetting.hidden_tests == []
+    [result] = vetting.checks
+    assert result.grader == "hidden_tests" and len(result.samples) == len(SAMPLES)

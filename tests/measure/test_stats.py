@@ -19,6 +19,7 @@ from machine.measure.stats import (
     paired,
     pass_hat,
     pass_hat_k,
+    sign_test,
     standard_error,
     thresholded,
     unsure,
@@ -142,6 +143,19 @@ def test_paired_leaves_out_cases_on_one_side_only() -> None:
     assert result.diff == pytest.approx(0.75)
     assert result.se == pytest.approx(0.25)
     assert result.z == pytest.approx(3.0)
+    assert (result.up, result.down, result.p_value) == (2, 0, 0.25)
+
+
+def test_the_sign_test_is_exact_and_never_strong_on_a_handful_of_cases() -> None:
+    assert sign_test(2, 0) == 0.25  # two cases that both rose: a one in four chance with no difference
+    assert sign_test(6, 0) == 1 / 64
+    assert sign_test(5, 1) == pytest.approx(7 / 64)
+    assert sign_test(0, 3) == 1.0 and sign_test(0, 0) == 1.0
+    assert sign_test(8, 2) == pytest.approx((45 + 10 + 1) / 1024)
+    with pytest.raises(ValueError):
+        sign_test(-1, 2)
+    # a difference of rounding size is no change
+    assert paired({"a": [0.1 + 0.2]}, {"a": [0.3]}).up == 0
 
 
 def test_paired_identical_variants() -> None:
@@ -153,12 +167,12 @@ def test_paired_identical_variants() -> None:
 def test_paired_constant_shift_has_no_variance_and_no_z() -> None:
     # every case improves by exactly 0.5: diff 0.5, se 0; z stays None (not +inf)
     result = paired({"a": [0.0], "b": [0.5]}, {"a": [0.5], "b": [1.0]})
-    assert result == Paired(diff=0.5, se=0.0, z=None, cases=2)
+    assert result == Paired(diff=0.5, se=0.0, z=None, cases=2, up=2)
 
 
 def test_paired_one_case_and_no_case() -> None:
     # one case: diff 1 - 0.5 = 0.5, no spread can be estimated
-    assert paired({"a": [0.0, 1.0]}, {"a": [1.0]}) == Paired(diff=0.5, se=0.0, z=None, cases=1)
+    assert paired({"a": [0.0, 1.0]}, {"a": [1.0]}) == Paired(diff=0.5, se=0.0, z=None, cases=1, up=1)
     assert paired({}, {}) == Paired(diff=0.0, se=0.0, z=None, cases=0)
     assert paired({"a": [1.0]}, {"b": [1.0]}) == Paired(diff=0.0, se=0.0, z=None, cases=0)
 

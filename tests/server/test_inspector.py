@@ -19,15 +19,11 @@ import anyio
 import pytest
 from helpers.env import MACHINE_BIN, clean_env
 from helpers.hosts import host_binary
-from helpers.server_workspace import Folder, make_server
+from helpers.server_workspace import TOOLS, Folder, make_server
 from mcp import Client
 
 pytestmark = pytest.mark.slow
 LIMIT = 60  # seconds any one Inspector call may take
-TOOLS = {
-    *("list_machines", "show_machine", "recent_runs", "rehearse", "commit", "revert"),
-    *("specialize", "optimize", "train"),
-}
 QUIET = {  # nothing to open, nothing to fetch: the Inspector only speaks to the server under test
     "MCP_AUTO_OPEN_ENABLED": "false",
     "BROWSER": "none",

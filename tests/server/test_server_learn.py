@@ -26,7 +26,8 @@ from machine.server.app import build_server
 pytestmark = pytest.mark.anyio
 LIMIT = 120  # seconds any one test's calls may take
 SPECIALIZE = {"parent": "red", "focus": "noting red", "slug": "noted", "cases": 4, "budget_usd": 1}
-OPTIMIZE = {"name": "red", "budget_usd": 1, "trials": 1, "rounds": 1, "candidates": 1}
+OPTIMIZE = {"name": "red", "budget_usd": 1, "trials": 1, "rounds": 1, "candidates": 1, "min_z": 1}
+"""At min_z 1 the three held-out cases the fix changes are evidence enough (at 2 it takes six)."""
 
 
 def text(result: Any) -> str:
@@ -94,8 +95,7 @@ async def test_specialize_writes_the_child_and_its_cases(folder: Folder, tmp_pat
         (child / "holdout.json").read_text()
     )
     assert sorted(c["id"] for c in written) == sorted(c["id"] for c in CHILD_CASES)
-    assert not shown.is_error and shown.structured_content["parent"] == "red"
-    assert {"noted", "calls_when_red"} <= {c["name"] for c in shown.structured_content["criteria"]}
+    assert shown.is_error and "not trusted" in text(shown)  # nothing imports it until the person trusts it
     logged = [json.loads(line) for line in folder.spending_log.read_text().splitlines()]
     assert [(e["tool"], e["machine"]) for e in logged] == [("specialize", "red")]
     assert logged[0]["correlation_id"] == report["consent"]["correlation_id"]
@@ -155,7 +155,7 @@ async def test_train_proposes_the_checkpoint_as_a_pending_candidate(
     assert report["passed"] is False  # the script answers the held-out cases wrongly on any model
     assert 0 < report["spent_usd"] <= 2 and policy.allowance_left == pytest.approx(5 - report["spent_usd"])
     assert tinker.methods().count("forward_backward") == 2  # 3 sequences, 2 a step
-    assert progress == list(range(1, 10))  # 3 samples, then v1 and the checkpoint on 3 held-out cases each
+    assert progress == list(range(1, 16))  # 3 samples, then v1 and the checkpoint on 6 held-out cases each
     assert not (root / "machines" / "caps" / "model.json").exists()  # pending, not live
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers.server_workspace import RUN_COST, Folder, make_server
+from helpers.server_workspace import RUN_COST, TOOLS, Folder, make_server
 from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult
 
@@ -38,10 +38,7 @@ async def test_tools_are_listed_with_annotations_and_output_schemas(folder: Fold
     with anyio.fail_after(LIMIT):
         async with Client(server) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {
-        *("list_machines", "show_machine", "recent_runs", "rehearse", "commit", "revert"),
-        *("specialize", "optimize", "train"),
-    }
+    assert set(tools) == TOOLS
     for name in ("list_machines", "show_machine", "recent_runs"):
         assert tools[name].annotations.read_only_hint is True
     assert tools["rehearse"].annotations.open_world_hint is True

@@ -1,7 +1,9 @@
-"""The promotion gate at its edges, on runs built in the test: what each side counts (errors, runs with
-nothing scored, a criterion UNSCORED before a scored one), each criterion's figures when it never passes
-or is always scored, the decision's reason at each boundary (no case, one case, standard error 0, the z
-threshold), and a report that keeps the stop, the threshold and the absence of a paired comparison."""
+"""The promotion gate at its edges, on runs built in the test: what each side counts (a failed run as a
+0 of its side, runs with nothing scored apart, a criterion UNSCORED before a scored one), each
+criterion's figures when it never passes or is always scored, a side scored on too few of the cases,
+the decision's reason at each boundary (no case, one case, too few cases that changed, standard error 0,
+the z threshold), and a report that keeps the stop, the threshold and the absence of a paired
+comparison."""
 
 from __future__ import annotations
 
@@ -65,32 +67,37 @@ def tally(version: Version, runs: list[Run]) -> SideTally:
 
 
 def report(
-    live: list[Run], candidate: list[Run], *, min_z: float = 2.0, stopped: str | None = None
+    live: list[Run],
+    candidate: list[Run],
+    *,
+    min_z: float = 2.0,
+    stopped: str | None = None,
+    cases: list[Case] = CASES,
 ) -> GateReport:
     sides = {"v1": tally(LIVE, live), "v2": tally(CANDIDATE, candidate)}
-    return measured(spec(), LIVE, CANDIDATE, sides, CASES, "holdout.json", 1, min_z, stopped)
+    return measured(spec(), LIVE, CANDIDATE, sides, cases, "holdout.json", 1, min_z, stopped)
 
 
 BOTH_RIGHT = {"correct": 1.0, "faithful": 1.0}
 BOTH_WRONG = {"correct": 0.0, "faithful": 0.0}
 
 
-def test_failed_runs_are_counted_as_errors_not_as_unscored_nor_scored() -> None:
+def test_a_failed_run_is_a_zero_of_its_side_not_unscored_nor_left_out() -> None:
     side = tally(LIVE, [run("ann", None, error=True), run("bob", BOTH_RIGHT, error=True)])
-    side.finish()
+    side.finish(CASES)
     f = side.figures
     assert (f.runs, f.new, f.errors, f.unscored) == (2, 2, 2, 0)
-    assert side.scores == {} and side.scored == 0
-    assert (f.mean, f.pass_rate) == (None, None)  # nothing scored: no figures, and no division by zero
+    assert side.scores == {"ann": [0.0], "bob": [0.0]} and side.scored == 2 and side.failed == 2
+    assert (f.mean, f.pass_rate, f.cases_scored) == (0.0, 0.0, 2)
 
 
 def test_runs_with_nothing_scored_are_each_counted_unscored_and_left_out() -> None:
     nothing = {"correct": None, "faithful": None}
     side = tally(LIVE, [run("ann", None), run("bob", nothing), run("cat", BOTH_RIGHT)])
-    side.finish()
+    side.finish(CASES)
     f = side.figures
     assert (f.runs, f.errors, f.unscored, f.unscored_grades) == (3, 0, 2, 2)
-    assert side.scores == {"cat": [1.0]} and (f.mean, f.pass_rate) == (1.0, 1.0)
+    assert side.scores == {"cat": [1.0]} and (f.mean, f.pass_rate, f.cases_scored) == (1.0, 1.0, 1)
     assert side.criteria_unscored == {}  # a run with no score is not counted per criterion
 
 
@@ -112,9 +119,18 @@ def test_criterion_figures_of_one_always_scored_and_never_passing() -> None:
     assert faithful.weight == 3.0
 
 
+def test_a_side_whose_every_run_failed_is_measured_failing_every_criterion() -> None:
+    live = [run(c, BOTH_RIGHT) for c in ("ann", "bob", "cat")]
+    candidate = [run(c, None, error=True) for c in ("ann", "bob", "cat")]
+    got = report(live, candidate)
+    assert (got.outcome, got.diff, got.paired_cases, got.after.errors) == ("not passed", -1.0, 3, 3)
+    assert (got.criteria["correct"].after, got.criteria["faithful"].after_pass_rate) == (0.0, 0.0)
+    assert got.unmeasured == {}
+
+
 def test_a_side_with_no_scored_run_gives_no_paired_comparison() -> None:
     live = [run("ann", BOTH_RIGHT), run("bob", BOTH_WRONG)]
-    candidate = [run("ann", None, error=True), run("bob", None, error=True)]
+    candidate = [run("ann", None), run("bob", None)]  # finished, but never graded
     got = report(live, candidate)
     assert (got.diff, got.se, got.z, got.paired_cases) == (None, None, None, 0)
     assert got.outcome == "not measured"
@@ -138,26 +154,43 @@ def test_a_criterion_unmeasured_on_both_sides_names_both() -> None:
 
 
 def test_cases_scored_on_one_side_only_are_not_paired() -> None:
+    five = [Case(id=c, input=c) for c in ("ann", "bob", "cat", "dan", "eve")]
+    live = [run(c, BOTH_WRONG) for c in ("ann", "bob", "cat", "dan")]
+    candidate = [run(c, BOTH_RIGHT) for c in ("bob", "cat", "dan", "eve")]
+    got = report(live, candidate, cases=five)
+    assert (got.paired_cases, got.up, got.down) == (3, 3, 0)
+    assert (got.before.cases_scored, got.after.cases_scored) == (4, 4)  # 4 of 5: enough (80%)
+
+
+def test_a_side_scored_on_too_few_of_the_cases_is_not_measured() -> None:
     live = [run("ann", BOTH_RIGHT)]
     candidate = [run("bob", BOTH_RIGHT), run("cat", BOTH_RIGHT)]
     got = report(live, candidate)
     assert (got.diff, got.se, got.z, got.paired_cases) == (None, None, None, 0)
-    assert got.outcome == "not passed" and "no held-out case has scored runs of both" in got.decision
+    assert got.outcome == "not measured"
+    assert got.decision.startswith(
+        "live v1 has a scored run on only 1 of the 3 held-out cases (at least 3 needed); candidate v2 has a "
+        "scored run on only 2 of the 3 held-out cases (at least 3 needed): the gate cannot judge a side on "
+        "the few cases that were scored"
+    )
 
 
 def test_the_report_keeps_the_stop_and_the_threshold() -> None:
     live = [run(c, BOTH_WRONG) for c in ("ann", "bob", "cat")]
     candidate = [run(c, BOTH_RIGHT) for c in ("ann", "bob", "cat")]
     clear = report(live, candidate, min_z=3.5)
-    assert (clear.outcome, clear.min_z, clear.stopped) == ("passed", 3.5, None)
-    assert (clear.diff, clear.se, clear.paired_cases) == (1.0, 0.0, 3)
+    # three cases that each rose from 0 to 1: a standard error of 0, and still not evidence
+    assert (clear.outcome, clear.min_z, clear.stopped) == ("not enough evidence", 3.5, None)
+    assert (clear.diff, clear.se, clear.paired_cases, clear.up, clear.p_value) == (1.0, 0.0, 3, 3, 0.125)
     cut = report(live, candidate, min_z=3.5, stopped="the budget of $1.00 is spent")
     assert (cut.outcome, cut.passed, cut.stopped) == ("not passed", False, "the budget of $1.00 is spent")
     assert "stopped early (the budget of $1.00 is spent)" in cut.decision
 
 
-def paired(diff: float, se: float, cases: int) -> Paired:
-    return Paired(diff=diff, se=se, z=diff / se if se else None, cases=cases)
+def paired(diff: float, se: float, cases: int, up: int | None = None, down: int = 0) -> Paired:
+    """A comparison of ``cases``; by default every case moved the way ``diff`` did."""
+    rose = (cases if diff > 0 else 0) if up is None else up
+    return Paired(diff=diff, se=se, z=diff / se if se else None, cases=cases, up=rose, down=down)
 
 
 NOTHING = "no held-out case has scored runs of both versions, so there is nothing to compare"
@@ -170,23 +203,40 @@ NOTHING = "no held-out case has scored runs of both versions, so there is nothin
         (paired(0.0, 0.0, 0), "not passed", NOTHING),
         (
             paired(0.5, 0.0, 1),
-            "not passed",
-            "only one held-out case has scored runs of both versions: no standard error to judge by",
+            "not enough evidence",
+            "only one held-out case has scored runs of both versions: no standard error to judge by; "
+            "add held-out cases",
+        ),
+        (  # the two-case pass: two cases that each rose, standard error 0
+            paired(1.0, 0.0, 2),
+            "not enough evidence",
+            "only 2 of the 2 held-out cases changed (2 up, 0 down): an exact sign test over the 2 that "
+            "changed gives p 0.25, and it takes 6 that changed to reach p 0.0228 (min_z 2); add held-out "
+            "cases that tell the versions apart",
         ),
         (
-            paired(0.25, 0.0, 2),
+            paired(0.25, 0.0, 6),
             "passed",
-            "every one of the 2 held-out cases scored +0.250 higher (standard error 0)",
+            "every one of the 6 held-out cases scored +0.250 higher (standard error 0): an exact sign "
+            "test over the 6 that changed gives p 0.0156 (at most 0.0228 needed)",
+        ),
+        (  # a large z on few cases that changed is not enough either
+            paired(0.5, 0.1, 9, up=3),
+            "not enough evidence",
+            "only 3 of the 9 held-out cases changed (3 up, 0 down): an exact sign test over the 3 that "
+            "changed gives p 0.125, and it takes 6 that changed to reach p 0.0228 (min_z 2); add held-out "
+            "cases that tell the versions apart",
         ),
         (
             paired(0.0, 0.1, 5),
             "not passed",
             "the candidate's mean is not higher (difference +0.000 over 5 cases)",
         ),
-        (
-            paired(0.5, 0.25, 5),
+        (  # enough cases changed: z decides, and the sign test's p is reported
+            paired(0.5, 0.25, 8, up=7, down=1),
             "passed",
-            "the candidate scored +0.500 higher, 2.00 standard errors above zero (at least 2 needed)",
+            "the candidate scored +0.500 higher, 2.00 standard errors above zero (at least 2 needed); an "
+            "exact sign test over the 8 that changed gives p 0.0352",
         ),
         (
             paired(0.5, 0.2501, 5),
@@ -214,5 +264,5 @@ def test_an_unmeasured_decision_mentions_a_stop_only_when_there_was_one() -> Non
 def test_a_gain_of_exactly_min_z_standard_errors_passes_though_its_z_rounds_short() -> None:
     """0.3 / 0.1 is 2.9999999999999996 in floating point: the gain is 3 standard errors, and passes at 3."""
     assert 0.3 / 0.1 < 3
-    assert gate(paired(0.3, 0.1, 5), 3.0, None)[0] == "passed"
-    assert gate(paired(0.3, 0.1000001, 5), 3.0, None)[0] == "not passed"
+    assert gate(paired(0.3, 0.1, 10), 3.0, None)[0] == "passed"  # 10 cases changed: enough at min_z 3
+    assert gate(paired(0.3, 0.1000001, 10), 3.0, None)[0] == "not passed"

@@ -71,21 +71,21 @@ async def test_a_heaviest_criterion_unscored_on_every_run_is_not_measured_and_no
     report = candidate.report
     # on the criterion that was graded the candidate wins on every case: alone, that would pass
     assert (report.criteria["correct"].before, report.criteria["correct"].after) == (0.0, 1.0)
-    assert (report.diff, report.paired_cases) == (1.0, 4)
+    assert (report.diff, report.paired_cases) == (1.0, 7)
     assert (report.outcome, report.passed) == ("not measured", False)
     assert report.unmeasured == {"faithful": ["live v1", "candidate v2"]}
     faithful = report.criteria["faithful"]
     assert (faithful.weight, faithful.before, faithful.after) == (3.0, None, None)
-    assert (faithful.unscored_before, faithful.unscored_after) == (4, 4)
+    assert (faithful.unscored_before, faithful.unscored_after) == (7, 7)
     [why] = faithful.unscored_reasons_after
-    assert why.count == 4 and "'nobody/unpriced-judge' has no known price" in why.reason
-    # grades, not runs: every run has a score (from "correct"), yet 4 grades per side were UNSCORED
-    assert (report.after.unscored, report.after.unscored_grades) == (0, 4)
-    assert "criterion 'faithful' has no scored grade on live v1 (4 UNSCORED)" in report.decision
+    assert why.count == 7 and "'nobody/unpriced-judge' has no known price" in why.reason
+    # grades, not runs: every run has a score (from "correct"), yet 7 grades per side were UNSCORED
+    assert (report.after.unscored, report.after.unscored_grades) == (0, 7)
+    assert "criterion 'faithful' has no scored grade on live v1 (7 UNSCORED)" in report.decision
 
     text = format_report(report)
     assert "NOT MEASURED on live v1 and candidate v2" in text
-    assert "4 UNSCORED on candidate v2, most often:\n        4x judge model 'nobody/unpriced-judge'" in text
+    assert "7 UNSCORED on candidate v2, most often:\n        7x judge model 'nobody/unpriced-judge'" in text
     assert "decision: NOT MEASURED: criterion 'faithful'" in text and "PASSED" not in text
 
     before = (folder / "versions.json").read_bytes()
@@ -97,7 +97,7 @@ async def test_a_heaviest_criterion_unscored_on_every_run_is_not_measured_and_no
     # kept in versions.json as it was decided, reasons included
     stored = json.loads(before)["versions"][1]["report"]
     assert stored["outcome"] == "not measured" and stored["passed"] is False
-    assert stored["criteria"]["faithful"]["unscored_reasons_after"][0]["count"] == 4
+    assert stored["criteria"]["faithful"]["unscored_reasons_after"][0]["count"] == 7
 
     forced = commit(ws, "caps", force=True)
     assert (forced.label, forced.status, forced.forced) == ("v2", "live", True)
@@ -111,7 +111,7 @@ async def test_unmeasured_on_one_side_only_is_not_measured(tmp_path: Path) -> No
     assert report.criteria["faithful"].before == 1.0
     assert report.unmeasured == {"faithful": ["candidate v2"]}
     assert report.outcome == "not measured"
-    assert "on candidate v2 (4 UNSCORED)" in report.decision and "live v1 (" not in report.decision
+    assert "on candidate v2 (7 UNSCORED)" in report.decision and "live v1 (" not in report.decision
     with pytest.raises(CommitRefused):
         commit(ws, "caps")
 
@@ -122,7 +122,7 @@ async def test_a_criterion_unscored_on_some_runs_is_measured_on_the_rest(tmp_pat
     versions(ws, "caps")
     report = (await propose(ws, "caps", model="good", trials=2)).report
     faithful = report.criteria["faithful"]
-    # its figures are over the 6 grades scored on each side; the 2 UNSCORED (case dan) are counted apart
+    # its figures are over the 12 grades scored on each side; the 2 UNSCORED (case dan) are counted apart
     assert (faithful.before, faithful.after, faithful.after_pass_rate) == (0.0, 1.0, 1.0)
     assert (faithful.unscored_before, faithful.unscored_after) == (2, 2)
     assert "check 'no_dan' returned None" in faithful.unscored_reasons_after[0].reason

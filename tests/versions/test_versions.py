@@ -112,19 +112,21 @@ async def test_propose_measures_without_changing_files(ws: Workspace, folder: Pa
     assert ws.load("caps").model == "bad"
     assert (candidate.label, candidate.version.status, candidate.version.base) == ("v2", "pending", 1)
     report = candidate.report
-    assert (report.cases, report.trials) == (4, 2)
+    assert (report.cases, report.trials) == (7, 2)
     assert (report.before.mean, report.after.mean) == (0.0, 1.0)
     assert (report.before.pass_rate, report.after.pass_rate) == (0.0, 1.0)
-    assert (report.before.new, report.after.new, report.before.reused) == (8, 8, 0)
+    assert (report.before.new, report.after.new, report.before.reused) == (14, 14, 0)
     assert report.criteria["correct"].before == 0.0 and report.criteria["correct"].after == 1.0
-    assert (report.diff, report.se, report.z, report.paired_cases) == (1.0, 0.0, None, 4)
-    assert candidate.passed and "standard error 0" in report.decision
-    assert harness.calls == {"bad": 8, "good": 8}
+    assert (report.diff, report.se, report.z, report.paired_cases) == (1.0, 0.0, None, 7)
+    # a standard error of 0 decides nothing by itself: the exact sign test over 7 cases that rose does
+    assert candidate.passed and "standard error 0" in report.decision and report.p_value == 1 / 128
+    assert (report.before.harness, report.after.harness) == ("bymodel", "bymodel")
+    assert harness.calls == {"bad": 14, "good": 14}
     # stored with the candidate, and every run records its version
     stored = json.loads((folder / "versions.json").read_text(encoding="utf-8"))
     assert stored["versions"][1]["report"]["passed"] is True
     runs = list(ws.store.iter_runs("caps"))
-    assert Counter((r.version, r.model) for r in runs) == {("v1", "bad"): 8, ("v2", "good"): 8}
+    assert Counter((r.version, r.model) for r in runs) == {("v1", "bad"): 14, ("v2", "good"): 14}
     assert all(r.scorecard is not None for r in runs)
 
 
@@ -133,20 +135,21 @@ async def test_stored_runs_of_the_live_version_are_reused(ws: Workspace, harness
     await propose(ws, "caps", model="good", trials=2)
     harness.calls.clear()
     candidate = await propose(ws, "caps", model="mostly", trials=3)
-    # the live version's 8 stored runs are reused; only its third trial (4 runs) and the candidate run
-    assert harness.calls == {"bad": 4, "mostly": 12}
+    # the live version's 14 stored runs are reused; only its third trial (7 runs) and the candidate run
+    assert harness.calls == {"bad": 7, "mostly": 21}
     report = candidate.report
-    assert (report.before.reused, report.before.new, report.before.runs) == (8, 4, 12)
-    assert (report.after.reused, report.after.new) == (0, 12)
-    # mostly: +1 on three cases, 0 on dan: diff 0.75, se 0.25, z 3
-    assert report.diff == pytest.approx(0.75)
-    assert report.se == pytest.approx(0.25)
-    assert report.z == pytest.approx(3.0)
+    assert (report.before.reused, report.before.new, report.before.runs) == (14, 7, 21)
+    assert (report.after.reused, report.after.new) == (0, 21)
+    # mostly: +1 on six cases, 0 on dan: diff 6/7, se 1/7, z 6
+    assert report.diff == pytest.approx(6 / 7)
+    assert report.se == pytest.approx(1 / 7)
+    assert report.z == pytest.approx(6.0)
+    assert (report.up, report.down) == (6, 0)
     assert report.passed
     harness.calls.clear()
     again = await propose(ws, "caps", model="mostly", trials=3)  # the same candidate: all reused
     assert harness.calls == {}
-    assert again.label == candidate.label and again.report.after.reused == 12
+    assert again.label == candidate.label and again.report.after.reused == 21
 
 
 async def test_runs_graded_under_an_older_rubric_are_graded_again(ws: Workspace, harness: ByModel) -> None:
@@ -161,7 +164,7 @@ async def test_runs_graded_under_an_older_rubric_are_graded_again(ws: Workspace,
     harness.calls.clear()
     candidate = await propose(ws, "caps", model="good", trials=1)
     assert harness.calls == {}
-    assert (candidate.report.before.regraded, candidate.report.after.regraded) == (4, 4)
+    assert (candidate.report.before.regraded, candidate.report.after.regraded) == (7, 7)
     assert candidate.report.after.mean == 1.0
 
 
@@ -180,9 +183,9 @@ async def test_commit_refused_when_the_candidate_is_not_better(ws: Workspace, fo
 
 async def test_commit_refused_when_z_is_below_min_z(ws: Workspace, folder: Path) -> None:
     versions(ws, "caps")
-    candidate = await propose(ws, "caps", model="mostly", trials=1, min_z=5)
-    assert candidate.report.z == pytest.approx(3.0) and not candidate.passed
-    assert "only 3.00 standard errors" in candidate.report.decision
+    candidate = await propose(ws, "caps", model="mostly", trials=1, min_z=7)
+    assert candidate.report.z == pytest.approx(6.0) and not candidate.passed
+    assert "only 6.00 standard errors" in candidate.report.decision
     before = files(folder)
     with pytest.raises(CommitRefused):
         commit(ws, "caps")
@@ -309,12 +312,14 @@ def test_the_gate() -> None:
     def outcome(paired: Paired | None, stopped: str | None = None, unmeasured: tuple[str, ...] = ()) -> str:
         return gate(paired, 2.0, stopped, unmeasured)[0]
 
-    assert outcome(Paired(diff=0.5, se=0.25, z=2.0, cases=5)) == "passed"
-    assert outcome(Paired(diff=0.5, se=0.3, z=0.5 / 0.3, cases=5)) == "not passed"
-    assert outcome(Paired(diff=-0.5, se=0.1, z=-5.0, cases=5)) == "not passed"
+    assert outcome(Paired(diff=0.5, se=0.25, z=2.0, cases=6, up=6)) == "passed"
+    assert outcome(Paired(diff=0.5, se=0.25, z=2.0, cases=5, up=5)) == "not enough evidence"  # 5 changed
+    assert outcome(Paired(diff=0.5, se=0.3, z=0.5 / 0.3, cases=6, up=6)) == "not passed"
+    assert outcome(Paired(diff=-0.5, se=0.1, z=-5.0, cases=6, down=6)) == "not passed"
     assert outcome(Paired(diff=0.0, se=0.0, z=None, cases=5)) == "not passed"
-    assert outcome(Paired(diff=0.2, se=0.0, z=None, cases=2)) == "passed"  # every case up by the same
-    assert outcome(Paired(diff=1.0, se=0.0, z=None, cases=1)) == "not passed"  # one case: no spread
+    assert outcome(Paired(diff=0.2, se=0.0, z=None, cases=6, up=6)) == "passed"  # every case up alike
+    assert outcome(Paired(diff=0.2, se=0.0, z=None, cases=2, up=2)) == "not enough evidence"  # two cases
+    assert outcome(Paired(diff=1.0, se=0.0, z=None, cases=1, up=1)) == "not enough evidence"  # one case
     assert outcome(None) == "not passed"
     assert outcome(Paired(diff=0.5, se=0.1, z=5.0, cases=5), "budget spent") == "not passed"
     # a clear win on what was measured is still not a pass when a criterion went unmeasured

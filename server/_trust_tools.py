@@ -1,0 +1,116 @@
+"""The MCP tool that trusts what a model wrote: ``trust_machine`` shows the person the code in the host's
+form and records it trusted only when they approve there. No allowance, no argument and no earlier consent
+stands in for them: a client that cannot ask the person cannot trust, and the tool says to run
+``machine trust NAME`` in a terminal instead.
+
+No ``from __future__ import annotations`` here: the SDK reads the tools' resolver annotations with
+``typing.get_type_hints``.
+"""
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+from machine.errors import MachineError
+from machine.ops import TrustReview, review, trust
+
+from ._bounds import MachineName
+from ._results import Approval, NotAsked
+from ._service import can_elicit, tool_error
+from ._tools import service
+
+MAX_QUESTION = 12_000
+"""The most of the code the host's form shows; past it, the question says where to read the rest."""
+_REVIEWED = "machine.trust.reviewed"
+
+
+def trust_question(shown: TrustReview) -> str:
+    """What the host's form shows the person: each file a model wrote, its state and its diff."""
+    parts = [
+        f"Trust the code a model wrote for machine {shown.machine!r}? Until you do, nothing imports it "
+        "(a host may rehearse it only in the sandbox). Read it first:"
+    ]
+    for file in shown.pending:
+        parts.append(f"\n== machines/{file.path} ({file.state}, written by {file.by})\n{file.diff}")
+    text = "\n".join(parts)
+    if len(text) > MAX_QUESTION:
+        text = (
+            text[:MAX_QUESTION]
+            + f"\n... (cut: read it all with `machine trust {shown.machine}` in a terminal, which asks too)"
+        )
+    return text + "\nApprove only if you have read it and it does what you want."
+
+
+async def ask_trust(name: MachineName, ctx: Context) -> Elicit[Approval] | NotAsked:
+    if not can_elicit(ctx):
+        return NotAsked(reason="the client cannot ask the person")
+    try:
+        shown = review(name, workspace=service(ctx).ws)
+    except MachineError:
+        return NotAsked(reason="bad input: the tool refuses it")
+    if not shown.pending:
+        return NotAsked(reason="nothing to trust")
+    service(ctx).reviews[name] = shown  # what the person is shown is what is trusted, or nothing
+    return Elicit(trust_question(shown), Approval)
+
+
+async def trust_machine(
+    name: MachineName,
+    ctx: Context,
+    consent: Annotated[ElicitationResult[Approval], Resolve(ask_trust)],
+) -> TrustReview:
+    """Ask the person to read and trust the code a model wrote for machine `name` (a child written by
+    specialize, a rubric draft): the host's form shows it, and it is trusted only if the person approves
+    there; until then nothing imports it, and rehearse runs its own code only in the sandbox. Returns
+    each file and its state."""
+    state = service(ctx)
+    try:
+        shown = review(name, workspace=state.ws)
+    except MachineError as error:
+        raise tool_error(error) from error
+    if not shown.pending:
+        return shown
+    _consented(consent, name)
+    asked = state.reviews.pop(name, None)
+    if asked is None or _hashes(asked) != _hashes(shown):
+        raise ToolError(f"{name!r} changed after the person was shown it, so nothing was trusted: call again")
+    try:
+        async with state.lock:
+            return trust(name, workspace=state.ws, reviewed=asked)
+    except MachineError as error:
+        raise tool_error(error) from error
+
+
+def _hashes(shown: TrustReview) -> list[tuple[str, str | None]]:
+    return [(f.path, f.sha256) for f in shown.files]
+
+
+def _consented(outcome: Any, name: str) -> None:
+    """Pass only when the person approved in the host's form."""
+    if isinstance(outcome, AcceptedElicitation) and isinstance(outcome.data, Approval):
+        if outcome.data.approve:
+            return
+        raise ToolError(f"the person declined: the code of {name!r} was not trusted")
+    if isinstance(outcome, AcceptedElicitation):  # not asked: the client cannot ask the person
+        raise ToolError(
+            f"trusting the code of {name!r} needs the person, and this client cannot ask them (it does not "
+            f"support elicitation): they can run `machine trust {name}` in a terminal"
+        )
+    action = getattr(outcome, "action", "declined")
+    raise ToolError(f"the person declined ({action}): the code of {name!r} was not trusted")
+
+
+def register_trust(server: MCPServer) -> None:
+    """Add trust_machine: it changes what may be imported, so it is destructive; it spends nothing."""
+    server.tool(
+        name="trust_machine",
+        annotations=ToolAnnotations(
+            title="Trust code a model wrote (asks the person)",
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )(trust_machine)

@@ -1,0 +1,64 @@
+"""``machine export`` and ``machine train`` say how many secrets they kept out of the training data, in
+words and in ``--json``, and what they wrote holds none of them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from helpers.secret_runs import ENVIRONMENT, KEY, SECRETS_PER_RUN, read_dotenv
+from helpers.training import TRAIN_CASES, Counting, make_caps
+
+import machine.learn._train as train_module
+from machine import open_workspace
+
+Invoke = Callable[..., Result]
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """caps with two stored good runs that read the project's .env, its key also in the environment."""
+    for name, value in ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    make_caps(tmp_path / "ws")
+    ws = open_workspace(tmp_path / "ws", budget="none")
+    ws.store.put_many([read_dotenv(ws, c["id"], "caps") for c in TRAIN_CASES[:2]])
+    rules = [{"match": ".", "turns": [{"text": "no idea"}]}]
+    (tmp_path / "ws" / "script.json").write_text(json.dumps({"rules": rules}), encoding="utf-8")
+    return tmp_path / "ws"
+
+
+def test_export_says_how_many_secrets_it_redacted(invoke: Invoke, root: Path) -> None:
+    out = root / "caps.jsonl"
+    done = invoke("export", "caps", "--out", out, "--workspace", root)
+    assert done.exit_code == 0, done.output
+    said = f"redacted {2 * SECRETS_PER_RUN} secrets (keys, tokens, passwords) from what was written"
+    assert said in done.stdout.splitlines()
+    assert KEY not in out.read_text(encoding="utf-8")
+    done = invoke("export", "caps", "--out", out, "--json", "--workspace", root)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["redacted"] == 2 * SECRETS_PER_RUN
+
+
+def test_train_says_how_many_secrets_it_redacted(
+    invoke: Invoke, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trainer = Counting()
+    monkeypatch.setattr(train_module, "trainer_for", lambda _base, _name=None: trainer)
+    common = ["--harness", "scripted", "--script", root / "script.json", "--workspace", root]
+    args = ["train", "caps", "--trainer", "counting", "--any-model", "--trials", "1", *common]
+    done = invoke(*args)
+    assert done.exit_code == 0, done.output
+    [record] = (root / ".machine" / "training").iterdir()
+    redacted = 2 * SECRETS_PER_RUN
+    assert (
+        f"training record {record.name}: 2 examples from 2 runs ({redacted} secrets redacted)" in done.stderr
+    )
+    assert f"of them targets; {redacted} secrets redacted" in done.stdout
+    done = invoke(*args, "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["report"]["training"]["redacted"] == redacted
+    assert all(KEY not in json.dumps(e.messages) for examples in trainer.prepared for e in examples)

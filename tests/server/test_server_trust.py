@@ -1,0 +1,111 @@
+"""Code a model wrote over MCP: after ``specialize``, the child is listed as untrusted and not imported;
+``rehearse`` runs it only as a stand-in whose own checks grade in the sandbox, whatever the arguments
+claim; ``trust_machine`` trusts it only when the person approves in the host's form (never through the
+allowance or a client that cannot ask), and only then does it load like any machine."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from helpers.bwrap import needs_bubblewrap
+from helpers.learn_server import author_script
+from helpers.server_workspace import Folder, make_server
+from mcp import Client
+from mcp_types import ElicitRequestParams, ElicitResult
+
+from machine import SQLiteStore
+
+pytestmark = needs_bubblewrap()
+LIMIT = 120
+SPECIALIZE = {"parent": "red", "focus": "noting red", "slug": "noted", "cases": 4, "budget_usd": 1}
+REHEARSE = {"name": "red/noted", "budget_usd": 1}
+
+
+def text(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+def imported(folder: Path) -> list[str]:
+    """Modules of this process (the server's too) loaded from ``folder``."""
+    return [
+        name
+        for name, module in list(sys.modules.items())
+        if Path(getattr(module, "__file__", None) or "/").resolve().is_relative_to(folder.resolve())
+    ]
+
+
+def answering(approve: bool, asked: list[str]) -> Any:
+    async def callback(_ctx: Any, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"approve": approve})
+
+    return callback
+
+
+async def specialized(folder: Folder, tmp_path: Path, client: Client) -> Path:
+    result = await client.call_tool("specialize", SPECIALIZE)
+    assert not result.is_error, text(result)
+    assert result.structured_content["untrusted"] == [
+        "machines/red/noted/machine.py",
+        "machines/red/noted/rubric.py",
+    ]
+    return folder.root / "machines" / "red" / "noted"
+
+
+async def test_an_untrusted_child_is_listed_refused_and_rehearsed_only_in_the_sandbox(
+    folder: Folder, tmp_path: Path
+) -> None:
+    server, _ = make_server(folder, allowance=5, script=author_script(tmp_path / "author.json"))
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:
+            child = await specialized(folder, tmp_path, client)
+            listed = await client.call_tool("list_machines", {})
+            shown = await client.call_tool("show_machine", {"name": "red/noted"})
+            rehearsed = await client.call_tool("rehearse", {**REHEARSE, "trusted": True, "trust": True})
+    rows = {m["name"]: m for m in listed.structured_content["machines"]}
+    assert (
+        rows["red/noted"]["untrusted"] == ["machine.py", "rubric.py"] and rows["red/noted"]["intent"] is None
+    )
+    assert shown.is_error and "holds code a model wrote that you have not trusted" in text(shown)
+    assert "trust_machine tool asks them" in text(shown)
+    assert not rehearsed.is_error, text(rehearsed)
+    report = rehearsed.structured_content
+    assert report["sandboxed"] is True and len(report["run_ids"]) == len(report["cases"]) > 0
+    noted = report["criteria"]["noted"]  # the child's own check, graded in the sandbox
+    assert noted["runs"] == len(report["run_ids"]) and noted["unscored"] == 0
+    store = SQLiteStore(folder.root / ".machine" / "store.db")
+    try:
+        reasons = {store.get(i).scorecard.criteria["noted"].reason for i in report["run_ids"]}
+    finally:
+        store.close()
+    assert all(reason.endswith("(graded in the sandbox)") for reason in reasons), reasons
+    assert imported(child) == [], "the child's code was imported outside the sandbox"
+
+
+async def test_trusting_needs_the_persons_approval_in_the_form(folder: Folder, tmp_path: Path) -> None:
+    server, _ = make_server(folder, allowance=5, script=author_script(tmp_path / "author.json"))
+    asked: list[str] = []
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:  # no elicitation: the allowance does not stand in
+            child = await specialized(folder, tmp_path, client)
+            unasked = await client.call_tool("trust_machine", {"name": "red/noted", "approve": True})
+        async with Client(server, elicitation_callback=answering(False, asked)) as client:
+            declined = await client.call_tool("trust_machine", {"name": "red/noted"})
+        async with Client(server, elicitation_callback=answering(True, asked)) as client:
+            trusted = await client.call_tool("trust_machine", {"name": "red/noted"})
+            shown = await client.call_tool("show_machine", {"name": "red/noted"})
+    assert (
+        unasked.is_error
+        and "needs the person" in text(unasked)
+        and "machine trust red/noted" in text(unasked)
+    )
+    assert declined.is_error and "declined" in text(declined)
+    assert len(asked) == 2 and "machines/red/noted/machine.py" in asked[-1]
+    assert "+def says_noted(run):" in asked[-1]  # the person is shown the code
+    assert not trusted.is_error, text(trusted)
+    assert {f["state"] for f in trusted.structured_content["files"]} == {"trusted"}
+    assert not shown.is_error and shown.structured_content["parent"] == "red"
+    assert imported(child)  # trusted, it is imported like any machine
