@@ -14,15 +14,16 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 from machine.errors import MachineError
-from machine.ops import TrustReview, review, trust
+from machine.ops import TrustReview, review, trust, untrustable
 
 from ._bounds import MachineName
 from ._results import Approval, NotAsked
 from ._service import can_elicit, tool_error
 from ._tools import service
 
-MAX_QUESTION = 12_000
-"""The most of the code the host's form shows; past it, the question says where to read the rest."""
+MAX_QUESTION = 20_000
+"""The longest question the host's form is asked: a review that would not fit is never cut (the person
+would approve what they were not shown); it is refused, naming the command that shows it all."""
 _REVIEWED = "machine.trust.reviewed"
 
 
@@ -34,13 +35,7 @@ def trust_question(shown: TrustReview) -> str:
     ]
     for file in shown.pending:
         parts.append(f"\n== machines/{file.path} ({file.state}, written by {file.by})\n{file.diff}")
-    text = "\n".join(parts)
-    if len(text) > MAX_QUESTION:
-        text = (
-            text[:MAX_QUESTION]
-            + f"\n... (cut: read it all with `machine trust {shown.machine}` in a terminal, which asks too)"
-        )
-    return text + "\nApprove only if you have read it and it does what you want."
+    return "\n".join(parts) + "\nApprove only if you have read it and it does what you want."
 
 
 async def ask_trust(name: MachineName, ctx: Context) -> Elicit[Approval] | NotAsked:
@@ -50,8 +45,8 @@ async def ask_trust(name: MachineName, ctx: Context) -> Elicit[Approval] | NotAs
         shown = review(name, workspace=service(ctx).ws)
     except MachineError:
         return NotAsked(reason="bad input: the tool refuses it")
-    if not shown.pending:
-        return NotAsked(reason="nothing to trust")
+    if not shown.pending or untrustable(shown) is not None or len(trust_question(shown)) > MAX_QUESTION:
+        return NotAsked(reason="nothing to ask: the tool says why")
     service(ctx).reviews[name] = shown  # what the person is shown is what is trusted, or nothing
     return Elicit(trust_question(shown), Approval)
 
@@ -72,6 +67,14 @@ async def trust_machine(
         raise tool_error(error) from error
     if not shown.pending:
         return shown
+    refused = untrustable(shown)
+    if refused is not None:
+        raise tool_error(refused)
+    if len(trust_question(shown)) > MAX_QUESTION:
+        raise ToolError(
+            f"what a model wrote for {name!r} is too long to show in the host's form, so it cannot be "
+            f"trusted here: the person can review it all with `machine trust {name}` in a terminal"
+        )
     _consented(consent, name)
     asked = state.reviews.pop(name, None)
     if asked is None or _hashes(asked) != _hashes(shown):

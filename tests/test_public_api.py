@@ -206,6 +206,7 @@ SUBPACKAGES = {
         "FileTrust",
         "GateOutcome",
         "GateReport",
+        "MARK",
         "Machine",
         "MachineLoader",
         "ReasonCount",
@@ -225,9 +226,11 @@ SUBPACKAGES = {
         "instructions_from",
         "load_cases",
         "machine_at",
+        "marked",
         "model_from",
         "open_book",
         "sha256_of",
+        "unreviewable",
         "version_label",
     ],
     "machine.workspace": [
@@ -391,6 +394,7 @@ SUBPACKAGES = {
         "run_planned",
         "stand_in",
         "trust",
+        "untrustable",
     ],
     "machine.cli": [
         "cli",

@@ -7,7 +7,7 @@ import sys
 import click
 
 from machine.errors import BadInputError
-from machine.ops import TrustReview, pending, review, trust
+from machine.ops import TrustReview, pending, review, trust, untrustable
 from machine.spec import FileTrust
 
 from ._options import fail, handle_errors, with_workspace, workspace_from
@@ -53,6 +53,9 @@ def trust_command(ctx: click.Context, /, name: str | None, listing: bool, yes: b
         return
     if not as_json:
         _show(shown)
+    refused = untrustable(shown)
+    if refused is not None:
+        fail(refused)
     if not yes:
         if not sys.stdin.isatty():
             fail(BadInputError(f"{name} was not trusted: read the above, then pass --yes to trust it"))
@@ -76,6 +79,8 @@ def _show(shown: TrustReview) -> None:
         against = {"trusted": "since you trusted it", "parent": "against the parent's file"}.get(
             file.against or "", "the whole file"
         )
+        if file.unreviewable:
+            click.secho(f"  cannot be trusted as it is: {file.unreviewable}", fg="red", bold=True)
         click.secho(f"  {against}:", dim=True)
         for line in file.diff.splitlines():
             colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None

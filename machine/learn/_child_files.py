@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from machine.spec import unreviewable
+
 CHILD_FILES = ("machine.py", "rubric.py", "instructions.md")
 """The files an author may write, relative to the child's folder."""
 REQUIRED_FILES = ("machine.py", "rubric.py")
@@ -102,6 +104,13 @@ def read_files(
             refused.append(
                 f"<file path={raw!r}> was refused: it holds {size:,} bytes, more than the "
                 f"{MAX_FILE_BYTES:,} a child's file may hold; write it shorter."
+            )
+            continue
+        hidden = unreviewable(content) if path.endswith(".py") else None
+        if hidden is not None:
+            refused.append(
+                f"<file path={raw!r}> was refused: {hidden}; write plain UTF-8 text a person can read, "
+                "without control, format or bidirectional characters."
             )
             continue
         files[path] = content

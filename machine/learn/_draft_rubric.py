@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from machine.errors import BadInputError, BudgetExceeded, Fix, plain_spelling
 from machine.runs import is_free
+from machine.spec import marked
 from machine.workspace import Workspace
 
 from ._author_brief import draft_brief
@@ -108,11 +109,9 @@ async def draft_rubric(
 def _write(ws: Workspace, report: RubricDraft, text: str, vetting: Vetting) -> None:
     path = ws.root / report.file
     report.replaced = path.exists()
-    written = file_text(text)
-    ws.trust.record(
-        report.machine, {path: written}, by=f"draft-rubric {report.machine} (author {report.author_model})",
-        draft=True,
-    )  # fmt: skip
+    by = f"draft-rubric {report.machine} (author {report.author_model})"
+    written = marked(file_text(text), by, report.machine, draft=True)
+    ws.trust.record(report.machine, {path: written}, by=by, draft=True)
     path.write_text(written, encoding="utf-8")
     report.accepted, report.vetted = True, vetting.isolated is True
     if not report.vetted:

@@ -14,6 +14,7 @@ than its fields' own bounds. Where the sandbox is not isolated, nothing is run.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
@@ -95,7 +96,7 @@ async def run_sandboxed(
         try:
             if not box.isolated:
                 return process.result(isolated=False, problems=[NOT_ISOLATED])
-            shutil.copytree(machines, box.path / "machines", ignore=_skipped)
+            copy_code(machines, box.path / "machines")
             if write is not None:
                 write(box.path / "machines")
             whole = {
@@ -113,9 +114,24 @@ async def run_sandboxed(
     return _reported(_outcome(done), limits, box.workdir, process)
 
 
-def _skipped(folder: str, names: list[str]) -> list[str]:
-    """What copying the machines folder leaves out: compiled files and hidden folders."""
-    return [name for name in names if name == "__pycache__" or name.startswith(".")]
+COPIED = (".py", ".md")
+"""The files of a machines folder its machines are loaded from (with ``model.json``): never its cases,
+held-out cases or hidden tests, which the code a model wrote must not read and send back."""
+
+
+def copy_code(machines: Path, into: Path) -> None:
+    """Copy what loading ``machines`` needs into ``into``: its Python, its instructions and its model.json,
+    each a regular file (a link is left out, so nothing it points at outside is copied), no hidden folder."""
+    for folder, names, files in os.walk(machines):
+        names[:] = sorted(n for n in names if n != "__pycache__" and not n.startswith("."))
+        here = Path(folder)
+        target = into / here.relative_to(machines)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            source = here / name
+            wanted = name.endswith(COPIED) or name == "model.json"
+            if wanted and not source.is_symlink() and source.is_file():
+                shutil.copyfile(source, target / name)
 
 
 @dataclass

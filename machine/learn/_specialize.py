@@ -17,7 +17,7 @@ from pathlib import Path
 
 from machine.errors import BadInputError, BudgetExceeded, Fix, plain_spelling
 from machine.runs import Run, check_name, is_free
-from machine.spec import Machine
+from machine.spec import Machine, marked
 from machine.workspace import Workspace
 
 from ._author_brief import child_brief
@@ -115,9 +115,11 @@ class Specializer:
         """The accepted files into the child's folder (and its model.json when a model was asked for),
         its code recorded first as a model's, untrusted until the person trusts it."""
         by = f"specialize {self.parent.name} (author {self.author_model})"
-        code = code_files(self.folder, files)
+        code = {path: marked(text, by, self.child) for path, text in code_files(self.folder, files).items()}
         self.ws.trust.record(self.child, code, by=by)
-        write_child(self.folder, files, model=self.model)
+        write_child(
+            self.folder, {**files, **{path.name: text for path, text in code.items()}}, model=self.model
+        )
         names = sorted(files) + (["model.json"] if self.model else [])
         self.report.written += [f"machines/{self.child}/{name}" for name in names]
         self.report.untrusted = [f"machines/{self.child}/{path.name}" for path in code]

@@ -24,7 +24,7 @@ from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, Consent, SpendingPolicy
 from ._session import RunMessage, RunStream, Session
 from ._spend import Spend
 from ._suite import CASES_NAME, SuitePlan, plan_suite, run_planned
-from ._trust import FileReview, TrustReview, pending, review, trust
+from ._trust import FileReview, TrustReview, pending, review, trust, untrustable
 from ._untrusted import stand_in
 
 __all__ = [
@@ -61,4 +61,5 @@ __all__ = [
     "run_planned",
     "stand_in",
     "trust",
+    "untrustable",
 ]

@@ -17,14 +17,13 @@ from pydantic import Field
 from machine.errors import BadInputError, NotFoundError
 from machine.runs import Model
 from machine.runs._files import write_atomic
-from machine.spec import FileTrust, sha256_of
+from machine.spec import FileTrust, sha256_of, unreviewable
 from machine.workspace import Workspace
 
 from ._compose import open_workspace
 
 TRUSTED_COPIES = "trusted"
 """The folder under the workspace's ``.machine`` holding a copy of each trusted content, by sha256."""
-MAX_DIFF_LINES = 2000
 
 
 class FileReview(FileTrust):
@@ -34,6 +33,9 @@ class FileReview(FileTrust):
     """What the diff is against: ``trusted`` (the content trusted last), ``parent`` (the parent's file of
     the same name), or None (the whole file is shown)."""
     diff: str = ""
+    unreviewable: str | None = None
+    """Why what is shown is not what Python would run (a declared encoding, a character that hides
+    text): such a file cannot be trusted as it is."""
 
 
 class TrustReview(Model):
@@ -71,10 +73,14 @@ def _diff(ws: Workspace, state: FileTrust, last: str | None) -> FileReview:
     else:
         before, against, label = [], None, "/dev/null"
     lines = list(difflib.unified_diff(before, now, fromfile=label, tofile=state.path))
-    if len(lines) > MAX_DIFF_LINES:
-        lines = [*lines[:MAX_DIFF_LINES], f"... {len(lines) - MAX_DIFF_LINES} more lines: read {path}\n"]
     diff = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    return FileReview(**state.model_dump(), against=against, diff=diff)
+    try:
+        hidden = unreviewable(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        hidden = "it is not UTF-8 text"
+    except OSError:
+        hidden = None  # missing: nothing to trust
+    return FileReview(**state.model_dump(), against=against, diff=diff, unreviewable=hidden)
 
 
 def _workspace(workspace: str | Path | Workspace | None) -> Workspace:
@@ -99,6 +105,17 @@ def review(name: str, *, workspace: str | Path | Workspace | None = None) -> Tru
     )
 
 
+def untrustable(shown: TrustReview) -> BadInputError | None:
+    """Why what ``shown`` shows cannot be trusted (a file whose text is not what Python runs), or None."""
+    hiding = [f for f in shown.pending if f.unreviewable]
+    if not hiding:
+        return None
+    return BadInputError(
+        f"machines/{hiding[0].path} cannot be trusted as it is: {hiding[0].unreviewable}; nothing was "
+        "trusted. Delete it, or rewrite it yourself as plain text and review it again"
+    )
+
+
 def trust(
     name: str,
     *,
@@ -110,6 +127,9 @@ def trust(
     next review; returns the review of what was trusted (every file then ``trusted``)."""
     ws = _workspace(workspace)
     before = reviewed or review(name, workspace=ws)
+    refused = untrustable(before)
+    if refused is not None:
+        raise refused
     ws.trust.trust(name, {f.path: f.sha256 for f in before.files if f.sha256 is not None})
     copies = _copies(ws)
     copies.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -25,11 +25,12 @@ from ._gate_report import (
 from ._loader import BUILTIN_MACHINES, MachineLoader, discover
 from ._machine import Counterpart, Machine, define_child, define_machine, instructions_from, model_from
 from ._revision import Baseline, machine_at
-from ._trust import TRUST_FILE, FileTrust, TrustBook, TrustState, sha256_of
+from ._trust import MARK, TRUST_FILE, FileTrust, TrustBook, TrustState, marked, sha256_of, unreviewable
 
 __all__ = [
     "BUILTIN_MACHINES",
     "DEFAULT_MIN_Z",
+    "MARK",
     "TRUST_FILE",
     "UNRECORDED",
     "Baseline",
@@ -57,8 +58,10 @@ __all__ = [
     "instructions_from",
     "load_cases",
     "machine_at",
+    "marked",
     "model_from",
     "open_book",
     "sha256_of",
+    "unreviewable",
     "version_label",
 ]

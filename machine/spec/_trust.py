@@ -1,19 +1,24 @@
 """Which of a workspace's machine files a model wrote, and which of those the person has trusted.
 
 ``machine specialize`` and ``machine draft-rubric`` record every Python file the author model wrote, with
-its sha256, as written by a model. Such a file is imported (by ``machine suite``, ``machine list``, the SDK,
-the MCP tools) only while its content is one the person has trusted with ``machine trust NAME``, after
-reviewing it; an edit of any kind after that makes it untrusted again until it is trusted anew. A file no
-model wrote is the person's own and needs no trust.
+its sha256, as written by a model, and start the file with a line that says so (``MARK``). Such a file is
+imported (by ``machine suite``, ``machine list``, the SDK, the MCP tools) only while its content is one the
+person has trusted with ``machine trust NAME``, after reviewing it; an edit of any kind after that makes it
+untrusted again until it is trusted anew. A file no model wrote is the person's own and needs no trust.
 
 The record is ``trust.json`` in the workspace's ``.machine`` folder: beside the store, private to its owner,
-hidden from every sandbox, out of reach of what a model writes (a machine's own folder) and out of git.
+hidden from every sandbox, out of reach of what a model writes (a machine's own folder) and kept out of git
+(the folder gets a ``.gitignore``). The marking line fails closed where the record does not: a marked file
+the record does not know (the record deleted or rolled back, the folder copied or cloned elsewhere, the
+file renamed) is untrusted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +32,9 @@ from machine.runs._files import write_atomic
 
 TRUST_FILE = "trust.json"
 """The record's name in a workspace's data folder (``.machine``)."""
+MARK = "# Written by a model"
+"""How the first line of every Python file a model wrote for a machine starts."""
+_DRAFT_MARK = MARK + " as a draft"
 TrustState = Literal["trusted", "untrusted", "changed", "missing"]
 
 
@@ -73,6 +81,57 @@ def sha256_of(path: Path) -> str | None:
         return None
 
 
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+_HIDING = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
+"""Unicode categories of characters that can hide code from a reader: controls (escape sequences,
+carriage returns), format characters (bidirectional overrides, zero-width joiners), private and surrogate
+code points, line and paragraph separators."""
+
+
+def unreviewable(text: str) -> str | None:
+    """Why Python source ``text`` cannot be reviewed by reading it (what a reader is shown is not what
+    Python runs), or None: a declared encoding other than UTF-8, or a character that hides text."""
+    for line in text.splitlines()[:2]:
+        declared = _CODING.match(line)
+        if declared and declared.group(1).lower().replace("_", "-") not in ("utf-8", "utf8"):
+            encoding = declared.group(1)
+            return f"it declares the source encoding {encoding!r}, so Python runs other text than is shown"
+    for index, char in enumerate(text):
+        if char in "\n\t" or (char == "\r" and text[index + 1 : index + 2] == "\n"):
+            continue
+        if unicodedata.category(char) in _HIDING:
+            number = text.count("\n", 0, index) + 1
+            what = unicodedata.name(char, "a control character")
+            return f"line {number} holds U+{ord(char):04X} ({what}), which can hide code from a reader"
+    return None
+
+
+def mark_line(by: str, machine: str, *, draft: bool = False) -> str:
+    """The first line of a Python file a model wrote: who wrote it, and how to trust it."""
+    head = _DRAFT_MARK if draft else MARK
+    return f"{head} ({by}): nothing imports this file until you trust it with `machine trust {machine}`.\n"
+
+
+def marked(text: str, by: str, machine: str, *, draft: bool = False) -> str:
+    """``text`` as a model's file is written: starting with its marking line."""
+    return mark_line(" ".join(by.split()), machine, draft=draft) + text
+
+
+def marked_by(path: Path) -> tuple[str, bool] | None:
+    """What the marking line of the file at ``path`` says wrote it, and whether it is a draft; None for a
+    file without one."""
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(1_000).decode("utf-8", "replace")
+    except OSError:
+        return None
+    if not first.startswith(MARK):
+        return None
+    said = first[len(MARK) :].strip()
+    draft = first.startswith(_DRAFT_MARK)
+    return said.removeprefix("as a draft").strip().removeprefix("(").split("):", 1)[0] or "a model", draft
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -101,13 +160,19 @@ class TrustBook:
             except (OSError, ValidationError, ValueError) as error:
                 raise DefinitionError(
                     f"{self.path} does not read as the record of trusted files ({error}); nothing a model "
-                    "wrote is loaded until it does: restore it, or delete it and trust each machine again"
+                    "wrote is loaded until it does: restore it from a backup, or delete it and review and "
+                    "trust each machine again (`machine trust --list` then lists every file a model wrote)"
                 ) from None
             self._seen = (info.st_mtime_ns, info.st_size)
         return self._record
 
     def _write(self, record: _Record) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ignore = self.path.parent / ".gitignore"
+        if (
+            not ignore.exists()
+        ):  # the record (and the store beside it) is the person's, never the repository's
+            write_atomic(ignore, b"*\n")
         data = json.dumps(record.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
         write_atomic(self.path, data.encode("utf-8"), private=True)
         self._seen = None
@@ -137,9 +202,22 @@ class TrustBook:
             )
         self._write(record)
 
-    def entries(self) -> dict[str, Entry]:
-        """The record's entries by path (relative to the machines folder)."""
-        return dict(self._read().files)
+    def entries(self, machine: str | None = None) -> dict[str, Entry]:
+        """Every model-written file (of ``machine``) by path relative to the machines folder: the record's
+        entries, and the marked files it does not know, never trusted."""
+        found = {k: e for k, e in self._read().files.items() if machine is None or e.machine == machine}
+        folder = self.machines_dir / machine if machine else self.machines_dir
+        paths = folder.glob("*.py") if machine else folder.rglob("*.py")
+        for path in sorted(paths):
+            try:
+                key = self._key(path)
+            except ValueError:  # a link that leads out of the machines folder: never imported from here
+                continue
+            said = marked_by(path) if key not in self._read().files else None
+            if said is not None:
+                owner = key.rpartition("/")[0]
+                found[key] = Entry(machine=owner, written="", by=said[0], at="", draft=said[1])
+        return dict(sorted(found.items()))
 
     def state(self, key: str, entry: Entry) -> FileTrust:
         digest = sha256_of(self.machines_dir / key)
@@ -162,12 +240,7 @@ class TrustBook:
 
     def files(self, machine: str | None = None) -> list[FileTrust]:
         """Every model-written file (of ``machine``, when given) and its state now, by path."""
-        record = self._read()
-        return [
-            self.state(key, entry)
-            for key, entry in sorted(record.files.items())
-            if machine is None or entry.machine == machine
-        ]
+        return [self.state(key, entry) for key, entry in self.entries(machine).items()]
 
     def pending(self, machine: str | None = None) -> list[FileTrust]:
         """The model-written files (of ``machine``) that may not be imported now: untrusted or changed."""
@@ -180,6 +253,8 @@ class TrustBook:
         except ValueError:
             return None
         entry = self._read().files.get(key)
+        if entry is None and (said := marked_by(path)) is not None:
+            entry = Entry(machine=key.rpartition("/")[0], written="", by=said[0], at="", draft=said[1])
         return None if entry is None else self.state(key, entry)
 
     def trust(self, machine: str, reviewed: Mapping[str, str] | None = None) -> list[FileTrust]:
@@ -187,9 +262,8 @@ class TrustBook:
         sha256 the person read), only if each is still what they read. Returns what was trusted."""
         record = self._read().model_copy(deep=True)
         done = []
-        for key, entry in sorted(record.files.items()):
-            if entry.machine != machine:
-                continue
+        for key, known in self.entries(machine).items():
+            entry = record.files.setdefault(key, known)
             digest = sha256_of(self.machines_dir / key)
             if digest is None:
                 continue
@@ -198,6 +272,7 @@ class TrustBook:
                     f"machines/{key} changed after it was shown for review, so nothing was trusted: "
                     "review it again"
                 )
+            entry.written = entry.written or digest
             if digest not in entry.trusted:
                 entry.trusted.append(digest)
                 entry.trusted_at = _now()

@@ -65,3 +65,16 @@ def _not_ours(folder: Path, name: str, given: str, what: str) -> BadInputError:
         f"{what} file {given!r} is not a cases file of machine {name!r}: cases are read from the "
         f"machine's own folder ({folder}) only; name a .json file there (available: {listing})"
     )
+
+
+def hidden_from_runs(folder: Path, data_dir: Path, machines_dir: Path) -> list[str]:
+    """What a run working in the project ``folder`` may not see of its workspace, relative to it: the
+    store, and the machines (what a run wrote there would pass for machine code the person wrote)."""
+    folder, machines = folder.resolve(), machines_dir.resolve()
+    if folder.is_relative_to(machines):
+        raise BadInputError(
+            f"{folder} is inside the workspace's machines folder, where a run's changes would pass for "
+            "machine code you wrote: run it from another folder"
+        )
+    inside = [data_dir.resolve(), machines]
+    return [path.relative_to(folder).as_posix() for path in inside if path.is_relative_to(folder)]

@@ -44,6 +44,7 @@ from machine.runs import (
 from machine.spec import TRUST_FILE, Case, Machine, MachineLoader, TrustBook, load_cases, version_label
 
 from ._adapters import Adapters
+from ._files import hidden_from_runs
 
 T = TypeVar("T")
 
@@ -353,9 +354,7 @@ class Workspace:
             )
         if folder is not None and not files:
             self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # hidden from the first run on
-            inside = self.data_dir.resolve()
-            hide = [inside.relative_to(folder).as_posix()] if inside.is_relative_to(folder) else []
-            return sandboxes.open(folder, hide=hide)
+            return sandboxes.open(folder, hide=hidden_from_runs(folder, self.data_dir, self.machines_dir))
         return sandboxes.create(self.sandbox_dir, run_id, files)
 
     @property

@@ -120,6 +120,24 @@ def test_a_store_inside_the_project_is_hidden_from_the_run(tmp_path: Path) -> No
     assert results[1]["is_error"] and "hidden" in results[1]["content"]
 
 
+def test_the_machines_inside_the_project_are_hidden_from_the_run(tmp_path: Path) -> None:
+    """A run's model writing machine code would pass for the person's own: no run can touch machines/."""
+    project = tmp_path / "project"
+    ws, _ = workspace(project / "tooling")
+    planted = "tooling/machines/evil/machine.py"
+    writes = {"tool_calls": [{"name": "write_file", "arguments": {"path": planted, "content": "boom"}}]}
+    script = ws / "planting.json"
+    script.write_text(json.dumps({"rules": [{"match": ".*", "turns": [writes, {"text": "done"}]}]}))
+    done = machine(
+        "run", "scribe", "plant", "--json", "--harness", "scripted", "--script", script, "--workspace", ws,
+        cwd=project,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [result] = [m for m in json.loads(done.stdout)["trajectory"] if m["role"] == "tool"]
+    assert result["is_error"] and "hidden" in result["content"]
+    assert not (project / planted).exists()
+
+
 def test_a_run_from_the_home_folder_is_refused(tmp_path: Path) -> None:
     ws, script = workspace(tmp_path / "ws")
     home = tmp_path / "home"

@@ -5,11 +5,13 @@ the installed console script in real subprocesses, so each command imports the w
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
 from helpers.cli_workspace import Command, WorkspaceFolder
 
-from machine.spec import TRUST_FILE, TrustBook
+from machine.spec import TRUST_FILE, TrustBook, marked
 
 MARKER = "imported.txt"
 """Written beside the workspace by the model-written child when it is imported."""
@@ -134,3 +136,66 @@ machine = define_machine(
     shown = machine_cmd("show", "borrow", "--workspace", ws.root)
     assert shown.returncode == 2 and "machine 'greet/shy' holds code a model wrote" in shown.stderr
     assert "rubric.py" in shown.stderr and not marker.exists()
+
+
+def write_marked_child(ws: WorkspaceFolder, marker: Path, *, machine_py: str | None = None) -> None:
+    """A child as specialize writes it: recorded, and each file starting with its marking line."""
+    model_writes_child(ws)
+    by = "specialize greet (author test/model)"
+    book = TrustBook(ws.root / ".machine" / TRUST_FILE, ws.machines)
+    files = {}
+    for name in ("machine.py", "rubric.py"):
+        path = ws.machines / "greet" / "shy" / name
+        text = machine_py if machine_py is not None and name == "machine.py" else path.read_text()
+        files[path] = marked(text, by, "greet/shy")
+    book.record("greet/shy", files, by=by)
+    for path, text in files.items():
+        path.write_text(text, encoding="utf-8")
+
+
+def test_the_marking_line_keeps_a_childs_code_untrusted_when_the_record_is_lost(
+    ws: WorkspaceFolder, machine_cmd: Command
+) -> None:
+    marker = ws.root / MARKER
+    write_marked_child(ws, marker)
+    assert (ws.root / ".machine" / ".gitignore").read_text() == "*\n"  # the record stays out of git
+    suite = ("suite", "greet/shy", "--harness", "echo", "--workspace", ws.root)
+    assert machine_cmd("trust", "greet/shy", "--yes", "--workspace", ws.root).returncode == 0
+    assert machine_cmd(*suite).returncode == 0 and marker.exists()
+    marker.unlink()
+    (ws.root / ".machine" / TRUST_FILE).unlink()  # lost, deleted, or rolled back by git
+    refused = machine_cmd(*suite)
+    assert refused.returncode == 2 and "holds code a model wrote" in refused.stderr
+    assert "written by specialize greet (author test/model)" in refused.stderr
+    assert not marker.exists()
+    shutil.copytree(ws.machines / "greet" / "shy", ws.machines / "greet" / "copy")  # copied: still a model's
+    listed = machine_cmd("trust", "--list", "--json", "--workspace", ws.root)
+    assert {f["path"] for f in json.loads(listed.stdout)} == {
+        "greet/copy/machine.py",
+        "greet/copy/rubric.py",
+        "greet/shy/machine.py",
+        "greet/shy/rubric.py",
+    }
+
+
+@pytest.mark.parametrize(
+    ("hiding", "why"),
+    [
+        ("# -*- coding: utf-7 -*-\n# +AAo-print(+ACI-hidden+ACI-)\n", "declares the source encoding 'utf-7'"),
+        ("x = 1  #\x1b[2K\x1b[G# a harmless comment\n", "U+001B"),
+        ("access = 'user' # \u202e } \u2066if admin:\u2069 \u2066\n", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+    ],
+    ids=["utf-7", "terminal-escape", "bidi-override"],
+)
+def test_code_whose_text_is_not_what_python_runs_cannot_be_trusted(
+    ws: WorkspaceFolder, machine_cmd: Command, hiding: str, why: str
+) -> None:
+    marker = ws.root / MARKER
+    write_marked_child(ws, marker)
+    machine_py = ws.machines / "greet" / "shy" / "machine.py"
+    machine_py.write_text(hiding + machine_py.read_text(), encoding="utf-8")
+    refused = machine_cmd("trust", "greet/shy", "--yes", "--workspace", ws.root)
+    assert refused.returncode == 2, refused.stdout
+    assert "cannot be trusted as it is" in refused.stderr and why in refused.stderr
+    assert machine_cmd("suite", "greet/shy", "--harness", "echo", "--workspace", ws.root).returncode == 2
+    assert not marker.exists()

@@ -118,3 +118,16 @@ def test_writing_a_child_refuses_a_path_outside_its_folder(tmp_path: Path) -> No
     with pytest.raises(ValueError, match="climbs out"):
         write_child(tmp_path / "c", {"../evil.py": "x"})
     assert not (tmp_path / "evil.py").exists() and not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize(
+    "hiding",
+    ["# -*- coding: utf-7 -*-\nx = 1\n", "x = 1  # \x1b[2Kclean\n", "x = '\u202e'\n", "x = 1\ry = 2\n"],
+)
+def test_python_whose_text_is_not_what_runs_is_refused(hiding: str) -> None:
+    read = read_files(f'<file path="rubric.py">\n{hiding}</file>\n<file path="instructions.md">\nok\n</file>')
+    assert "rubric.py" not in read.files and "instructions.md" in read.files
+    assert (
+        read.refused[0].startswith("<file path='rubric.py'> was refused: ")
+        and "plain UTF-8" in read.refused[0]
+    )

@@ -63,7 +63,11 @@ async def test_a_draft_is_vetted_and_written_beside_the_machine_which_is_graded_
     assert (report.criteria, report.judged) == (["upper", "plain"], ["plain"])
     [upper] = report.checks
     assert sorted(s.score for s in upper.samples) == [0.0, 0.0, 0.0, 0.0, 0.0, 1.0]  # "ANN" only
-    assert (tmp_path / "machines" / "shout" / "rubric_draft.py").read_text(encoding="utf-8") == DRAFT
+    mark, written = (
+        (tmp_path / "machines" / "shout" / "rubric_draft.py").read_text(encoding="utf-8").split("\n", 1)
+    )
+    assert written == DRAFT and mark.startswith("# Written by a model as a draft (draft-rubric shout")
+    assert ws.trust.pending("shout")[0].draft and ws.trust.blocking("shout") == []  # shout itself loads
     assert ws.reload("shout").rubric.fingerprint == before
     [asked] = harness.author
     assert "Draft a rubric for shout" in asked.input and "rubric_draft.py" in asked.input

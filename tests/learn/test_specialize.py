@@ -67,6 +67,10 @@ def case(name: str, **extra: object) -> str:
 
 
 TOPICS = "<topic>short names</topic><topic>long names</topic>"
+MARKED = (
+    "# Written by a model (specialize shout (author thinkingmachines/Inkling)): nothing imports this "
+    "file until you trust it with `machine trust shout/loud`.\n"
+)
 
 
 @pytest.fixture
@@ -97,7 +101,8 @@ async def test_a_good_child_is_accepted_first_time_and_its_cases_are_split(
         1.0 if r.output.isupper() else 0.0 for r in map(ws.store.get, report.samples)
     )
     folder = tmp_path / "machines" / "shout" / "loud"
-    assert (folder / "machine.py").read_text(encoding="utf-8") == GOOD_MACHINE
+    written = (folder / "machine.py").read_text(encoding="utf-8")
+    assert written == MARKED + GOOD_MACHINE  # marked as a model's: even without the record, it is refused
     cases = json.loads((folder / "cases.json").read_text(encoding="utf-8"))
     holdout = json.loads((folder / "holdout.json").read_text(encoding="utf-8"))
     assert (len(cases), len(holdout)) == (3, 1) == (report.kept_cases, report.holdout_cases)
@@ -136,7 +141,7 @@ async def test_a_check_that_raises_goes_back_with_the_error_then_the_fix_is_acce
     assert resent.history and "shout/loud" in resent.history[0].content
     assert (tmp_path / "machines" / "shout" / "loud" / "machine.py").read_text(
         encoding="utf-8"
-    ) == GOOD_MACHINE
+    ) == MARKED + GOOD_MACHINE
 
 
 async def test_a_child_that_leaves_its_parent_is_refused_and_nothing_is_written(
@@ -218,7 +223,7 @@ async def test_a_check_that_scores_every_sample_alike_gets_one_second_look(
     else:  # sent back once only: the same files again are accepted, and the report says what is left
         assert report.second_look[-1].startswith("still, after the second look: ")
     written = (tmp_path / "machines" / "shout" / "loud" / "machine.py").read_text(encoding="utf-8")
-    assert written == (GOOD_MACHINE if second == "fixed" else ALIKE)
+    assert written == MARKED + (GOOD_MACHINE if second == "fixed" else ALIKE)
 
 
 async def test_reusing_cases_rewrites_only_the_childs_files(
@@ -235,7 +240,7 @@ async def test_reusing_cases_rewrites_only_the_childs_files(
     report = await specialize(ws, "shout", focus="loud", slug="loud", reuse_cases=True)
     assert report.accepted and report.reused_cases and report.cases == []
     assert len(harness.author) == 1  # the child only: no topics, no cases asked for
-    assert (folder / "machine.py").read_text(encoding="utf-8") == GOOD_MACHINE
+    assert (folder / "machine.py").read_text(encoding="utf-8") == MARKED + GOOD_MACHINE
     assert (folder / "cases.json").read_text(encoding="utf-8") == kept
     assert report.next_steps[-1] == "machine train shout/loud --best-of 4"
 
@@ -294,7 +299,7 @@ async def test_where_nothing_can_be_vetted_the_child_is_kept_unvetted_and_untrus
     assert "kept unvetted" in report.warnings[0] and "not isolated" in report.warnings[0]
     assert (tmp_path / "machines" / "shout" / "loud" / "machine.py").read_text(
         encoding="utf-8"
-    ) == GOOD_MACHINE
+    ) == MARKED + GOOD_MACHINE
     assert report.untrusted == ["machines/shout/loud/machine.py", "machines/shout/loud/rubric.py"]
     with pytest.raises(NotTrusted):
         ws.reload("shout/loud")

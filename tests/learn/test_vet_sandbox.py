@@ -237,3 +237,31 @@ def test_where_the_sandbox_is_not_isolated_no_author_code_runs(root: Path, tmp_p
     assert not vetting.ok and vetting.isolated is False
     assert vetting.problems == [NOT_ISOLATED]
     assert not marker.exists()
+
+
+def test_the_author_sees_the_machines_code_and_none_of_their_cases_or_what_links_lead_to(
+    root: Path, home_secret: Path
+) -> None:
+    wordmath = root / "machines" / "wordmath"
+    (wordmath / "cases.json").write_text('[{"id": "a", "input": "CASE-SECRET"}]')
+    (wordmath / "holdout.json").write_text('[{"id": "b", "input": "HELD-OUT-SECRET"}]')
+    (wordmath / "hidden.json").write_text('{"a": {"files": {"t.py": "HIDDEN-SECRET"}}}')
+    (wordmath / "notes.md").symlink_to(home_secret)
+    attempts = """
+import glob
+def seen():
+    found = glob.glob("/vetting/machines/**", recursive=True)
+    return sorted(os.path.relpath(p, "/vetting/machines") for p in found if os.path.isfile(p))
+def text():
+    return "".join(open(os.path.join("/vetting/machines", p), errors="replace").read() for p in seen())
+attempt("files", seen)
+attempt("read", text)
+"""
+    vetting = vet(root, child(probe_check(attempts)))
+    assert vetting.ok, vetting.problems
+    said = json.dumps(vetting.model_dump())
+    for secret in ("CASE-SECRET", "HELD-OUT-SECRET", "HIDDEN-SECRET", "PRIVATE KEY"):
+        assert secret not in said
+    files = reported(vetting.checks[0].samples[0].reason)["files"]
+    assert "wordmath/machine.py" in files and "wordmath/steps/machine.py" in files
+    assert "json" not in files.replace("model.json", "")

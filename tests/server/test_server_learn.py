@@ -90,7 +90,11 @@ async def test_specialize_writes_the_child_and_its_cases(folder: Folder, tmp_pat
     assert report["kept_cases"] + report["holdout_cases"] == 4, report["cases"]
     assert report["consent"]["how"] == "allowance" and report["budget_usd"] == 1
     child = folder.root / "machines" / "red" / "noted"
-    assert (child / "machine.py").read_text(encoding="utf-8") == CHILD
+    assert (child / "machine.py").read_text(encoding="utf-8").split("\n", 1) == [
+        "# Written by a model (specialize red (author thinkingmachines/Inkling)): nothing imports this file "
+        "until you trust it with `machine trust red/noted`.",
+        CHILD,
+    ]
     written = json.loads((child / "cases.json").read_text()) + json.loads(
         (child / "holdout.json").read_text()
     )

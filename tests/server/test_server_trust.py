@@ -109,3 +109,18 @@ async def test_trusting_needs_the_persons_approval_in_the_form(folder: Folder, t
     assert {f["state"] for f in trusted.structured_content["files"]} == {"trusted"}
     assert not shown.is_error and shown.structured_content["parent"] == "red"
     assert imported(child)  # trusted, it is imported like any machine
+
+
+async def test_code_too_long_for_the_form_is_never_trusted_there(folder: Folder, tmp_path: Path) -> None:
+    server, _ = make_server(folder, allowance=5, script=author_script(tmp_path / "author.json"))
+    asked: list[str] = []
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:
+            child = await specialized(folder, tmp_path, client)
+        rubric = child / "rubric.py"
+        rubric.write_text(rubric.read_text() + "# padding\n" * 3_000 + "print('at the end')\n")
+        async with Client(server, elicitation_callback=answering(True, asked)) as client:
+            refused = await client.call_tool("trust_machine", {"name": "red/noted"})
+    assert refused.is_error and "too long to show in the host's form" in text(refused)
+    assert "machine trust red/noted" in text(refused) and asked == []  # never shown cut, never asked
+    assert imported(child) == []
