@@ -111,7 +111,9 @@ async def run_sandboxed(
             done = await box.exec(argv, timeout_s=limits.timeout_s, max_output=MAX_REPLY_CHARS)
         finally:
             box.remove()
-    return _reported(_outcome(done), limits, box.workdir, process)
+    reported = _reported(_outcome(done), limits, box.workdir, process)
+    reported.ok = not reported.problems
+    return reported
 
 
 COPIED = (".py", ".md")

@@ -10,7 +10,7 @@ not trust (``machine trust``).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import cast
 
@@ -49,18 +49,12 @@ async def vet_child(
     refused += [f"the child has no {name}: write one" for name in REQUIRED_FILES if name not in files]
     if refused:
         return Vetting(ok=False, problems=refused, model=model, seconds=time.monotonic() - started)
-    request = {"parent": parent, "slug": slug, "model": model, "samples": _dumped(samples)}
-    vetting = await run_sandboxed(
-        machines,
-        request,
-        CHILD,
-        sandboxes=sandboxes,
-        limits=Limits(timeout_s, check_timeout_s, memory_bytes),
-        write=lambda copy: write_child(copy / parent / slug, files, model=model),
-    )
-    return cast(Vetting, vetting).model_copy(
-        update={"ok": not vetting.problems, "model": model, "seconds": time.monotonic() - started}
-    )
+    request = {"parent": parent, "slug": slug, "model": model}
+    vetting = await _vetted(
+        machines, request, samples, CHILD, sandboxes, Limits(timeout_s, check_timeout_s, memory_bytes),
+        lambda copy: write_child(copy / parent / slug, files, model=model),
+    )  # fmt: skip
+    return vetting.model_copy(update={"model": model, "seconds": time.monotonic() - started})
 
 
 async def vet_rubric(
@@ -86,22 +80,27 @@ async def vet_rubric(
     def write(copy: Path) -> None:
         (copy / name / DRAFT_FILE).write_text(draft, encoding="utf-8")
 
-    request = {"parent": name, "name": name, "model": None, "samples": _dumped(samples)}
-    vetting = await run_sandboxed(
-        machines,
-        request,
-        DRAFT,
-        sandboxes=sandboxes,
-        limits=Limits(timeout_s, check_timeout_s, memory_bytes),
-        write=write,
-    )
-    return cast(Vetting, vetting).model_copy(
-        update={"ok": not vetting.problems, "seconds": time.monotonic() - started}
-    )
+    request = {"parent": name, "name": name, "model": None}
+    limits = Limits(timeout_s, check_timeout_s, memory_bytes)
+    vetting = await _vetted(machines, request, samples, DRAFT, sandboxes, limits, write)
+    return vetting.model_copy(update={"seconds": time.monotonic() - started})
 
 
-def _dumped(samples: Sequence[Run]) -> list[dict[str, object]]:
-    return [run.model_dump(mode="json") for run in samples]
+async def _vetted(
+    machines: Path,
+    request: Mapping[str, object],
+    samples: Sequence[Run],
+    process: Process,
+    sandboxes: Sandboxes | None,
+    limits: Limits,
+    write: Callable[[Path], None],
+) -> Vetting:
+    """The author's files vetted by ``process`` on a sandboxed copy of ``machines``, with the samples."""
+    dumped = [run.model_dump(mode="json") for run in samples]
+    found = await run_sandboxed(
+        machines, {**request, "samples": dumped}, process, sandboxes=sandboxes, limits=limits, write=write
+    )
+    return cast(Vetting, found)
 
 
 def _check_names(machines: Path, parent: str, slug: str) -> None:

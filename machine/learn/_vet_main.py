@@ -342,8 +342,8 @@ def main(argv: list[str], vet: Callable[[Session], Reported] = vet) -> None:
     except BaseException as error:  # the author's code may have broken anything
         session.problem(f"vetting failed: {describe(error, session.folder)}")
         vetting = session.vetting
-    vetting.problems = list(dict.fromkeys([*session.vetting.problems, *vetting.problems]))
-    vetting.ok = not vetting.problems
+    if vetting is not session.vetting:  # what loading found comes first
+        vetting.problems = [*session.vetting.problems, *vetting.problems]
     session.say(result=vetting.model_dump(mode="json"))
     channel.close()
     sys.stderr.flush()

@@ -10,6 +10,7 @@ the next review of a changed file shows only what changed.
 from __future__ import annotations
 
 import difflib
+import hashlib
 from pathlib import Path
 
 from pydantic import Field
@@ -53,18 +54,27 @@ def _copies(ws: Workspace) -> Path:
     return ws.data_dir / TRUSTED_COPIES
 
 
+def _lines(data: bytes) -> list[str]:
+    return data.decode("utf-8", errors="replace").splitlines(keepends=True)
+
+
 def _text(path: Path) -> list[str]:
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+        return _lines(path.read_bytes())
     except OSError:
         return []
 
 
 def _diff(ws: Workspace, state: FileTrust, last: str | None) -> FileReview:
+    """The file's review, read once: its diff, its hash and whether its text is what Python runs are all
+    of the same bytes, so what is shown is what is trusted."""
     path = ws.machines_dir / state.path
-    name = Path(state.path).name
-    parent = path.parent.parent / name
-    now = _text(path)
+    parent = path.parent.parent / path.name
+    try:
+        data: bytes | None = path.read_bytes()
+    except OSError:
+        data = None  # missing: nothing to trust
+    now = _lines(data) if data is not None else []
     if last is not None and (_copies(ws) / last).is_file():
         before, against, label = _text(_copies(ws) / last), "trusted", f"{state.path} (as trusted)"
     elif parent.is_file() and parent.parent != ws.machines_dir.parent:
@@ -74,13 +84,15 @@ def _diff(ws: Workspace, state: FileTrust, last: str | None) -> FileReview:
         before, against, label = [], None, "/dev/null"
     lines = list(difflib.unified_diff(before, now, fromfile=label, tofile=state.path))
     diff = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    try:
-        hidden = unreviewable(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError:
-        hidden = "it is not UTF-8 text"
-    except OSError:
-        hidden = None  # missing: nothing to trust
-    return FileReview(**state.model_dump(), against=against, diff=diff, unreviewable=hidden)
+    hidden, digest = None, state.sha256
+    if data is not None:
+        digest = hashlib.sha256(data).hexdigest()
+        try:
+            hidden = unreviewable(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            hidden = "it is not UTF-8 text"
+    seen = {**state.model_dump(), "sha256": digest}
+    return FileReview(**seen, against=against, diff=diff, unreviewable=hidden)
 
 
 def _workspace(workspace: str | Path | Workspace | None) -> Workspace:
@@ -91,14 +103,14 @@ def review(name: str, *, workspace: str | Path | Workspace | None = None) -> Tru
     """What a model wrote for machine ``name`` of ``workspace`` (default: ``MACHINE_WORKSPACE``, else the
     current folder), as diffs to read before trusting it."""
     ws = _workspace(workspace)
-    files = ws.trust.files(name)
+    entries = ws.trust.entries(name)
+    files = [ws.trust.state(key, entry) for key, entry in entries.items()]
     if not files:
         if not (ws.machines_dir / name).is_dir():
             raise NotFoundError(f"there is no machine folder machines/{name}")
         raise BadInputError(
             f"no model wrote any file of machine {name!r}: its files are your own, and need no trust"
         )
-    entries = ws.trust.entries()
     return TrustReview(
         machine=name,
         files=[_diff(ws, f, entries[f.path].trusted[-1] if entries[f.path].trusted else None) for f in files],

@@ -7,7 +7,6 @@ are not cached and the hub is out of reach, the caller fails at once, saying wha
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,6 +62,8 @@ def _reachable(endpoint: str) -> bool:
     parts = urlsplit(endpoint)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
+        import socket  # only when a trainer or a local model needs the hub
+
         with socket.create_connection((parts.hostname or "", port), timeout=CONNECT_TIMEOUT_S):
             return True
     except OSError:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,6 @@ KEY_FORMATS = (
     r"(?<=[Bb]earer )[A-Za-z0-9._~+/-]{16,}=*",
 )
 """Keys recognised by their shape wherever they appear, whoever's they are."""
-_KEYS = re.compile("|".join(f"(?:{pattern})" for pattern in KEY_FORMATS), re.S)
 
 _WORDS = "|".join(SECRET_WORDS)
 _NAME = rf"(?P<name>\b(?!(?i:key)\b)(?=[A-Za-z_])[A-Za-z0-9_]*(?i:{_WORDS})[A-Za-z0-9_]*)"
@@ -50,11 +50,17 @@ _VALUE = (
     rf"(?={_CHARS}*[A-Za-z])(?={_CHARS}*[0-9]){_CHARS}{{{MIN_SECRET_CHARS},}})"
     r"(?=$|[\s\"',;&)}\]])"
 )
-ASSIGNMENT = re.compile(_NAME + _SEPARATOR + _VALUE)
-"""A value given to a name that marks a secret: a ``.env`` line or shell export, a quoted JSON or Python
-setting, an upper-case YAML key. Only a value shaped like a key is taken (a letter and a digit in it,
-nothing that code or a path would hold): ``tokens = tokenizer.encode(x)``, ``MAX_TOKENS=100000000``,
-``key=itemgetter(1)`` and ``KEY_FILE=/home/me/key.pem`` are left alone."""
+
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The key formats, and a value given to a name that marks a secret: a ``.env`` line or shell export,
+    a quoted JSON or Python setting, an upper-case YAML key. Only a value shaped like a key is taken (a
+    letter and a digit in it, nothing that code or a path would hold): ``tokens = tokenizer.encode(x)``,
+    ``MAX_TOKENS=100000000``, ``key=itemgetter(1)`` and ``KEY_FILE=/home/me/key.pem`` are left alone.
+    Compiled on first use: only exports and trainings redact, not every command's start."""
+    keys = re.compile("|".join(f"(?:{pattern})" for pattern in KEY_FORMATS), re.S)
+    return keys, re.compile(_NAME + _SEPARATOR + _VALUE)
 
 
 def marks_secret(name: str) -> bool:
@@ -114,9 +120,10 @@ class Redactor:
         if self._values is not None:
             text, n = self._values.subn(lambda m: f"[REDACTED:{self._names[m.group(0)]}]", text)
             self.count += n
-        text, n = _KEYS.subn(MARKER, text)
+        keys, assignment = _patterns()
+        text, n = keys.subn(MARKER, text)
         self.count += n
-        text, n = ASSIGNMENT.subn(lambda m: f"{m['name']}{m['sep']}[REDACTED:{m['name']}]", text)
+        text, n = assignment.subn(lambda m: f"{m['name']}{m['sep']}[REDACTED:{m['name']}]", text)
         self.count += n
         return text
 

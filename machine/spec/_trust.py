@@ -35,6 +35,7 @@ TRUST_FILE = "trust.json"
 MARK = "# Written by a model"
 """How the first line of every Python file a model wrote for a machine starts."""
 _DRAFT_MARK = MARK + " as a draft"
+_MARKED = re.compile(re.escape(MARK) + r"(?P<draft> as a draft)?(?: \((?P<by>.*)\): )?")
 TrustState = Literal["trusted", "untrusted", "changed", "missing"]
 
 
@@ -106,30 +107,30 @@ def unreviewable(text: str) -> str | None:
     return None
 
 
-def mark_line(by: str, machine: str, *, draft: bool = False) -> str:
-    """The first line of a Python file a model wrote: who wrote it, and how to trust it."""
-    head = _DRAFT_MARK if draft else MARK
-    return f"{head} ({by}): nothing imports this file until you trust it with `machine trust {machine}`.\n"
-
-
 def marked(text: str, by: str, machine: str, *, draft: bool = False) -> str:
-    """``text`` as a model's file is written: starting with its marking line."""
-    return mark_line(" ".join(by.split()), machine, draft=draft) + text
+    """``text`` as a model's file is written: starting with its marking line, which says who wrote it and
+    how to trust it."""
+    head = _DRAFT_MARK if draft else MARK
+    said = " ".join(by.split())
+    return (
+        f"{head} ({said}): nothing imports this file until you trust it with `machine trust {machine}`.\n"
+        + text
+    )
 
 
-def marked_by(path: Path) -> tuple[str, bool] | None:
-    """What the marking line of the file at ``path`` says wrote it, and whether it is a draft; None for a
+def _unrecorded(path: Path, key: str) -> Entry | None:
+    """The entry of a file the record does not know whose marking line says a model wrote it; None for a
     file without one."""
     try:
         with path.open("rb") as handle:
             first = handle.readline(1_000).decode("utf-8", "replace")
     except OSError:
         return None
-    if not first.startswith(MARK):
+    found = _MARKED.match(first)
+    if found is None:
         return None
-    said = first[len(MARK) :].strip()
-    draft = first.startswith(_DRAFT_MARK)
-    return said.removeprefix("as a draft").strip().removeprefix("(").split("):", 1)[0] or "a model", draft
+    by = found["by"] or "a model"
+    return Entry(machine=key.rpartition("/")[0], written="", by=by, at="", draft=bool(found["draft"]))
 
 
 def _now() -> str:
@@ -169,9 +170,7 @@ class TrustBook:
     def _write(self, record: _Record) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         ignore = self.path.parent / ".gitignore"
-        if (
-            not ignore.exists()
-        ):  # the record (and the store beside it) is the person's, never the repository's
+        if not ignore.exists():  # the record, and the store beside it, are the person's, not the repository's
             write_atomic(ignore, b"*\n")
         data = json.dumps(record.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
         write_atomic(self.path, data.encode("utf-8"), private=True)
@@ -205,18 +204,17 @@ class TrustBook:
     def entries(self, machine: str | None = None) -> dict[str, Entry]:
         """Every model-written file (of ``machine``) by path relative to the machines folder: the record's
         entries, and the marked files it does not know, never trusted."""
-        found = {k: e for k, e in self._read().files.items() if machine is None or e.machine == machine}
+        recorded = self._read().files
+        found = {k: e for k, e in recorded.items() if machine is None or e.machine == machine}
         folder = self.machines_dir / machine if machine else self.machines_dir
-        paths = folder.glob("*.py") if machine else folder.rglob("*.py")
-        for path in sorted(paths):
+        for path in folder.glob("*.py") if machine else folder.rglob("*.py"):
             try:
                 key = self._key(path)
             except ValueError:  # a link that leads out of the machines folder: never imported from here
                 continue
-            said = marked_by(path) if key not in self._read().files else None
-            if said is not None:
-                owner = key.rpartition("/")[0]
-                found[key] = Entry(machine=owner, written="", by=said[0], at="", draft=said[1])
+            entry = _unrecorded(path, key) if key not in recorded else None
+            if entry is not None:
+                found[key] = entry
         return dict(sorted(found.items()))
 
     def state(self, key: str, entry: Entry) -> FileTrust:
@@ -252,9 +250,7 @@ class TrustBook:
             key = self._key(path)
         except ValueError:
             return None
-        entry = self._read().files.get(key)
-        if entry is None and (said := marked_by(path)) is not None:
-            entry = Entry(machine=key.rpartition("/")[0], written="", by=said[0], at="", draft=said[1])
+        entry = self._read().files.get(key) or _unrecorded(path, key)
         return None if entry is None else self.state(key, entry)
 
     def trust(self, machine: str, reviewed: Mapping[str, str] | None = None) -> list[FileTrust]:

@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from helpers.cli_workspace import Command, WorkspaceFolder
 
-from machine.spec import TRUST_FILE, TrustBook, marked
+from machine.spec import TRUST_FILE
 
 MARKER = "imported.txt"
 """Written beside the workspace by the model-written child when it is imported."""
 
 
-def model_writes_child(ws: WorkspaceFolder) -> Path:
+def model_writes_child(ws: WorkspaceFolder, *, mark: bool = False) -> Path:
     """What specialize does: greet/shy's code recorded as written by a model, then written."""
     marker = ws.root / MARKER
     files = {
-        ws.machines / "greet" / "shy" / "machine.py": f"""\
+        "machine.py": f"""\
 from pathlib import Path
 
 from machine import check, define_child, define_evaluator
@@ -40,18 +40,13 @@ machine = define_child(
     evaluator=define_evaluator(rubric, {{"quiet": check("lower", lambda run: run.output.islower())}}),
 )
 """,
-        ws.machines / "greet" / "shy" / "rubric.py": """\
+        "rubric.py": """\
 from machine import define_rubric
 
 rubric = define_rubric({"quiet": "The reply is in small letters."})
 """,
     }
-    TrustBook(ws.root / ".machine" / TRUST_FILE, ws.machines).record(
-        "greet/shy", files, by="specialize greet (author test/model)"
-    )
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    ws.write_as_model("greet/shy", files, by="specialize greet (author test/model)", mark=mark)
     ws.write_json("machines/greet/shy/cases.json", [{"id": "ann", "input": "greet ann"}])
     return marker
 
@@ -138,26 +133,10 @@ machine = define_machine(
     assert "rubric.py" in shown.stderr and not marker.exists()
 
 
-def write_marked_child(ws: WorkspaceFolder, marker: Path, *, machine_py: str | None = None) -> None:
-    """A child as specialize writes it: recorded, and each file starting with its marking line."""
-    model_writes_child(ws)
-    by = "specialize greet (author test/model)"
-    book = TrustBook(ws.root / ".machine" / TRUST_FILE, ws.machines)
-    files = {}
-    for name in ("machine.py", "rubric.py"):
-        path = ws.machines / "greet" / "shy" / name
-        text = machine_py if machine_py is not None and name == "machine.py" else path.read_text()
-        files[path] = marked(text, by, "greet/shy")
-    book.record("greet/shy", files, by=by)
-    for path, text in files.items():
-        path.write_text(text, encoding="utf-8")
-
-
 def test_the_marking_line_keeps_a_childs_code_untrusted_when_the_record_is_lost(
     ws: WorkspaceFolder, machine_cmd: Command
 ) -> None:
-    marker = ws.root / MARKER
-    write_marked_child(ws, marker)
+    marker = model_writes_child(ws, mark=True)
     assert (ws.root / ".machine" / ".gitignore").read_text() == "*\n"  # the record stays out of git
     suite = ("suite", "greet/shy", "--harness", "echo", "--workspace", ws.root)
     assert machine_cmd("trust", "greet/shy", "--yes", "--workspace", ws.root).returncode == 0
@@ -190,8 +169,7 @@ def test_the_marking_line_keeps_a_childs_code_untrusted_when_the_record_is_lost(
 def test_code_whose_text_is_not_what_python_runs_cannot_be_trusted(
     ws: WorkspaceFolder, machine_cmd: Command, hiding: str, why: str
 ) -> None:
-    marker = ws.root / MARKER
-    write_marked_child(ws, marker)
+    marker = model_writes_child(ws, mark=True)
     machine_py = ws.machines / "greet" / "shy" / "machine.py"
     machine_py.write_text(hiding + machine_py.read_text(), encoding="utf-8")
     refused = machine_cmd("trust", "greet/shy", "--yes", "--workspace", ws.root)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from machine import Run, SQLiteStore
+from machine.spec import TRUST_FILE, TrustBook, marked
 
 RUBRIC_PY = """\
 from machine import define_rubric
@@ -174,6 +175,18 @@ class WorkspaceFolder:
 
     def write_json(self, relative: str, value: Any) -> Path:
         return self.write(relative, json.dumps(value, indent=2))
+
+    def write_as_model(self, machine: str, files: dict[str, str], *, by: str, mark: bool = False) -> None:
+        """What specialize does with a child's code: ``files`` (names in machine ``machine``'s folder)
+        recorded as written by a model, then written (``mark``: starting with the marking line)."""
+        texts = {
+            self.machines / machine / name: marked(text, by, machine) if mark else text
+            for name, text in files.items()
+        }
+        TrustBook(self.root / ".machine" / TRUST_FILE, self.machines).record(machine, texts, by=by)
+        for path, text in texts.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
 
 
 def write_workspace(root: Path) -> WorkspaceFolder:

@@ -4,16 +4,15 @@ code is never imported in this process, and what it would need to run outside ke
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from helpers.bwrap import needs_bubblewrap
 from helpers.cli_workspace import WorkspaceFolder, write_workspace
+from helpers.trust import imported_from
 
 from machine import NotTrusted, open_workspace, run_suite
 from machine.ops._untrusted import stand_in
-from machine.spec import TRUST_FILE, TrustBook
 
 pytestmark = needs_bubblewrap()
 
@@ -54,31 +53,14 @@ rubric = define_rubric({"quiet": "The reply is in small letters.", "kind": "The 
 """
 
 
-def imported_from(folder: Path) -> list[str]:
-    """The modules of this process whose file is in ``folder``."""
-    return [
-        name
-        for name, module in list(sys.modules.items())
-        if Path(getattr(module, "__file__", None) or "/").resolve().is_relative_to(folder.resolve())
-    ]
-
-
 @pytest.fixture
 def folder(tmp_path: Path) -> WorkspaceFolder:
     return write_workspace(tmp_path / "ws")
 
 
 def write_child(ws: WorkspaceFolder, marker: Path, *, extra: str = "", tools: str = "") -> None:
-    files = {
-        ws.machines / "greet" / "shy" / "machine.py": CHILD.format(
-            marker=str(marker), extra=extra, tools=tools
-        ),
-        ws.machines / "greet" / "shy" / "rubric.py": RUBRIC,
-    }
-    TrustBook(ws.root / ".machine" / TRUST_FILE, ws.machines).record("greet/shy", files, by="a test model")
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    machine_py = CHILD.format(marker=str(marker), extra=extra, tools=tools)
+    ws.write_as_model("greet/shy", {"machine.py": machine_py, "rubric.py": RUBRIC}, by="a test model")
     ws.write_json(
         "machines/greet/shy/cases.json",
         [{"id": "one", "input": "hello there"}, {"id": "two", "input": "HELLO"}],

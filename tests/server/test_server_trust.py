@@ -5,7 +5,6 @@ allowance or a client that cannot ask), and only then does it load like any mach
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import anyio
 from helpers.bwrap import needs_bubblewrap
 from helpers.learn_server import author_script
 from helpers.server_workspace import Folder, make_server
+from helpers.trust import imported_from
 from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult
 
@@ -26,15 +26,6 @@ REHEARSE = {"name": "red/noted", "budget_usd": 1}
 
 def text(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
-
-
-def imported(folder: Path) -> list[str]:
-    """Modules of this process (the server's too) loaded from ``folder``."""
-    return [
-        name
-        for name, module in list(sys.modules.items())
-        if Path(getattr(module, "__file__", None) or "/").resolve().is_relative_to(folder.resolve())
-    ]
 
 
 def answering(approve: bool, asked: list[str]) -> Any:
@@ -82,7 +73,7 @@ async def test_an_untrusted_child_is_listed_refused_and_rehearsed_only_in_the_sa
     finally:
         store.close()
     assert all(reason.endswith("(graded in the sandbox)") for reason in reasons), reasons
-    assert imported(child) == [], "the child's code was imported outside the sandbox"
+    assert imported_from(child) == [], "the child's code was imported outside the sandbox"
 
 
 async def test_trusting_needs_the_persons_approval_in_the_form(folder: Folder, tmp_path: Path) -> None:
@@ -108,7 +99,7 @@ async def test_trusting_needs_the_persons_approval_in_the_form(folder: Folder, t
     assert not trusted.is_error, text(trusted)
     assert {f["state"] for f in trusted.structured_content["files"]} == {"trusted"}
     assert not shown.is_error and shown.structured_content["parent"] == "red"
-    assert imported(child)  # trusted, it is imported like any machine
+    assert imported_from(child)  # trusted, it is imported like any machine
 
 
 async def test_code_too_long_for_the_form_is_never_trusted_there(folder: Folder, tmp_path: Path) -> None:
@@ -123,4 +114,4 @@ async def test_code_too_long_for_the_form_is_never_trusted_there(folder: Folder,
             refused = await client.call_tool("trust_machine", {"name": "red/noted"})
     assert refused.is_error and "too long to show in the host's form" in text(refused)
     assert "machine trust red/noted" in text(refused) and asked == []  # never shown cut, never asked
-    assert imported(child) == []
+    assert imported_from(child) == []
