@@ -24,8 +24,7 @@ import anyio
 from machine.clients import _local_models
 from machine.clients._local_train_data import TrainSequence
 from machine.clients.local_trainer import LocalTrainer
-from machine.learn import StepMetrics, TrainExample, TrainSettings
-from machine.runs import Budget
+from machine.runs import Budget, StepMetrics, TrainExample, TrainSettings
 
 TOPICS = ["the sea", "a cat", "bread", "rain", "music", "a tree", "the moon", "coffee", "snow", "a book"]
 

@@ -35,7 +35,7 @@ import anyio
 
 from machine import open_workspace
 from machine.learn import Specialization, specialize
-from machine.learn._vet import vet_child
+from machine.learn.specialize.vetting import vet_child
 from machine.sandboxes import LocalSandbox, bubblewrap
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,6 +70,7 @@ TEST = (
     "import unittest\n\nfrom calc import {name}\n\n\nclass T(unittest.TestCase):\n"
     "    def test_it(self):\n        self.assertEqual({name}({x}), {want})\n"
 )
+VETTING = "machine.learn.specialize.vetting._main"
 
 
 def case(k: int) -> dict[str, Any]:
@@ -154,7 +155,7 @@ def vet_plain(root: Path) -> float:
         }
         (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
         done = subprocess.run(
-            [sys.executable, "-P", "-m", "machine.learn._vet_main", str(folder / "request.json")],
+            [sys.executable, "-P", "-m", VETTING, str(folder / "request.json")],
             cwd=folder, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, capture_output=True, timeout=60,
             check=True,
         )  # fmt: skip

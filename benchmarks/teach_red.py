@@ -26,8 +26,9 @@ from pathlib import Path
 import anyio
 
 from machine import Workspace, open_workspace, run_suite
-from machine.learn import StepMetrics, TrainSettings, train
+from machine.learn import TrainOptions, train
 from machine.ops import make_trainer
+from machine.runs import StepMetrics
 
 REPO = Path(__file__).resolve().parents[1]
 RED = REPO / "machines" / "red"
@@ -103,19 +104,16 @@ def main() -> None:
         teach(root, args.pairs)
         ws = open_workspace(root, harness="local")
         modules = args.target_modules.split(",") if args.target_modules else None
-        settings = TrainSettings(
-            base_model="", epochs=args.epochs, learning_rate=args.lr, batch_size=args.batch_size,
-            rank=args.rank, target_modules=modules,
+        chosen = TrainOptions(
+            epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, rank=args.rank,
+            target_modules=modules, any_model=True, best_of=1, trials=args.trials,
         )  # fmt: skip
         started = time.monotonic()
         candidate = anyio.run(
             lambda: train(
                 ws,
                 "red",
-                any_model=True,
-                best_of=1,
-                trials=args.trials,
-                settings=settings,
+                chosen,
                 make_trainer=make_trainer,
                 on_step=step_line,
             )

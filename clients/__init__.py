@@ -1,17 +1,27 @@
-"""Harnesses: the agent loops that talk to models or replay them.
+"""Harnesses, the agent loops that talk to models or replay them, and trainers, which fine-tune them.
 
 ``echo`` and ``scripted`` run here with no model; ``local`` runs a model in this process (any
 ``local:...`` model id picks it when no harness is named); the remote harnesses need a key; ``opencode``
 and ``pi`` run the agent loop in those programs, with the run's tools served to them from this process.
+Trainers (``tinker``, ``local``) are found by name in ``TRAINERS`` (``trainers``).
 """
 
 from __future__ import annotations
 
+# Imported by its path (``import clients`` from the repository root), this folder would load its modules
+# a second time beside those of machine.clients, with a second copy of each class.
+if __name__ != "machine.clients":
+    raise ImportError(
+        f"{__name__!r} is the folder of machine.clients, imported by its path: import machine.clients"
+    )
+
 import os
 from pathlib import Path
 
-from machine.errors import BadInputError
+from machine.errors import BadInputError, Fix
 from machine.runs import LOCAL, Harness
+
+from .trainers import TRAINERS, TrainerEntry, TrainerRequest, default_trainer_name, make_trainer
 
 HARNESSES = ("echo", "scripted", "tinker", "openrouter", "openai", "opencode", "pi", "local")
 
@@ -42,7 +52,7 @@ def make_harness(
         return EchoHarness()
     if name == "scripted":
         if script is None:
-            raise BadInputError("the scripted harness needs a script: pass --script PATH")
+            raise BadInputError("the scripted harness needs a script", fixes=[Fix("script", "PATH")])
         from .scripted import ScriptedHarness
 
         return ScriptedHarness(script)
@@ -63,4 +73,13 @@ def make_harness(
     return ChatCompletionsHarness(endpoint_for(name, base_url=base_url))
 
 
-__all__ = ["HARNESSES", "default_harness_name", "make_harness"]
+__all__ = [
+    "HARNESSES",
+    "TRAINERS",
+    "TrainerEntry",
+    "TrainerRequest",
+    "default_harness_name",
+    "default_trainer_name",
+    "make_harness",
+    "make_trainer",
+]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from machine.errors import BadInputError, HarnessError
+from machine.errors import BadInputError, Fix, HarnessError
 from machine.runs import TINKER_PRICES
 
 from .chat import OPENROUTER_URL, TINKER_SERVICE
@@ -46,7 +46,8 @@ def route_model(model: str, *, harness: str, base_url: str | None = None) -> Rou
         if not os.environ.get("TINKER_API_KEY"):
             raise HarnessError(
                 f"the {harness} harness runs Tinker models with TINKER_API_KEY: set it "
-                "(export TINKER_API_KEY=...), or pass --base-url URL for another OpenAI-compatible endpoint"
+                "(export TINKER_API_KEY=...)",
+                fixes=[Fix("base_url", "URL", "for another OpenAI-compatible endpoint")],
             )
         service = os.environ.get("TINKER_BASE_URL", TINKER_SERVICE).rstrip("/")
         return Route("tinker", model.removeprefix("tinker/"), f"{service}/oai/api/v1", "TINKER_API_KEY")
@@ -61,7 +62,8 @@ def route_model(model: str, *, harness: str, base_url: str | None = None) -> Rou
     provider, slash, rest = model.partition("/")
     if not slash or not provider or not rest:
         raise BadInputError(
-            f"the {harness} harness cannot tell who serves {model!r}: give a Tinker id, openrouter/<id>, one "
-            f"of {harness}'s own provider/model ids, or pass --base-url URL for an OpenAI-compatible endpoint"
+            f"the {harness} harness cannot tell who serves {model!r}: give a Tinker id, openrouter/<id> or "
+            f"one of {harness}'s own provider/model ids",
+            fixes=[Fix("base_url", "URL", "for an OpenAI-compatible endpoint")],
         )
     return Route(provider, rest)

@@ -103,7 +103,7 @@ class LocalHarness:
         """Run the request's agent loop on its local model."""
         loaded = await self.model(request.model, request.root)
         if request.effort is not None:
-            note_once("effort", "the local harness ignores --effort: local models have no reasoning effort")
+            note_once("effort", "the local harness ignores the reasoning effort: local models have none")
         temperature = self.temperature if request.temperature is None else request.temperature
         if temperature < 0:
             raise BadInputError(f"temperature {temperature} is below 0; give 0 (greedy) or more")

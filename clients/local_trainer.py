@@ -26,8 +26,7 @@ import anyio
 import anyio.to_thread
 
 from machine.errors import BadInputError, MachineError, TrainingError
-from machine.learn import Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings
-from machine.runs import Budget, confined
+from machine.runs import Budget, Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings, confined
 
 from ._local_models import LocalModel, load, portable
 from ._local_train_data import Renderer, TrainSequence, end_of_turn, render, renderer_name, truncated

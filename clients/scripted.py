@@ -22,7 +22,7 @@ import anyio
 import anyio.lowlevel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from machine.errors import HarnessError
+from machine.errors import Fix, HarnessError
 from machine.runs import HarnessRequest, HarnessResult, Message, ToolCall, Turn, Usage, run_loop
 
 
@@ -69,7 +69,8 @@ def load_script(path: str | Path) -> Script:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise HarnessError(f"script {path} does not exist; pass --script PATH to a script file") from None
+        missing = Fix("script", "PATH", "naming a script file that exists")
+        raise HarnessError(f"script {path} does not exist", fixes=[missing]) from None
     except json.JSONDecodeError as error:
         raise HarnessError(f"script {path} is not valid JSON: {error}") from None
     try:

@@ -35,14 +35,16 @@ __all__ = [
 @dataclass(frozen=True)
 class Fix:
     """What gets past an error: an ``argument`` of the operation (``force``, a switch; or ``budget`` with an
-    example ``value``), or another ``operation`` on the ``machine`` to do first (``suite``); ``purpose``
-    says what it does ("to commit it anyway", "makes some")."""
+    example ``value``), or another ``operation`` on the ``machine`` to do first (``suite``), given the
+    ``arguments`` (``(("trials", "4"),)``; a value of None is a switch); ``purpose`` says what it does
+    ("to commit it anyway", "makes some")."""
 
     argument: str = ""
     value: str | None = None
     purpose: str = ""
     operation: str = ""
     machine: str = ""
+    arguments: tuple[tuple[str, str | None], ...] = ()
 
 
 PYTHON_OPERATIONS = {
@@ -50,17 +52,30 @@ PYTHON_OPERATIONS = {
     "run": "handle.run(input)",
     "propose": "handle.propose(model=...)",
     "record": "handle.update()",
+    "train": "handle.train()",
     "trust": "machine.trust({machine!r})",
+    "runs": "handle.workspace.store.runs(handle.name)",
 }
 """How a Python caller does each operation a fix can name (``handle = machine.load(name)``)."""
 
 
 def python_spelling(fix: Fix) -> str:
-    """``force=True``, ``budget=2.5``, ``harness='echo'``, ``handle.suite()``: how a Python caller does it."""
+    """``force=True``, ``budget=2.5``, ``harness='echo'``, ``handle.suite(trials=4)``: how a Python caller
+    does it."""
     if fix.operation:
-        spelt = PYTHON_OPERATIONS.get(fix.operation, fix.operation)
-        return f"`{spelt.format(machine=fix.machine or 'NAME')}`"
+        spelt = PYTHON_OPERATIONS.get(fix.operation, f"handle.{fix.operation}()")
+        return f"`{_with_keywords(spelt.format(machine=fix.machine or 'NAME'), fix.arguments)}`"
     return f"pass {fix.argument}={_python_value(fix.value)}"
+
+
+def _with_keywords(call: str, arguments: Sequence[tuple[str, str | None]]) -> str:
+    """``call`` with ``arguments`` as its keywords, in place of the example ones (``model=...``)."""
+    if not arguments:
+        return call
+    head, _, inside = call.partition("(")
+    kept = [part for part in inside.removesuffix(")").split(", ") if part and "=" not in part]
+    given = [f"{name}={_python_value(value)}" for name, value in arguments]
+    return f"{head}({', '.join([*kept, *given])})"
 
 
 def _python_value(value: str | None) -> str:
@@ -74,10 +89,16 @@ def _python_value(value: str | None) -> str:
 
 
 def plain_spelling(fix: Fix) -> str:
-    """``give judge model MODEL``: a fix in words, for text any face may show (a grader's reason)."""
+    """``give judge model MODEL``, ``suite red with trials 4``: a fix in words, for text any face may show
+    (a grader's reason, a report's next steps)."""
     if fix.operation:
-        return f"{fix.operation} {fix.machine}".strip()
-    return f"give {fix.argument.replace('_', ' ')}" + (f" {fix.value}" if fix.value is not None else "")
+        given = ", ".join(_words(name, value) for name, value in fix.arguments)
+        return f"{fix.operation} {fix.machine}".strip() + (f" with {given}" if given else "")
+    return f"give {_words(fix.argument, fix.value)}"
+
+
+def _words(argument: str, value: str | None) -> str:
+    return argument.replace("_", " ") + (f" {value}" if value is not None else "")
 
 
 class MachineError(Exception):

@@ -1,6 +1,13 @@
 """Sandboxes: where a run's tools act, and the standard tools that act there."""
 
-from machine.runs._project import final_files
+# Imported by its path (``import sandboxes`` from the repository root), this folder would load its modules
+# a second time beside those of machine.sandboxes, with a second copy of each class.
+if __name__ != "machine.sandboxes":
+    raise ImportError(
+        f"{__name__!r} is the folder of machine.sandboxes, imported by its path: import machine.sandboxes"
+    )
+
+from machine.runs import final_files
 
 from ._hidden_tests import HiddenTests, hidden_tests
 from ._local import ExecResult, IsolationReport, Limits, LocalSandbox, Mount, SandboxEscape, bubblewrap

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from machine.errors import MachineError
-from machine.runs import CriterionScore, Run
-from machine.runs._project import TEST_NAME, alone, final_files, runner_outcome
+from machine.runs import TEST_NAME, CriterionScore, Run, alone, final_files, runner_outcome
 
 from ._local import LocalSandbox
 

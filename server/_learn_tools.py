@@ -9,45 +9,49 @@ No ``from __future__ import annotations`` here: the SDK reads the tools' resolve
 """
 
 from collections.abc import Awaitable
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import Field
 
 from machine.errors import MachineError
-from machine.learn import Optimization, Specialization, TrainSettings, optimize, specialize, train
-from machine.ops import make_trainer
-from machine.spec import DEFAULT_MIN_Z
+from machine.learn import (
+    Optimization,
+    OptimizeOptions,
+    Specialization,
+    SpecializeOptions,
+    TrainOptions,
+    optimize,
+    specialize,
+    train,
+)
+from machine.ops import make_trainer, plan_learning
 from machine.versions import Candidate
 from machine.workspace import Workspace, folder_cases_file
 
 from ._bounds import CasesFile, Focus, HarnessName, MachineName, ModelId, RecordId, Slug, TrainerName
+from ._options import option_arguments, options_of
 from ._results import Approval, NotAsked, OptimizeResult, SpecializeResult, TrainResult
-from ._service import MAX_TRIALS, OnRun, can_elicit, tool_error, usd
+from ._service import OnRun, can_elicit, tool_error, usd
 from ._tools import USD, service
-
-MAX_CASES = 100
-MAX_RETRIES = 5
-MAX_ROUNDS = 10
-MAX_CANDIDATES = 8
-MAX_SAMPLES = 20
-MAX_EPOCHS = 20
-MAX_TIMEOUT_S = 600.0
-CONCURRENCY = 4
-"""Runs at once, as the command's default: a tool's caller does not choose it."""
 
 SPECIALIZE_ARGUMENTS = ("budget_usd", "slug", "model", "author_model", "harness")
 OPTIMIZE_ARGUMENTS = ("budget_usd", "cases", "holdout", "model", "optimizer_model", "harness")
 TRAIN_ARGUMENTS = ("budget_usd", "trainer", "resume", "harness")
 
-Count = Annotated[int, Field(ge=1)]
-Module = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.]+$", max_length=100)]
+
+def _asked(question: str, plan: str = "") -> Elicit[Approval]:
+    return Elicit(f"{question}{plan} Allow it?", Approval)
 
 
-def _asked(question: str) -> Elicit[Approval]:
-    return Elicit(f"{question} Allow it?", Approval)
+def _planned(ws: Workspace, operation: str, name: str, **fields: Any) -> str:
+    """The operation's plan as the form shows it, after the question (empty when it cannot be planned:
+    the tool itself then refuses the call)."""
+    try:
+        return f" The plan: {plan_learning(ws, operation, name, **fields).describe()}."
+    except MachineError:
+        return ""
 
 
 def _askable(
@@ -98,10 +102,15 @@ async def ask_specialize(
     return _asked(
         f"Specialize machine {parent!r} for {focus.strip()!r}: the author machine ({author}) writes "
         f"{child}, {writes}, into the workspace (nothing is committed to git), spending at most "
-        f"{usd(ws.budget.usd or 0.0)}."
-    )
+        f"{usd(ws.budget.usd or 0.0)}.",
+        _planned(
+            ws, "specialize", parent, focus=focus, slug=slug, author_model=author_model, cases=cases,
+            reuse_cases=reuse_cases,
+        ),
+    )  # fmt: skip
 
 
+@option_arguments(SpecializeOptions)
 async def specialize_machine(
     parent: MachineName,
     focus: Focus,
@@ -111,12 +120,8 @@ async def specialize_machine(
     slug: Slug | None = None,
     model: ModelId | None = None,
     author_model: ModelId | None = None,
-    cases: Annotated[int, Field(ge=1, le=MAX_CASES)] = 12,
-    holdout_share: Annotated[float, Field(ge=0, lt=1)] = 0.25,
-    retries: Annotated[int, Field(ge=0, le=MAX_RETRIES)] = 2,
-    reuse_cases: bool = False,
-    timeout_s: Annotated[float, Field(ge=1, le=MAX_TIMEOUT_S)] = 60.0,
     harness: HarnessName | None = None,
+    **options: Any,
 ) -> SpecializeResult:
     """Have the author machine write PARENT/SLUG, a child of `parent` for `focus`, and `cases` checked
     cases (split into cases.json and holdout.json by `holdout_share`), spending at most `budget_usd`
@@ -129,12 +134,13 @@ async def specialize_machine(
         raise ToolError("focus is empty: say what the child specializes in, e.g. 'timezone bugs'")
     state = service(ctx)
     ws = state.spending(parent, budget_usd, None, harness, SPECIALIZE_ARGUMENTS, own_model=False)
+    chosen = options_of(
+        SpecializeOptions, SPECIALIZE_ARGUMENTS, focus=focus, slug=slug, model=model,
+        author_model=author_model, **options,
+    )  # fmt: skip
 
     def work(_on_run: OnRun) -> Awaitable[Specialization]:
-        return specialize(
-            ws, parent, focus=focus, slug=slug, model=model, author_model=author_model, cases=cases,
-            holdout_share=holdout_share, retries=retries, reuse_cases=reuse_cases, timeout_s=timeout_s,
-        )  # fmt: skip
+        return specialize(ws, parent, chosen)
 
     what = f"specialize {parent!r} (at most {usd(ws.budget.usd or 0.0)})"
     report, info = await state.spend(
@@ -174,8 +180,12 @@ async def ask_optimize(
         f"Optimize machine {name!r}: ask the optimizer machine for {candidates} rewrites of its "
         f"instructions in each of {rounds} rounds, shown the cases of {shown}; measure each on them "
         f"({trials} trials a case) and {unseen}; and write one measured better to instructions.md as a "
-        f"pending candidate (nothing is committed), spending at most {usd(ws.budget.usd or 0.0)}."
-    )
+        f"pending candidate (nothing is committed), spending at most {usd(ws.budget.usd or 0.0)}.",
+        _planned(
+            ws, "optimize", name, trials=trials, rounds=rounds, candidates=candidates, cases=cases,
+            holdout=holdout, model=model,
+        ),
+    )  # fmt: skip
 
 
 def optimize_files(
@@ -191,23 +201,18 @@ def optimize_files(
     return shown, held.name
 
 
+@option_arguments(OptimizeOptions, leave=("concurrency",))
 async def optimize_machine(
     name: MachineName,
     budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_optimize)],
-    trials: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = 3,
-    rounds: Annotated[int, Field(ge=1, le=MAX_ROUNDS)] = 2,
-    candidates: Annotated[int, Field(ge=1, le=MAX_CANDIDATES)] = 2,
-    min_z: Annotated[float, Field(ge=0)] = DEFAULT_MIN_Z,
     cases: CasesFile | None = None,
     holdout: CasesFile | None = None,
     optimizer_model: ModelId | None = None,
-    allow_overlap: bool = False,
-    pass_score: float = 1.0,
-    seed: int = 0,
     model: ModelId | None = None,
     harness: HarnessName | None = None,
+    **options: Any,
 ) -> OptimizeResult:
     """Ask the optimizer machine for rewrites of the machine's instructions and keep one only if it scores
     higher on the cases and on the held-out cases too (each by `min_z` standard errors, on enough cases),
@@ -222,13 +227,13 @@ async def optimize_machine(
         optimize_files(ws, name, cases, holdout)  # by name in its folder, never a path elsewhere
     except MachineError as error:
         raise tool_error(error, accepts=OPTIMIZE_ARGUMENTS) from error
+    chosen = options_of(
+        OptimizeOptions, OPTIMIZE_ARGUMENTS, cases=cases, holdout=holdout, optimizer_model=optimizer_model,
+        model=model, **options,
+    )  # fmt: skip
 
     def work(on_run: OnRun) -> Awaitable[Optimization]:
-        return optimize(
-            ws, name, trials=trials, rounds=rounds, candidates=candidates, min_z=min_z, cases=cases,
-            holdout=holdout, optimizer_model=optimizer_model, model=model, concurrency=CONCURRENCY,
-            pass_score=pass_score, allow_overlap=allow_overlap, seed=seed, on_run=on_run,
-        )  # fmt: skip
+        return optimize(ws, name, chosen, on_run=on_run)
 
     what = f"optimize {name!r} (at most {usd(ws.budget.usd or 0.0)})"
     result, info = await state.spend(
@@ -244,7 +249,9 @@ async def ask_train(
     name: str,
     budget_usd: USD,
     samples: int,
+    trials: int,
     trainer: str | None,
+    resume: str | None,
     harness: str | None,
     ctx: Context,
 ) -> Elicit[Approval] | NotAsked:
@@ -256,33 +263,21 @@ async def ask_train(
     return _asked(
         f"Train machine {name!r}: {sampling}fine-tune its model on its good runs with {who} and measure "
         "the checkpoint on holdout.json, proposing it as a pending candidate (the live version is "
-        f"unchanged), spending at most {usd(ws.budget.usd or 0.0)}."
+        f"unchanged), spending at most {usd(ws.budget.usd or 0.0)}.",
+        _planned(ws, "train", name, samples=samples, trials=trials, resume=resume),
     )
 
 
+@option_arguments(TrainOptions, leave=("concurrency", "effort"))
 async def train_machine(
     name: MachineName,
     budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_train)],
-    samples: Annotated[int, Field(ge=0, le=MAX_SAMPLES)] = 0,
-    trials: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = 3,
-    best_of: Count = 2,
-    min_score: float = 1.0,
-    epochs: Annotated[int, Field(ge=1, le=MAX_EPOCHS)] = 1,
-    lr: Annotated[float | None, Field(gt=0)] = None,
-    rank: Annotated[int | None, Field(ge=1)] = None,
-    max_length: Annotated[int | None, Field(ge=2)] = None,
-    batch_size: Count = 8,
-    lora_alpha: Annotated[int | None, Field(ge=1)] = None,
-    lora_dropout: Annotated[float | None, Field(ge=0, lt=1)] = None,
-    target_modules: Annotated[list[Module] | None, Field(min_length=1, max_length=50)] = None,
-    any_model: bool = False,
     trainer: TrainerName | None = None,
     resume: RecordId | None = None,
-    min_z: Annotated[float, Field(ge=0)] = DEFAULT_MIN_Z,
-    pass_score: float = 1.0,
     harness: HarnessName | None = None,
+    **options: Any,
 ) -> TrainResult:
     """Fine-tune the machine's model on its good runs (sampling `samples` more of each case first), then
     measure the checkpoint against the live version on holdout.json: a pending candidate, which commit
@@ -293,19 +288,10 @@ async def train_machine(
     report."""
     state = service(ctx)
     ws = state.spending(name, budget_usd, None, harness, TRAIN_ARGUMENTS)
-    settings = TrainSettings(
-        base_model="", epochs=epochs, learning_rate=lr, rank=rank, max_length=max_length,
-        batch_size=batch_size, effort=None if ws.effort is None else ws.effort.value,
-        lora_alpha=lora_alpha, lora_dropout=lora_dropout, target_modules=target_modules,
-    )  # fmt: skip
+    chosen = options_of(TrainOptions, TRAIN_ARGUMENTS, resume=resume, **options)
 
     def work(on_run: OnRun) -> Awaitable[Candidate]:
-        return train(
-            ws, name, samples=samples, trials=trials, best_of=best_of, min_score=min_score,
-            settings=settings, any_model=any_model, min_z=min_z, trainer=trainer,
-            make_trainer=make_trainer, resume=resume, concurrency=CONCURRENCY, pass_score=pass_score,
-            on_run=on_run,
-        )  # fmt: skip
+        return train(ws, name, chosen, trainer=trainer, make_trainer=make_trainer, on_run=on_run)
 
     what = f"train {name!r} (at most {usd(ws.budget.usd or 0.0)})"
     candidate, info = await state.spend(

@@ -16,6 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from machine.errors import CommitRefused, ConsentRequired, Fix, MachineError, UnknownPriceError
 from machine.ops import (
+    SPENDING_LOG,
     Consent,
     MachineInfo,
     Spend,
@@ -23,8 +24,8 @@ from machine.ops import (
     SuitePlan,
     TrustReview,
     describe,
+    harness_for,
     list_machines,
-    make_harness,
     open_workspace,
     plan_suite,
     stand_in,
@@ -48,6 +49,7 @@ ARGUMENTS = {"budget": "budget_usd"}
 TOOLS = {
     "suite": "the rehearse tool",
     "trust": "the person reviewing it and trusting it (the trust_machine tool asks them)",
+    "runs": "the recent_runs tool",
 }
 """The tool for each operation a fix can name (the others have no tool)."""
 CHANGE_NOTE = (
@@ -62,13 +64,19 @@ def tool_error(error: MachineError, accepts: Collection[str] = ()) -> ToolError:
 
     def spell(fix: Fix) -> str | None:
         if fix.operation:
-            return TOOLS.get(fix.operation)
-        argument = ARGUMENTS.get(fix.argument, fix.argument)
-        if argument not in accepts:
+            tool = TOOLS.get(fix.operation)
+            given = ", ".join(_argument(name, value) for name, value in fix.arguments)
+            return f"{tool} with {given}" if tool and given else tool
+        if ARGUMENTS.get(fix.argument, fix.argument) not in accepts:
             return None
-        return f"call again with {argument}: {'true' if fix.value is None else fix.value}"
+        return f"call again with {_argument(fix.argument, fix.value)}"
 
     return ToolError(error.explain(spell))
+
+
+def _argument(name: str, value: str | None) -> str:
+    """``budget_usd: 2.5``, ``force: true``: an argument as a tool call gives it."""
+    return f"{ARGUMENTS.get(name, name)}: {'true' if value is None else value}"
 
 
 def can_elicit(ctx: Context) -> bool:
@@ -96,7 +104,7 @@ class Service:
         policy: SpendingPolicy | None,
     ) -> None:
         self.ws = workspace if isinstance(workspace, Workspace) else open_workspace(workspace)
-        self.policy = policy or SpendingPolicy.from_env(self.ws.data_dir / "spending.jsonl")
+        self.policy = policy or SpendingPolicy.from_env(self.ws.data_dir / SPENDING_LOG)
         self.harness = harness
         self.script = str(script) if script is not None else None
         self.lock = anyio.Lock()
@@ -194,9 +202,9 @@ class Service:
         try:
             amount = self.policy.check_amount(budget_usd)
             chosen = harness or self.harness
-            own = (spec or self.ws.load(name)).model if own_model and not chosen and not model else None
-            runs_model = None if chosen else model or own
-            made = make_harness(chosen, script=self.script, model=runs_model)
+            if own_model and not (chosen or model):  # the machine's own model picks the harness
+                model = (spec or self.ws.load(name)).model
+            made = harness_for(self.ws, harness=chosen, model=model, script=self.script)
             return self.ws.using(budget=Budget(amount), harness=made)
         except MachineError as error:
             raise tool_error(error, accepts=accepts) from error

@@ -25,6 +25,9 @@ MAX_QUESTION = 20_000
 """The longest question the host's form is asked: a review that would not fit is never cut (the person
 would approve what they were not shown); it is refused, naming the command that shows it all."""
 _REVIEWED = "machine.trust.reviewed"
+IN_A_TERMINAL = "`machine trust {name}` in a terminal"
+"""Where the person trusts what this host cannot show them or ask them about: the one command the server
+names, because the fix lies outside the host, with the person (tests/test_messages.py allows it)."""
 
 
 def trust_question(shown: TrustReview) -> str:
@@ -73,7 +76,7 @@ async def trust_machine(
     if len(trust_question(shown)) > MAX_QUESTION:
         raise ToolError(
             f"what a model wrote for {name!r} is too long to show in the host's form, so it cannot be "
-            f"trusted here: the person can review it all with `machine trust {name}` in a terminal"
+            f"trusted here: the person can review it all with {IN_A_TERMINAL.format(name=name)}"
         )
     _consented(consent, name)
     asked = state.reviews.pop(name, None)
@@ -99,7 +102,7 @@ def _consented(outcome: Any, name: str) -> None:
     if isinstance(outcome, AcceptedElicitation):  # not asked: the client cannot ask the person
         raise ToolError(
             f"trusting the code of {name!r} needs the person, and this client cannot ask them (it does not "
-            f"support elicitation): they can run `machine trust {name}` in a terminal"
+            f"support elicitation): they can run {IN_A_TERMINAL.format(name=name)}"
         )
     action = getattr(outcome, "action", "declined")
     raise ToolError(f"the person declined ({action}): the code of {name!r} was not trusted")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from machine.clients.tool_server import loopback_security, new_token
-from machine.errors import BadInputError
+from machine.errors import BadInputError, Fix
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
@@ -139,7 +139,10 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except socket.gaierror as error:
-        raise BadInputError(f"--host {host} is not an address of this machine ({error.strerror})") from None
+        raise BadInputError(
+            f"host {host} is not an address of this machine ({error.strerror})",
+            fixes=[Fix("host", "ADDRESS", "(one of this machine)")],
+        ) from None
     listening = socket.socket(family, kind, proto)
     try:
         listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -148,12 +151,12 @@ def bind(host: str, port: int) -> socket.socket:
         listening.close()
         if error.errno == errno.EADDRINUSE:
             raise BadInputError(
-                f"{shown} is already in use (another server listens there): pass --port with a free "
-                "port, or --port 0 to pick one"
+                f"{shown} is already in use (another server listens there)",
+                fixes=[Fix("port", "PORT", "(a free one)"), Fix("port", "0", "to pick one")],
             ) from None
         raise BadInputError(
-            f"cannot listen on {shown} ({error.strerror or error}): pass --host with an address of this "
-            "machine and --port with a port you may use"
+            f"cannot listen on {shown} ({error.strerror or error})",
+            fixes=[Fix("host", "ADDRESS", "(one of this machine)"), Fix("port", "PORT", "(one you may use)")],
         ) from None
     listening.set_inheritable(False)
     return listening

@@ -34,3 +34,20 @@ def test_a_face_without_the_argument_leaves_that_fix_out() -> None:
 def test_plain_words_for_text_any_face_shows() -> None:
     assert plain_spelling(Fix("judge_model", "MODEL")) == "give judge model MODEL"
     assert MachineError("plain").explain(plain_spelling) == "plain"
+
+
+def test_an_operation_with_arguments_is_spelt_by_every_face() -> None:
+    from machine.cli._options import cli_spelling
+    from machine.server._service import tool_error
+
+    suite = Fix(operation="suite", machine="red", arguments=(("trials", "4"),), purpose="to measure it")
+    again = Fix(operation="propose", machine="red", arguments=(("model", "m1"), ("base_model", "b")))
+    assert python_spelling(suite) == "`handle.suite(trials=4)`"
+    assert python_spelling(again) == "`handle.propose(model='m1', base_model='b')`"
+    assert plain_spelling(suite) == "suite red with trials 4"
+    assert plain_spelling(again) == "propose red with model m1, base model b"
+    assert cli_spelling(suite) == "`machine suite red --trials 4`"
+    assert cli_spelling(again) == "`machine propose red --model m1 --price-as b`"  # in place of MODEL
+    assert cli_spelling(Fix("script", "PATH")) == "pass --script PATH"
+    error = MachineError("too few runs", fixes=[suite, again])
+    assert str(tool_error(error)) == "too few runs; the rehearse tool with trials: 4 to measure it"

@@ -32,6 +32,10 @@ SUBPACKAGES = [
     "machine.measure",
     "machine.versions",
     "machine.learn",
+    "machine.learn.optimize",
+    "machine.learn.train",
+    "machine.learn.specialize",
+    "machine.learn.specialize.vetting",
     "machine.ops",
     "machine.cli",
     "machine.server",
@@ -44,7 +48,8 @@ SUBPACKAGES = [
 PACKAGE_DATA = [
     "machine/py.typed",
     "machine/clients/pi_extension.ts",
-    "machine/learn/machines/optimizer/instructions.md",
+    "machine/machinist/machines/optimizer/instructions.md",
+    "machine/machinist/machines/author/instructions.md",
 ]
 """Files besides the modules that the wheel must ship (pyproject's package-data)."""
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")

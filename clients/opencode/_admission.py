@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import httpx
 
-from machine.errors import HarnessError
+from machine.errors import Fix, HarnessError
 from machine.runs import LEVELS, HarnessRequest
 
 from .._routes import Route
@@ -126,10 +126,13 @@ class _Admission:
         reply = await http.get("/config/providers")
         _check(reply, "could not list opencode's providers")
         providers = {p.get("id"): p for p in reply.json().get("providers", [])}
-        hint = "(is its key set?), or give a Tinker id, openrouter/<id>, or --base-url URL"
         if route.provider not in providers:
             known = ", ".join(sorted(str(p) for p in providers)) or "none"
-            raise HarnessError(f"opencode has no provider {route.provider!r} {hint}; its providers: {known}")
+            raise HarnessError(
+                f"opencode has no provider {route.provider!r} (is its key set? its providers: {known}): give "
+                "a Tinker id or openrouter/<id>",
+                fixes=[Fix("base_url", "URL", "for an OpenAI-compatible endpoint")],
+            )
         models = providers[route.provider].get("models") or {}
         if route.model not in models:
             some = ", ".join(sorted(models)[:12]) or "none"

@@ -22,7 +22,8 @@ from .._proxy import Meter, ModelProxy, metered
 from .._routes import Route, route_model
 from ..chat import Endpoint, model_timeout
 from ._admission import _Admission, _needs
-from ._mapping import MCP_NAME, _prompt, to_result
+from ._mapping import MCP_NAME, _prompt
+from ._result import to_result
 from ._server import _check, _Server, _stop, start_server
 from ._watch import _Watch
 

@@ -1,18 +1,14 @@
-"""opencode's session messages and parts turned into our Messages, events and HarnessResult.
+"""opencode's session messages and parts turned into our Messages and events.
 
 opencode names our tools ``machine_<tool>`` and counts tokens its own way; both are undone here.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from machine.runs import HarnessRequest, HarnessResult, Message, ToolCall, Usage
-
-if TYPE_CHECKING:
-    from ._watch import _Watch
+from machine.runs import HarnessRequest, Message, ToolCall, Usage
 
 MCP_NAME = "machine"
 """The name of the run's tool server in opencode: the model sees each tool as ``machine_<tool>``."""
@@ -35,12 +31,6 @@ def _usage(tokens: Mapping[str, Any]) -> Usage:
         cached_input_tokens=read,
         output_tokens=int(tokens.get("output") or 0) + int(tokens.get("reasoning") or 0),
     )
-
-
-def _error_text(error: Mapping[str, Any]) -> str:
-    data = error.get("data") or {}
-    message = data.get("message") if isinstance(data, Mapping) else None
-    return f"{error.get('name', 'error')}: {message or json.dumps(data)[:300]}"
 
 
 def step_messages(parts: list[dict[str, Any]]) -> tuple[Message | None, list[Message]]:
@@ -75,44 +65,3 @@ def emit_step(request: HarnessRequest, message: Message | None, results: list[Me
     for call, result in zip(message.tool_calls, results, strict=True):
         request.emit("tool_call", Message(role="assistant", tool_calls=[call]))
         request.emit("tool_result", result)
-
-
-def to_result(
-    request: HarnessRequest, messages: list[dict[str, Any]], watch: _Watch | None = None
-) -> HarnessResult:
-    """Our trajectory from a session's messages: the user's input, then each step's assistant message
-    followed by its tool results. Steps the ``watch`` did not pass on and charge are passed on and
-    charged now."""
-    trajectory = [Message(role="user", content=request.input)]
-    seen = watch.seen if watch is not None else set()
-    reached = watch is not None and watch.reached
-    usage, cost = (watch.usage, watch.cost) if watch is not None else (Usage(), 0.0)
-    finish, error, steps = None, None, 0
-    for entry in messages:
-        info, parts = entry.get("info", {}), entry.get("parts", [])
-        if info.get("role") != "assistant":
-            continue
-        message, results = step_messages(parts)
-        if info.get("id") not in seen:
-            used = _usage(info.get("tokens") or {})
-            usage = usage + used
-            if watch is None or not watch.metered:  # else the model proxy charged the call
-                cost += request.budget.charge(request.model, used)
-            emit_step(request, message, results)
-        finish = info.get("finish") or finish
-        steps += 1
-        if reached and steps > request.max_steps:
-            continue  # a step that began before the abort landed: paid for, not part of the run
-        if info.get("error"):
-            error = _error_text(info["error"])
-        if message is not None:
-            trajectory += [message, *results]
-    stopped = "max_steps" if reached or finish == "tool-calls" else "end_turn"
-    return HarnessResult(
-        trajectory=trajectory,
-        usage=usage,
-        cost_usd=cost,
-        stop_reason="error" if error is not None else stopped,
-        error=error,
-        retries=watch.retries if watch is not None else [],
-    )

@@ -2,87 +2,41 @@
 
 from __future__ import annotations
 
-from typing import get_args
-
 import click
 
-from machine.learn import TagFilter, export
+from machine.learn import ExportOptions, export
 
+from ._model_options import model_options
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 
 
 @click.command("export")
 @click.argument("name")
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="The JSONL file to write (0600).")
-@click.option("--tree", is_flag=True, help="Export the whole family (NAME and NAME/...), each its own runs.")
-@click.option("--min-score", type=float, default=1.0, show_default=True, help="The score a run must reach.")
-@click.option(
-    "--best", type=click.IntRange(min=1), default=None, metavar="K", help="Each case's best K runs."
-)
-@click.option(
-    "--since", default=None, metavar="SUITE|TIME", help="Only runs of this suite, or since this time."
+@model_options(
+    ExportOptions,
+    skip=("cases",),  # read from the file --cases names
+    flags={"source": "--from"},
+    extra={
+        "out": {"type": click.Path(dir_okay=False)},
+        "best": {"metavar": "K"},
+        "since": {"metavar": "SUITE|TIME"},
+        "source": {"metavar": "OTHER"},
+    },
 )
 @click.option("--cases", "cases_file", default=None, metavar="FILE", help="Only runs of these cases.")
-@click.option(
-    "--from",
-    "source",
-    default=None,
-    metavar="OTHER",
-    help="Export OTHER's runs as NAME's (its reasoning rewritten).",
-)
-@click.option("--per-turn", is_flag=True, help="One example per assistant message, ending at it.")
-@click.option(
-    "--tags",
-    type=click.Choice(get_args(TagFilter)),
-    default="all",
-    show_default=True,
-    help="good: only runs marked good; bad: only runs marked bad; all: graded runs (a bad mark keeps "
-    "one out).",
-)
-@click.option(
-    "--include-holdout",
-    is_flag=True,
-    help="Export the runs of held-out cases too (left out by default: they are what the gate measures).",
-)
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 @with_workspace
 @click.pass_context
 @handle_errors
 def export_command(
-    ctx: click.Context,
-    /,
-    name: str,
-    out: str,
-    tree: bool,
-    min_score: float,
-    best: int | None,
-    since: str | None,
-    cases_file: str | None,
-    source: str | None,
-    per_turn: bool,
-    tags: TagFilter,
-    include_holdout: bool,
-    as_json: bool,
+    ctx: click.Context, /, name: str, options: ExportOptions, cases_file: str | None, as_json: bool
 ) -> None:
     """Write NAME's graded runs that score at least --min-score as chat JSONL: one {"messages", "tools",
     "metadata"} object a line, the instructions each run was given as its system message."""
     ws = workspace_from(ctx)
     cases = ws.cases(name, cases_file) if cases_file else None
-    report = export(
-        ws,
-        name,
-        out=out,
-        tree=tree,
-        min_score=min_score,
-        best=best,
-        since=since,
-        cases=cases,
-        source=source,
-        per_turn=per_turn,
-        tags=tags,
-        include_holdout=include_holdout,
-    )
+    report = export(ws, name, ExportOptions.of(options, cases=cases))
     if as_json:
         dump_json(report)
         return

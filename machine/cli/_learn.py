@@ -7,11 +7,12 @@ from typing import Any
 
 import click
 
-from machine.learn import Optimization, format_optimization, optimize
+from machine.learn import Optimization, OptimizeOptions, optimize
+from machine.learn.optimize import format_optimization
 from machine.runs import Run
-from machine.spec import DEFAULT_MIN_Z
 
-from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._model_options import model_options
+from ._options import handle_errors, print_plan, print_spend, spending_options, with_workspace, workspace_from
 from ._render import dump_json
 
 
@@ -43,44 +44,14 @@ def _next_steps(name: str, result: Optimization) -> str:
 
 @click.command("optimize")
 @click.argument("name")
-@click.option("--trials", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per case.")
-@click.option(
-    "--rounds", type=click.IntRange(min=1), default=2, show_default=True, help="Rounds of proposals."
-)
-@click.option(
-    "--candidates", type=click.IntRange(min=1), default=2, show_default=True, help="Proposals per round."
-)
-@click.option(
-    "--min-z",
-    type=click.FloatRange(min=0),
-    default=DEFAULT_MIN_Z,
-    show_default=True,
-    help="Standard errors a proposal's paired gain on the cases must reach to be kept.",
-)
-@click.option(
-    "--cases",
-    "cases_file",
-    default=None,
-    metavar="FILE",
-    help="Cases, in NAME's folder (default: cases.json).",
-)
-@click.option(
-    "--holdout",
-    default=None,
-    metavar="FILE",
-    help="Held-out cases, in NAME's folder, never shown (default: holdout.json).",
-)
-@click.option(
-    "--optimizer-model",
-    default=None,
-    metavar="MODEL",
-    help="The optimizer machine's model (default: its own, thinkingmachines/Inkling).",
-)
-@click.option("--allow-overlap", is_flag=True, help="Keep a proposal that copies case text word for word.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--pass-score", type=float, default=1.0, show_default=True, help="Score a run needs to pass.")
-@click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seeds which failures each proposal sees."
+@model_options(
+    OptimizeOptions,
+    skip=("model",),  # the run options' --model
+    extra={
+        "cases": {"metavar": "FILE"},
+        "holdout": {"metavar": "FILE"},
+        "optimizer_model": {"metavar": "MODEL"},
+    },
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @spending_options
@@ -88,22 +59,7 @@ def _next_steps(name: str, result: Optimization) -> str:
 @click.pass_context
 @handle_errors
 def optimize_command(
-    ctx: click.Context,
-    /,
-    name: str,
-    trials: int,
-    rounds: int,
-    candidates: int,
-    min_z: float,
-    cases_file: str | None,
-    holdout: str | None,
-    optimizer_model: str | None,
-    allow_overlap: bool,
-    concurrency: int,
-    pass_score: float,
-    seed: int,
-    as_json: bool,
-    **spending: Any,
+    ctx: click.Context, /, name: str, options: OptimizeOptions, as_json: bool, **spending: Any
 ) -> None:
     """Ask the optimizer machine for rewrites of NAME's instructions and keep one only if it scores higher
     on the cases and on the held-out cases too (each by --min-z standard errors, on enough cases). Both
@@ -112,25 +68,9 @@ def optimize_command(
     ws = workspace_from(ctx, **spending)
     show = not as_json and sys.stderr.isatty()
     progress = _Progress(show, ws.load(name).instructions if show else "")
-    result = ws.call(
-        lambda: optimize(
-            ws,
-            name,
-            trials=trials,
-            rounds=rounds,
-            candidates=candidates,
-            min_z=min_z,
-            cases=cases_file,
-            holdout=holdout,
-            optimizer_model=optimizer_model,
-            model=spending.get("model"),
-            concurrency=concurrency,
-            pass_score=pass_score,
-            allow_overlap=allow_overlap,
-            seed=seed,
-            on_run=progress.run,
-        )
-    )
+    chosen = OptimizeOptions.of(options, model=spending.get("model"))
+    print_plan(ws, "optimize", name, chosen)
+    result = ws.call(lambda: optimize(ws, name, chosen, on_run=progress.run))
     if as_json:
         for warning in result.report.warnings:  # the printed report says them itself
             click.secho(f"warning: {warning}", fg="yellow", err=True)

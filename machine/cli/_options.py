@@ -9,7 +9,6 @@ command is done. No command does either itself.
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,8 @@ from typing import Any, TypeVar
 import click
 
 from machine.errors import BadInputError, Fix, MachineError, WorkFailed
-from machine.ops import Spend, SpendingPolicy, make_harness, open_workspace
+from machine.learn import Options
+from machine.ops import SPENDING_LOG, Spend, SpendingPolicy, harness_for, open_workspace, plan_learning
 from machine.runs import Budget, parse_budget, price_of
 from machine.workspace import Workspace
 
@@ -166,30 +166,21 @@ def workspace_from(ctx: click.Context, **options: Any) -> Workspace:
         keep_sandboxes=bool(options.get("keep_sandbox")),
     )
     if "harness" in options:  # made now, so a missing key or program is reported before any run
-        model = None if options["harness"] else _runs_model(ws, ctx, options)
-        harness = make_harness(
-            options["harness"], script=options.get("script"), base_url=options.get("base_url"), model=model
-        )
+        name = ctx.params.get("name")
+        harness = harness_for(
+            ws, name if isinstance(name, str) else None, harness=options["harness"] or None,
+            model=options.get("model") or None, script=options.get("script"),
+            base_url=options.get("base_url"),
+        )  # fmt: skip
         ws = ws.using(harness=harness)
     ws.store.ready_to_write()  # a damaged or read-only store is refused before anything is spent
-    policy = SpendingPolicy.from_env(ws.data_dir / "spending.jsonl")
+    policy = SpendingPolicy.from_env(ws.data_dir / SPENDING_LOG)
     command = ctx.command.name or ctx.info_name or "machine"
-    ctx.meta[_SPEND_KEY] = Spend.by_command(policy, budget, command=command, machine=ctx.params.get("name"))
+    typed = f"machine {command} --budget {'none' if budget.usd is None else f'{budget.usd:g}'}"
+    ctx.meta[_SPEND_KEY] = Spend.by_command(
+        policy, budget, command=command, machine=ctx.params.get("name"), typed=typed
+    )
     return ws
-
-
-def _runs_model(ws: Workspace, ctx: click.Context, options: dict[str, Any]) -> str | None:
-    """The model the command's runs use, which picks the harness when none is named (a ``local:`` model
-    runs on the local harness): ``--model``, else the machine's own, else None."""
-    if options.get("model") or os.environ.get("MACHINE_HARNESS"):
-        return str(options.get("model") or "") or None
-    name = ctx.params.get("name")
-    if not isinstance(name, str):
-        return None
-    try:
-        return ws.load(name).model
-    except MachineError:  # reported where the command itself loads the machine
-        return None
 
 
 def _settle_spend(*, finished: bool) -> None:
@@ -223,6 +214,11 @@ def _settle_failed(error: BaseException) -> Spend | None:
     return spend
 
 
+def print_plan(ws: Workspace, operation: str, name: str, options: Options) -> None:
+    """A learning command says what it will do at most before it starts (on stderr, as the spend)."""
+    click.echo(f"plan: {plan_learning(ws, operation, name, options).describe()}", err=True)
+
+
 def print_spend(budget: Any) -> None:
     """Every command that can spend says what it spent, on stderr so --json output stays clean."""
     click.echo(budget.describe(), err=True)
@@ -235,15 +231,36 @@ COMMANDS = {
     "record": "machine versions {machine} --record",
 }
 """The command for each operation a fix can name."""
+FLAGS = {"base_model": "--price-as"}
+"""Operation arguments that the command line names otherwise."""
 
 
 def cli_spelling(fix: Fix) -> str:
-    """``--force``, ``--budget USD``, ```machine suite NAME```: how the command line does it."""
+    """``--force``, ``--budget USD``, ```machine suite NAME --trials 4```: how the command line does it."""
     if fix.operation:
         command = COMMANDS.get(fix.operation, "machine " + fix.operation + " {machine}")
-        return "`" + command.format(machine=fix.machine or "NAME") + "`"
-    flag = "--" + fix.argument.replace("_", "-")
-    return f"pass {flag}" + (f" {fix.value}" if fix.value is not None else "")
+        command = command.format(machine=fix.machine or "NAME")
+        for argument, value in fix.arguments:
+            command = _with_flag(command, argument, value)
+        return f"`{command}`"
+    return f"pass {_flag(fix.argument, fix.value)}"
+
+
+def _flag(argument: str, value: str | None) -> str:
+    flag = FLAGS.get(argument, "--" + argument.replace("_", "-"))
+    return flag if value is None else f"{flag} {value}"
+
+
+def _with_flag(command: str, argument: str, value: str | None) -> str:
+    """``command`` given the argument: in place of its example (``--model MODEL``), else at its end."""
+    words = command.split(" ")
+    flag = _flag(argument, None)
+    if flag not in words:
+        return f"{command} {_flag(argument, value)}"
+    at = words.index(flag)
+    example = at + 1 < len(words) and words[at + 1].replace("_", "").isupper()
+    words[at : at + (2 if example else 1)] = _flag(argument, value).split(" ", 1)
+    return " ".join(words)
 
 
 def fail(error: MachineError) -> None:

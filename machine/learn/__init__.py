@@ -1,100 +1,43 @@
-"""Learning from runs: ``optimize`` rewrites a machine's instructions with the built-in optimizer machine
-and keeps a rewrite only when it is measured better on the cases and no worse on held-out ones;
-``export`` writes good runs as chat JSONL; a ``Trainer`` (``TinkerTrainer``) fine-tunes on them;
-``specialize`` has the built-in author machine write a child machine and its cases, none of it trusted
-until it is loaded in a process of its own and checked (project cases run in sandboxes)."""
+"""Learning from runs, one room per learner: ``optimize`` rewrites a machine's instructions and keeps a
+rewrite only when it measures better; ``train`` exports good runs and fine-tunes on them through a
+trainer; ``specialize`` has the author machine write a child machine and its cases, vetted before any of
+it is trusted. Each produces a pending candidate or a report; one gate and one commit serve them all."""
 
-from ._authoring import AUTHOR
-from ._blocks import Reply, read_reply
-from ._case_blocks import read_cases
-from ._case_shape import CaseShape, case_shape
-from ._case_split import split_cases
-from ._case_vet import CaseVerdict, CaseVetting, vet_cases
-from ._draft_rubric import RubricDraft, draft_rubric
-from ._export import ExportReport, FunnelStep, export, iter_rows, rows_of
-from ._optimize import OPTIMIZER, optimize
-from ._overlap import Overlap, overlaps
-from ._record import RecordFolder, TrainingRecord
-from ._render import format_optimization
-from ._report import Calls, Copied, Cost, Measured, OptimizeReport, Proposal, ProposalOutcome, Round
-from ._result import Optimization
-from ._select import Funnel, Selection, TagFilter
-from ._specialize import specialize
-from ._specialize_render import format_rubric_draft, format_specialization
-from ._specialize_report import Attempt, Specialization, SpecializeCost
-from ._tinker import TinkerTrainer
-from ._tinker_render import Rendering
-from ._train import train, trainer_for
-from ._trainer import (
-    Checkpoint,
-    Prepared,
-    StepMetrics,
-    Trainer,
-    TrainExample,
-    TrainSettings,
-    example_of,
-    failed_steps,
+from ._options import Options
+from ._plan import Plan
+from .optimize import Optimization, OptimizeOptions, OptimizeReport, optimize
+from .specialize import RubricDraft, Specialization, SpecializeOptions, draft_rubric, specialize
+from .specialize.vetting import Vetting
+from .train import (
+    ExportOptions,
+    ExportReport,
+    Selection,
+    TagFilter,
+    TrainingRecord,
+    TrainOptions,
+    export,
+    train,
 )
-from ._vet import vet_child
-from ._vetting import CheckResult, SampleScore, Vetting
 
 __all__ = [
-    "AUTHOR",
-    "OPTIMIZER",
-    "Attempt",
-    "Calls",
-    "CaseShape",
-    "CaseVerdict",
-    "CaseVetting",
-    "CheckResult",
-    "Checkpoint",
-    "Copied",
-    "Cost",
+    "ExportOptions",
     "ExportReport",
-    "Funnel",
-    "FunnelStep",
-    "Measured",
     "Optimization",
+    "OptimizeOptions",
     "OptimizeReport",
-    "Overlap",
-    "Prepared",
-    "Proposal",
-    "ProposalOutcome",
-    "RecordFolder",
-    "Rendering",
-    "Reply",
-    "Round",
+    "Options",
+    "Plan",
     "RubricDraft",
-    "SampleScore",
     "Selection",
     "Specialization",
-    "SpecializeCost",
-    "StepMetrics",
+    "SpecializeOptions",
     "TagFilter",
-    "TinkerTrainer",
-    "TrainExample",
-    "TrainSettings",
-    "Trainer",
+    "TrainOptions",
     "TrainingRecord",
     "Vetting",
-    "case_shape",
     "draft_rubric",
-    "example_of",
     "export",
-    "failed_steps",
-    "format_optimization",
-    "format_rubric_draft",
-    "format_specialization",
-    "iter_rows",
     "optimize",
-    "overlaps",
-    "read_cases",
-    "read_reply",
-    "rows_of",
     "specialize",
-    "split_cases",
     "train",
-    "trainer_for",
-    "vet_cases",
-    "vet_child",
 ]

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from pydantic import Field, computed_field
 
+from machine.errors import Fix, plain_spelling
 from machine.runs import Harness, Model, Run
 from machine.workspace import Workspace
 
@@ -69,8 +70,8 @@ async def run_family(
             report.skipped.append(
                 Skipped(
                     machine=member,
-                    reason="not trusted: it holds code a model wrote; review it with "
-                    f"`machine trust {member}`",
+                    reason="not trusted: it holds code a model wrote; review it, then "
+                    + plain_spelling(Fix(operation="trust", machine=member)),
                 )
             )
             continue

@@ -4,6 +4,7 @@ model access and trainers by name (the one place the core meets its adapters).""
 
 from ._compose import (
     default_harness_name,
+    harness_for,
     local_sandboxes,
     make_harness,
     make_trainer,
@@ -20,7 +21,8 @@ from ._describe import (
     list_machines,
 )
 from ._handle import MachineHandle, load
-from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, Consent, SpendingPolicy
+from ._plans import plan_learning
+from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, SPENDING_LOG, Consent, SpendingPolicy
 from ._session import RunMessage, RunStream, Session
 from ._spend import Spend
 from ._suite import CASES_NAME, SuitePlan, plan_suite, run_planned
@@ -31,6 +33,7 @@ __all__ = [
     "ALLOWANCE_ENV",
     "CASES_NAME",
     "MAX_BUDGET_ENV",
+    "SPENDING_LOG",
     "Consent",
     "CriterionInfo",
     "FileReview",
@@ -48,6 +51,7 @@ __all__ = [
     "cases_files",
     "default_harness_name",
     "describe",
+    "harness_for",
     "list_machines",
     "load",
     "local_sandboxes",
@@ -56,6 +60,7 @@ __all__ = [
     "model_access",
     "open_workspace",
     "pending",
+    "plan_learning",
     "plan_suite",
     "review",
     "run_planned",

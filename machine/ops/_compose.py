@@ -1,16 +1,25 @@
-"""The one place that wires the core to its adapters by name: harnesses and the local trainer
+"""The one place that wires the core to its adapters by name: harnesses and trainers
 (``machine.clients``), sandboxes (``machine.sandboxes``) and the judges' model access. Every face builds
 its workspace here."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from machine.errors import BadInputError
+from machine.errors import MachineError
 from machine.grade import Grader
-from machine.learn import Trainer
-from machine.learn import _train as training  # its trainer_for looked up when called: tests name their own
-from machine.runs import LOCAL, Budget, Effort, Harness, ModelAccess, Sandboxes, Store, Tool, parse_budget
+from machine.runs import (
+    Budget,
+    Effort,
+    Harness,
+    ModelAccess,
+    Sandboxes,
+    Store,
+    Tool,
+    Trainer,
+    parse_budget,
+)
 from machine.workspace import Adapters, Workspace
 
 
@@ -27,6 +36,28 @@ def make_harness(
 
     harness: Harness = make(name, script=script, base_url=base_url, model=model)
     return harness
+
+
+def harness_for(
+    ws: Workspace,
+    name: str | None = None,
+    *,
+    harness: str | None = None,
+    model: str | None = None,
+    script: str | Path | None = None,
+    base_url: str | None = None,
+) -> Harness:
+    """The harness a call's runs use, chosen one way for every face: the one named, else
+    ``MACHINE_HARNESS``, else the one for the runs' model (``model``, else machine ``name``'s own: a
+    ``local:`` model runs on the local harness), else ``tinker``. A machine that cannot be loaded is
+    reported where the call loads it, not here."""
+    runs_model = model
+    if harness is None and runs_model is None and name is not None and not os.environ.get("MACHINE_HARNESS"):
+        try:
+            runs_model = ws.load(name).model
+        except MachineError:
+            runs_model = None
+    return make_harness(harness, script=script, base_url=base_url, model=runs_model)
 
 
 def default_harness_name(model: str | None = None) -> str:
@@ -47,25 +78,13 @@ def model_access(harness: Harness | None) -> ModelAccess:
 
 
 def make_trainer(name: str | None, base_model: str, root: Path | None = None) -> Trainer:
-    """The trainer called ``name`` (``tinker`` or ``local``), else the one for ``base_model``: the local
-    trainer for a ``local:`` model, else Tinker's. ``root``, the workspace's, is where the local trainer
-    records its checkpoint relative to."""
-    chosen = name or ("local" if base_model.startswith(LOCAL) else "tinker")
-    if chosen != "local":
-        return training.trainer_for(base_model, chosen)
-    if not base_model.startswith(LOCAL):
-        raise BadInputError(
-            f"the local trainer trains local models (local:NAME or local:PATH), not {base_model!r}; "
-            "train it on Tinker (--trainer tinker)"
-        )
-    try:
-        from machine.clients.local_trainer import LocalTrainer
-    except ModuleNotFoundError as missing:
-        raise BadInputError(
-            f"the local trainer cannot be loaded ({missing}): install the local extra, "
-            "pip install 'machine[local]'"
-        ) from None
-    trainer: Trainer = LocalTrainer(save_every=training.SAVE_EVERY, root=root)
+    """The trainer called ``name`` (``tinker`` or ``local``), else the one for ``base_model`` (the local
+    trainer for a ``local:`` model, else Tinker's), from ``machine.clients.TRAINERS``; one whose extra is
+    not installed is refused before anything is spent. ``root``, the workspace's, is where a local
+    checkpoint is recorded relative to."""
+    from machine.clients import make_trainer as make
+
+    trainer: Trainer = make(name, base_model, root)
     return trainer
 
 

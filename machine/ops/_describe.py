@@ -66,8 +66,8 @@ class MachineSummary(Model):
     )
     untrusted: list[str] = Field(
         default_factory=list,
-        description="Its files a model wrote that are not trusted as they are: it was not imported (see "
-        "`machine trust NAME`).",
+        description="Its files a model wrote that are not trusted as they are: it was not imported (it is "
+        "once the person reviews and trusts them).",
     )
 
 

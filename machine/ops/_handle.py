@@ -12,25 +12,29 @@ MCP server call too:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from machine.learn import (
     Optimization,
+    OptimizeOptions,
+    Options,
+    Plan,
     RubricDraft,
     Specialization,
-    Trainer,
-    TrainSettings,
+    SpecializeOptions,
+    TrainOptions,
     draft_rubric,
     optimize,
     specialize,
 )
 from machine.learn import train as train_machine
-from machine.learn._sampling import pending as pending_runs
+from machine.learn.specialize import DraftRubricOptions
+from machine.learn.train import pending as pending_runs
 from machine.measure import Comparison, SuiteReport, compare
-from machine.runs import LOCAL, Budget, Harness, Run
-from machine.spec import Case, Machine, Version
+from machine.runs import LOCAL, Budget, Harness, Run, Trainer
+from machine.spec import DEFAULT_MIN_Z, Case, Machine, Version
 from machine.versions import Candidate
 from machine.versions import commit as commit_version
 from machine.versions import propose as propose_version
@@ -39,9 +43,14 @@ from machine.versions import update as update_version
 from machine.versions import versions as list_versions
 from machine.workspace import Workspace
 
-from ._compose import make_harness, make_trainer, open_workspace
+from ._compose import harness_for, make_trainer, open_workspace
+from ._plans import plan_learning
+from ._policy import SPENDING_LOG, SpendingPolicy
 from ._session import RunStream, Session
+from ._spend import Spend
 from ._suite import plan_suite, run_planned
+
+T = TypeVar("T")
 
 
 class MachineHandle:
@@ -54,6 +63,19 @@ class MachineHandle:
 
     def __repr__(self) -> str:
         return f"<machine {self.name} in {self.workspace.root}>"
+
+    async def _spending(self, operation: str, work: Awaitable[T]) -> T:
+        """``work`` as one spending call: the caller's own code consented, and the spending log gets its
+        line (what the call spent from the handle's budget) as for a command or a tool."""
+        policy = SpendingPolicy.from_env(self.workspace.data_dir / SPENDING_LOG)
+        spend = Spend.by_code(policy, self.workspace.budget, operation=operation, machine=self.name)
+        try:
+            done = await work
+        except BaseException:
+            spend.settle(finished=False)
+            raise
+        spend.settle()
+        return done
 
     def run(
         self,
@@ -77,8 +99,11 @@ class MachineHandle:
 
     async def grade(self, *, limit: int | None = None) -> list[Run]:
         """Grade the stored runs never graded, or graded under an older rubric; returns them graded."""
-        due = self.pending()
-        return [await self.workspace.grade(run, self.spec) for run in due[:limit]]
+        due = self.pending()[:limit]
+        return await self._spending("grade", self._graded(due))
+
+    async def _graded(self, runs: list[Run]) -> list[Run]:
+        return [await self.workspace.grade(run, self.spec) for run in runs]
 
     def pending(self) -> list[Run]:
         """The stored runs due for grading (never graded, or under an older rubric)."""
@@ -104,7 +129,7 @@ class MachineHandle:
             concurrency=concurrency,
             pass_score=pass_score,
         )
-        return await run_planned(self.workspace, plan)
+        return await self._spending("suite", run_planned(self.workspace, plan))
 
     async def compare(
         self,
@@ -117,7 +142,7 @@ class MachineHandle:
         model: str | None = None,
     ) -> Comparison:
         """The working tree against the machine at git revision ``ref``, as ``machine compare`` runs it."""
-        return await compare(
+        return await self._spending("compare", compare(
             self.workspace,
             self.name,
             ref=ref,
@@ -126,7 +151,7 @@ class MachineHandle:
             concurrency=concurrency,
             pass_score=pass_score,
             model=model,
-        )
+        ))  # fmt: skip
 
     def versions(self) -> list[Version]:
         """The machine's versions (the first call records the current machine as v1)."""
@@ -138,13 +163,13 @@ class MachineHandle:
         model: str,
         trials: int = 3,
         cases: str | Path | None = None,
-        min_z: float = 2.0,
+        min_z: float = DEFAULT_MIN_Z,
         base_model: str | None = None,
         note: str = "",
     ) -> Candidate:
         """A pending candidate on ``model``, measured against the live version on held-out cases;
         the machine's files stay as they are until ``commit``."""
-        return await propose_version(
+        return await self._spending("propose", propose_version(
             self.workspace,
             self.name,
             model=model,
@@ -153,128 +178,54 @@ class MachineHandle:
             min_z=min_z,
             base_model=base_model,
             note=note,
-        )
+        ))  # fmt: skip
 
     async def optimize(
         self,
+        options: OptimizeOptions | None = None,
         *,
-        trials: int = 3,
-        rounds: int = 2,
-        candidates: int = 2,
-        min_z: float = 2.0,
-        cases: str | Path | list[Case] | None = None,
-        holdout: str | Path | list[Case] | None = None,
-        optimizer_model: str | None = None,
-        allow_overlap: bool = False,
-        concurrency: int = 4,
-        pass_score: float = 1.0,
-        model: str | None = None,
-        seed: int = 0,
         on_run: Callable[[Run], None] | None = None,
+        **fields: Any,
     ) -> Optimization:
-        """Search for better instructions with the optimizer machine, as ``machine optimize`` does. A
+        """Search for better instructions with the optimizer machine, as ``machine optimize`` does, with
+        ``options`` (an ``OptimizeOptions``, or its fields as keywords: ``trials=2, candidates=1``). A
         kept rewrite is written to instructions.md as ``result.candidate``, pending: ``commit`` makes it
         live (CommitRefused unless it passed), ``revert`` takes it back out of the files."""
-        result = await optimize(
-            self.workspace,
-            self.name,
-            trials=trials,
-            rounds=rounds,
-            candidates=candidates,
-            min_z=min_z,
-            cases=cases,
-            holdout=holdout,
-            optimizer_model=optimizer_model,
-            allow_overlap=allow_overlap,
-            concurrency=concurrency,
-            pass_score=pass_score,
-            model=model,
-            seed=seed,
-            on_run=on_run,
-        )
+        work = optimize(self.workspace, self.name, options, on_run=on_run, **fields)
+        result = await self._spending("optimize", work)
         self.spec = self.workspace.reload(self.name)  # the files may hold the candidate now
         return result
 
-    async def specialize(
-        self,
-        *,
-        focus: str,
-        slug: str | None = None,
-        model: str | None = None,
-        author_model: str | None = None,
-        cases: int = 12,
-        holdout_share: float = 0.25,
-        retries: int = 2,
-        reuse_cases: bool = False,
-        timeout_s: float = 60.0,
-    ) -> Specialization:
+    async def specialize(self, options: SpecializeOptions | None = None, **fields: Any) -> Specialization:
         """Have the author machine write a child of this machine for ``focus`` and the cases to rehearse it
-        on, as ``machine specialize`` does; ``machine.load(report.child)`` then loads it. Nothing it wrote
-        is committed."""
-        return await specialize(
-            self.workspace,
-            self.name,
-            focus=focus,
-            slug=slug,
-            model=model,
-            author_model=author_model,
-            cases=cases,
-            holdout_share=holdout_share,
-            retries=retries,
-            reuse_cases=reuse_cases,
-            timeout_s=timeout_s,
-        )
+        on, as ``machine specialize`` does, with ``options`` (a ``SpecializeOptions``, or its fields as
+        keywords: ``focus="dates", cases=8``); ``machine.load(report.child)`` then loads it. Nothing it
+        wrote is committed."""
+        return await self._spending("specialize", specialize(self.workspace, self.name, options, **fields))
 
-    async def draft_rubric(
-        self, *, author_model: str | None = None, retries: int = 2, timeout_s: float = 60.0
-    ) -> RubricDraft:
-        """Have the author machine draft a rubric for this machine, as ``machine draft-rubric`` does: written
-        beside it as rubric_draft.py, for you to adopt by hand."""
-        return await draft_rubric(
-            self.workspace, self.name, author_model=author_model, retries=retries, timeout_s=timeout_s
-        )
+    async def draft_rubric(self, options: DraftRubricOptions | None = None, **fields: Any) -> RubricDraft:
+        """Have the author machine draft a rubric for this machine, as ``machine draft-rubric`` does (with
+        ``options``, or its fields as keywords): written beside it as rubric_draft.py, for you to adopt by
+        hand."""
+        work = draft_rubric(self.workspace, self.name, options, **fields)
+        return await self._spending("draft-rubric", work)
 
     async def train(
-        self,
-        *,
-        samples: int = 0,
-        trials: int = 3,
-        best_of: int = 2,
-        min_score: float = 1.0,
-        epochs: int = 1,
-        lr: float | None = None,
-        rank: int | None = None,
-        effort: float | None = None,
-        any_model: bool = False,
-        min_z: float = 2.0,
-        trainer: Trainer | str | None = None,
-        resume: str | None = None,
-        max_length: int | None = None,
-        lora_alpha: int | None = None,
-        lora_dropout: float | None = None,
-        target_modules: list[str] | None = None,
+        self, options: TrainOptions | None = None, *, trainer: Trainer | str | None = None, **fields: Any
     ) -> Candidate:
-        """Fine-tune the model on the good runs, as ``machine train`` does: a pending candidate measured
-        on the held-out cases; ``commit`` makes it live only if it passed. ``lora_alpha``,
-        ``lora_dropout`` and ``target_modules`` shape a local model's adapter."""
-        settings = TrainSettings(
-            base_model="", epochs=epochs, learning_rate=lr, rank=rank, effort=effort, max_length=max_length,
-            lora_alpha=lora_alpha, lora_dropout=lora_dropout, target_modules=target_modules,
-        )  # fmt: skip
-        return await train_machine(
-            self.workspace,
-            self.name,
-            samples=samples,
-            trials=trials,
-            best_of=best_of,
-            min_score=min_score,
-            settings=settings,
-            any_model=any_model,
-            min_z=min_z,
-            trainer=trainer,
-            make_trainer=make_trainer,
-            resume=resume,
+        """Fine-tune the model on the good runs, as ``machine train`` does, with ``options`` (a
+        ``TrainOptions``, or its fields as keywords: ``samples=4, epochs=2, lr=1e-4``): a pending
+        candidate measured on the held-out cases; ``commit`` makes it live only if it passed. ``trainer``
+        is one, or its name (default: the one for the model)."""
+        work = train_machine(
+            self.workspace, self.name, options, trainer=trainer, make_trainer=make_trainer, **fields
         )
+        return await self._spending("train", work)
+
+    def plan(self, operation: str, options: Options | None = None, **fields: Any) -> Plan:
+        """What a learning call (``"optimize"``, ``"train"``, ``"specialize"``, ``"draft-rubric"``) with
+        these options would do at most, before anything is spent: its runs, steps and price bound."""
+        return plan_learning(self.workspace, operation, self.name, options, **fields)
 
     def commit(self, *, force: bool = False, harness: str | None = None) -> Version:
         """Make the newest pending candidate live; raises CommitRefused unless it passed the gate (one
@@ -327,6 +278,6 @@ def load(
     handle = MachineHandle(
         open_workspace(workspace, harness=harness, budget=budget, judge_model=judge_model), name
     )
-    if harness is None and handle.spec.model.startswith(LOCAL):
-        handle.workspace = handle.workspace.using(harness=make_harness(None, model=handle.spec.model))
+    if harness is None and handle.spec.model.startswith(LOCAL):  # else the default, made on first use
+        handle.workspace = handle.workspace.using(harness=harness_for(handle.workspace, name))
     return handle

@@ -7,7 +7,8 @@ channel the model cannot forge:
 - ``"elicitation"``: the person answered the host's form (the server asks; ``consented`` records it);
 - ``"allowance"``: the person set ``MACHINE_ALLOW_SPEND_USD`` in the server's own configuration (for
   example the ``env`` of the machine server in the host's MCP config); ``reserve`` draws on it;
-- ``"command"``: the person typed the command (the CLI; ``consented`` records it).
+- ``"command"``: the person typed the command (the CLI; ``consented`` records it);
+- ``"code"``: the person's own program called the SDK handle (``consented`` records it).
 
 The allowance is one running total across calls within one process, however many run at once: each
 ``reserve`` takes its amount off, and ``settle`` gives back what the call did not spend or takes what it
@@ -40,8 +41,10 @@ from machine.runs import Budget, now, timestamp
 MAX_BUDGET_ENV = "MACHINIST_MAX_BUDGET"
 ALLOWANCE_ENV = "MACHINE_ALLOW_SPEND_USD"
 DEFAULT_MAX_PER_CALL = 10.0
+SPENDING_LOG = "spending.jsonl"
+"""The spending log's name in a workspace's data folder (``.machine/``), for every face."""
 
-ConsentHow = Literal["elicitation", "allowance", "command"]
+ConsentHow = Literal["elicitation", "allowance", "command", "code"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,8 @@ class Consent:
     """Who consented to a call, and how.
 
     ``how``: ``"elicitation"`` (the person in the host's form), ``"allowance"`` (the allowance the
-    person set in the server's configuration) or ``"command"`` (the person typing a command).
+    person set in the server's configuration), ``"command"`` (the person typing a command) or ``"code"``
+    (the person's own program calling the SDK).
     ``detail`` says more, e.g.
     ``"MACHINE_ALLOW_SPEND_USD=5 ($3.20 left before this call)"``.
     """
@@ -190,7 +194,7 @@ class SpendingPolicy:
 
     def consented(
         self,
-        how: Literal["elicitation", "command"],
+        how: Literal["elicitation", "command", "code"],
         detail: str,
         *,
         budget_usd: float | None = None,
@@ -205,9 +209,9 @@ class SpendingPolicy:
         limits what a model asks for, not a budget the person set themselves (the CLI's ``--budget``),
         which must still be a non-negative number of USD.
         """
-        if how not in ("elicitation", "command"):
+        if how not in ("elicitation", "command", "code"):
             raise BadInputError(
-                f"consent how={how!r} is not one of 'elicitation', 'command' "
+                f"consent how={how!r} is not one of 'elicitation', 'command', 'code' "
                 "(the allowance goes through reserve())"
             )
         if budget_usd is None:

@@ -8,17 +8,13 @@ import math
 from collections.abc import AsyncIterator, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 
 from machine.runs import ChatSession, Event, Message, Run, new_run_id, now
 from machine.spec import Machine
 from machine.workspace import Workspace
-
-if TYPE_CHECKING:
-    from ._handle import MachineHandle
-
 
 MessageType = Literal["text", "assistant", "tool_call", "tool_result", "result"]
 
@@ -46,10 +42,21 @@ class RunMessage:
         return "" if self.message is None else self.message.content
 
 
+class Runs(Protocol):
+    """What a run stream runs in and runs: a workspace and its machine as it is when the run starts (a
+    machine handle, whose machine is read again after a commit)."""
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def spec(self) -> Machine: ...
+
+
 class RunStream:
     """One run: iterate it for its messages as they happen, or await it for the finished Run."""
 
-    def __init__(self, handle: MachineHandle, input: str, options: dict[str, Any]) -> None:
+    def __init__(self, handle: Runs, input: str, options: dict[str, Any]) -> None:
         self._handle, self._input, self._options = handle, input, options
         self._run: Run | None = None
 

@@ -1,5 +1,6 @@
 """One spending call under the policy, from consent to the settled line in the spending log: what a
-command the person typed, an MCP tool the person approved, and an allowance all go through."""
+command the person typed, an MCP tool the person approved, an allowance, and the person's own code calling
+the SDK handle all go through."""
 
 from __future__ import annotations
 
@@ -13,30 +14,45 @@ from ._policy import Consent, SpendingPolicy
 @dataclass
 class Spend:
     """A call's consent (``correlation_id`` names its log line) and the budget it spends from; settled
-    once, with what the budget spent."""
+    once, with what the budget spent during the call (an SDK handle's budget outlives its calls)."""
 
     policy: SpendingPolicy
     correlation_id: str
     consent: Consent
     budget: Budget
     settled: bool = field(default=False, init=False)
+    start: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
+        self.start = self.budget.spent
         if self.consent.how == "allowance" and self.policy.ledger is not None:
             self.budget.parent = self.policy.ledger  # one running total for every call it allowed
 
     @classmethod
     def by_command(
-        cls, policy: SpendingPolicy, budget: Budget, *, command: str, machine: str | None
+        cls, policy: SpendingPolicy, budget: Budget, *, command: str, machine: str | None, typed: str
     ) -> Spend:
-        """The person typed the command: that is the consent. Their own budget is not held to the cap
-        per call, which limits what a model asks for."""
-        cap = "none" if budget.usd is None else f"{budget.usd:g}"
+        """The person typed the command (``typed``, as the consent's detail says it): that is the consent.
+        Their own budget is not held to the cap per call, which limits what a model asks for."""
         correlation_id, consent = policy.consented(
             "command",
-            f"machine {command} --budget {cap}",
+            typed,
             budget_usd=budget.usd,
             tool=command,
+            machine=machine,
+            capped=False,
+        )
+        return cls(policy, correlation_id, consent, budget)
+
+    @classmethod
+    def by_code(cls, policy: SpendingPolicy, budget: Budget, *, operation: str, machine: str) -> Spend:
+        """The person's own program called the SDK handle: that is the consent, as a typed command is."""
+        cap = "no budget" if budget.usd is None else f"a budget of ${budget.usd:g}"
+        correlation_id, consent = policy.consented(
+            "code",
+            f"machine.load({machine!r}).{operation}(...) with {cap}",
+            budget_usd=budget.usd,
+            tool=operation,
             machine=machine,
             capped=False,
         )
@@ -49,5 +65,5 @@ class Spend:
         if self.settled:
             return
         self.settled = True
-        spent = self.budget.spent
+        spent = max(0.0, self.budget.spent - self.start)
         self.policy.settle(self.correlation_id, spent_usd=spent, log=finished or spent > 0)

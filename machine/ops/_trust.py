@@ -16,8 +16,7 @@ from pathlib import Path
 from pydantic import Field
 
 from machine.errors import BadInputError, NotFoundError
-from machine.runs import Model
-from machine.runs._files import write_atomic
+from machine.runs import Model, write_atomic
 from machine.spec import FileTrust, sha256_of, unreviewable
 from machine.workspace import Workspace
 

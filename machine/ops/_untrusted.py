@@ -1,5 +1,6 @@
 """An untrusted machine as a host may rehearse it before the person trusts it: its stand-in, rebuilt from
-what loading it inside the sandbox reported and from trusted code alone (``machine.learn._stand_in``).
+what loading it inside the sandbox reported and from trusted code alone
+(``machine.learn.specialize.vetting``).
 
 Its parent is loaded as usual (so it must be trusted, or the person's own); its library tools are the
 library's own, found by name; its judges are the library's judge with the settings it named; its hidden
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from machine.errors import NotTrusted
 from machine.grade import Grader, define_evaluator, define_rubric, judge
-from machine.learn._stand_in import SandboxChecks, SandboxedCheck, StandIn, describe_untrusted
+from machine.learn.specialize.vetting import SandboxChecks, SandboxedCheck, StandIn, describe_untrusted
 from machine.spec import Machine, define_child
 from machine.workspace import Workspace
 

@@ -6,7 +6,7 @@ Adapters (``machine.clients``, ``machine.sandboxes``) build on this package and 
 
 from ._budget import Budget, Reservation, parse_budget
 from ._effort import LEVELS, Effort, parse_effort
-from ._files import atomic_text, confined, write_atomic
+from ._files import atomic_text, confined, open_new, write_atomic
 from ._harness import (
     Event,
     EventType,
@@ -35,11 +35,13 @@ from ._pricing import (
     is_free,
     price_of,
 )
+from ._project import TEST_NAME, RunnerOutcome, alone, final_files, runner_outcome, sandbox_path
 from ._provenance import git_revision, library_version
 from ._records import (
     CriterionScore,
     Message,
     Model,
+    Record,
     Run,
     Scorecard,
     Tag,
@@ -56,6 +58,7 @@ from ._sandbox import Sandbox, Sandboxes
 from ._secrets import SECRET_WORDS, Redactor
 from ._store import SQLiteStore, Store
 from ._tools import Tool, ToolContext, ToolFailure, tool
+from ._trainer import Checkpoint, Prepared, StepMetrics, Trainer, TrainExample, TrainSettings, refuse_untaken
 
 __all__ = [
     "FREE_HARNESSES",
@@ -64,11 +67,13 @@ __all__ = [
     "LOCAL_CHAT_FORMAT",
     "NAME_SEGMENT",
     "SECRET_WORDS",
+    "TEST_NAME",
     "TINKER_PRICES",
     "TINKER_TRAIN_PRICES",
     "TRAINING",
     "Budget",
     "ChatSession",
+    "Checkpoint",
     "CriterionScore",
     "Effort",
     "Event",
@@ -80,15 +85,19 @@ __all__ = [
     "Model",
     "ModelAccess",
     "NextTurn",
+    "Prepared",
     "Price",
+    "Record",
     "Redactor",
     "Reservation",
     "Run",
     "RunSummary",
+    "RunnerOutcome",
     "SQLiteStore",
     "Sandbox",
     "Sandboxes",
     "Scorecard",
+    "StepMetrics",
     "Store",
     "SuiteRecord",
     "Tag",
@@ -97,12 +106,17 @@ __all__ = [
     "ToolCall",
     "ToolContext",
     "ToolFailure",
+    "TrainExample",
+    "TrainSettings",
+    "Trainer",
     "Turn",
     "Usage",
+    "alone",
     "atomic_text",
     "call_tool",
     "check_name",
     "confined",
+    "final_files",
     "git_revision",
     "hub_access",
     "is_free",
@@ -112,14 +126,18 @@ __all__ = [
     "new_run_id",
     "now",
     "offline_hub",
+    "open_new",
     "openai_tools",
     "parse_budget",
     "parse_effort",
     "parse_local_reply",
     "passes",
     "price_of",
+    "refuse_untaken",
     "run_loop",
     "run_seed",
+    "runner_outcome",
+    "sandbox_path",
     "timestamp",
     "to_openai",
     "tool",

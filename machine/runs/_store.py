@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from machine.errors import NotFoundError
+from machine.errors import Fix, NotFoundError
 
 from . import _store_faults as faults
 from ._names import check_name
@@ -195,7 +195,8 @@ class SQLiteStore:
         with self._reading() as db:
             found = db.execute("SELECT data FROM runs WHERE id = ?", (run_id,)).fetchone()
         if found is None:
-            raise NotFoundError(f"there is no run {run_id!r} in {self.path}; `machine runs NAME` lists them")
+            listed = Fix(operation="runs", purpose="lists them")
+            raise NotFoundError(f"there is no run {run_id!r} in {self.path}", fixes=[listed])
         return Run.model_validate_json(found[0])
 
     def runs(self, machine: str, limit: int = 20) -> list[Run]:

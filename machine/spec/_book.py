@@ -14,8 +14,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, model_validator
 
 from machine.errors import BadInputError, DefinitionError, Fix, NotFoundError
-from machine.runs._files import write_atomic
-from machine.runs._records import Record, now
+from machine.runs import Record, now, write_atomic
 
 from ._gate_report import GateReport
 from ._machine import Machine
@@ -150,6 +149,7 @@ class Book(Record):
 
 
 def sha256_text(text: str) -> str:
+    """The sha256 of ``text`` as UTF-8: how a version names its instructions and the texts it keeps."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -158,7 +158,8 @@ def identity_of(machine: Machine, model: str | None = None) -> tuple[str, str, s
     return (sha256_text(machine.own_instructions), model or machine.model, machine.rubric.fingerprint)
 
 
-def _read_book(path: Path, name: str) -> Book | None:
+def read_book(path: Path) -> Book | None:
+    """The versions file at ``path`` as it is, recording nothing (None: there is none yet)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -180,6 +181,7 @@ def parse_book(path: Path, data: bytes) -> Book:
 
 
 def write_book(path: Path, book: Book) -> None:
+    """Write ``book`` to ``path`` whole (atomically: a reader sees the old file or the new one)."""
     text = json.dumps(book.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
     write_atomic(path, text.encode("utf-8"))
 
@@ -196,6 +198,7 @@ def snapshot(folder: Path) -> dict[str, bytes | None]:
 
 
 def restore(folder: Path, files: dict[str, bytes | None]) -> None:
+    """Put the version files back as ``files`` (a ``snapshot``) has them, removing the absent ones."""
     for file, data in files.items():
         path = folder / file
         if data is None:
@@ -224,6 +227,7 @@ def keep_texts(book: Book, found: dict[str, bytes | None], folder: Path) -> dict
 
 
 def files_of(book: Book, version: Version) -> dict[str, bytes | None]:
+    """The exact bytes of ``version``'s files from the texts ``book`` keeps, to write them back."""
     found: dict[str, bytes | None] = {}
     for file in FILES:
         key = version.files.get(file)
@@ -277,7 +281,7 @@ def open_book(folder: Path, machine: Machine, *, note: str = "") -> Book:
     it is now as v1 (live)."""
     name = machine.name
     path = folder / VERSIONS_FILE
-    book = _read_book(path, name)
+    book = read_book(path)
     if book is not None:
         if book.machine != name:
             raise DefinitionError(f"{path} is the versions file of machine {book.machine!r}, not {name!r}")

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from machine.runs._records import Record, now
+from machine.runs import Record, now
 
 DEFAULT_MIN_Z = 2.0
 GateOutcome = Literal["passed", "not passed", "not measured", "not enough evidence"]

@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import keyword
 import sys
 import traceback
@@ -28,9 +29,19 @@ from ._machine import Machine
 from ._trust import TrustBook, untrusted_message
 
 _SKIP = {"__pycache__"}
-BUILTIN_MACHINES = Path(__file__).resolve().parents[1] / "learn" / "machines"
-"""The machines the library ships (the optimizer), kept beside the learning code that runs them. A
-workspace's own machine of the same name is used instead."""
+
+
+def _builtin_machines() -> Path:
+    """``machinist/machines``: found where the package maps ``machine.machinist`` (a folder beside
+    ``machine/`` in a source checkout, inside it when installed), without importing it."""
+    spec = importlib.util.find_spec("machine.machinist")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    return Path(folders[0] if folders else Path(__file__).resolve().parents[1] / "machinist") / "machines"
+
+
+BUILTIN_MACHINES = _builtin_machines()
+"""The machines the library ships (the optimizer and the author), beside the machinist. A workspace's own
+machine of the same name is used instead."""
 
 
 def discover(machines_dir: Path) -> list[str]:

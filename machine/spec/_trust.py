@@ -27,8 +27,7 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from machine.errors import DefinitionError, NotTrusted
-from machine.runs import Model
-from machine.runs._files import write_atomic
+from machine.runs import Model, write_atomic
 
 TRUST_FILE = "trust.json"
 """The record's name in a workspace's data folder (``.machine``)."""
@@ -113,8 +112,7 @@ def marked(text: str, by: str, machine: str, *, draft: bool = False) -> str:
     head = _DRAFT_MARK if draft else MARK
     said = " ".join(by.split())
     return (
-        f"{head} ({said}): nothing imports this file until you trust it with `machine trust {machine}`.\n"
-        + text
+        f"{head} ({said}): nothing imports this file until you review and trust machine {machine}.\n" + text
     )
 
 
@@ -162,7 +160,8 @@ class TrustBook:
                 raise DefinitionError(
                     f"{self.path} does not read as the record of trusted files ({error}); nothing a model "
                     "wrote is loaded until it does: restore it from a backup, or delete it and review and "
-                    "trust each machine again (`machine trust --list` then lists every file a model wrote)"
+                    "trust each machine again (the list of files not trusted then shows every file a model "
+                    "wrote)"
                 ) from None
             self._seen = (info.st_mtime_ns, info.st_size)
         return self._record

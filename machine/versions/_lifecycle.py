@@ -10,12 +10,13 @@ from pydantic import Field
 
 from machine.errors import BadInputError, CommitRefused, DefinitionError, Fix
 from machine.runs import Model, now
-from machine.spec import GateReport, Machine
-from machine.spec._book import (
+from machine.spec import (
     INSTRUCTIONS_FILE,
     MODEL_FILE,
     VERSIONS_FILE,
     Book,
+    GateReport,
+    Machine,
     Version,
     files_of,
     identity_of,

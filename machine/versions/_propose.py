@@ -11,11 +11,14 @@ from pathlib import Path
 from machine.errors import BadInputError, Fix, NotFoundError
 from machine.measure import BatchWriter
 from machine.runs import Run
-from machine.spec import DEFAULT_MIN_Z, Case, GateReport, Machine
-from machine.spec._book import (
+from machine.spec import (
+    DEFAULT_MIN_Z,
     MODEL_FILE,
     VERSIONS_FILE,
     Book,
+    Case,
+    GateReport,
+    Machine,
     Version,
     model_json,
     open_book,

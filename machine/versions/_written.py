@@ -5,10 +5,11 @@ accept (``commit``, or a git commit) or reject (``revert``, or ``git checkout``)
 from __future__ import annotations
 
 from machine.errors import BadInputError
-from machine.spec import GateReport, Version
-from machine.spec._book import (
+from machine.spec import (
     INSTRUCTIONS_FILE,
     VERSIONS_FILE,
+    GateReport,
+    Version,
     identity_of,
     open_book,
     require_live,

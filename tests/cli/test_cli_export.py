@@ -97,7 +97,7 @@ def test_export_json(sampled: WorkspaceFolder, invoke: Invoke) -> None:
     [
         (("--best", "0"), ("--best", "0 is not in the range")),
         (("--tags", "maybe"), ("--tags", "'maybe' is not one of")),
-        (("--tree", "--from", "greet/loud"), ("--tree or --from",)),
+        (("--tree", "--from", "greet/loud"), ("another machine's runs (source), not both",)),
         (("--min-score", "2"), ("runs scoring at least 2", "3 were before", "pass --min-score 0.5")),
         (("--since", "no-such-suite"), ("runs since no-such-suite",)),
         (("--cases", "missing.json"), ("missing.json", "does not exist")),

@@ -12,8 +12,8 @@ from click.testing import Result
 from helpers.secret_runs import ENVIRONMENT, KEY, SECRETS_PER_RUN, read_dotenv
 from helpers.training import TRAIN_CASES, Counting, make_caps
 
-import machine.learn._train as train_module
 from machine import open_workspace
+from machine.clients import TRAINERS, TrainerEntry
 
 Invoke = Callable[..., Result]
 
@@ -47,7 +47,7 @@ def test_train_says_how_many_secrets_it_redacted(
     invoke: Invoke, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     trainer = Counting()
-    monkeypatch.setattr(train_module, "trainer_for", lambda _base, _name=None: trainer)
+    monkeypatch.setitem(TRAINERS, "counting", TrainerEntry(lambda _request: trainer))
     common = ["--harness", "scripted", "--script", root / "script.json", "--workspace", root]
     args = ["train", "caps", "--trainer", "counting", "--any-model", "--trials", "1", *common]
     done = invoke(*args)

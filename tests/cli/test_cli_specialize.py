@@ -64,7 +64,7 @@ def test_specialize_dev_keeps_only_cases_whose_tests_hold_and_writes_their_hidde
         "machines/dev/edge/machine.py",
         "machines/dev/edge/rubric.py",
     ]
-    assert report["next_steps"][0].startswith("machine trust dev/edge")
+    assert report["next_steps"][0].startswith("trust dev/edge")
     refused = machine_cmd("show", "dev/edge", "--workspace", root)
     assert refused.returncode == 2 and "`machine trust dev/edge`" in refused.stderr
     assert machine_cmd("trust", "dev/edge", "--yes", "--workspace", root).returncode == 0

@@ -16,8 +16,7 @@ import pytest
 from click.testing import Result
 from helpers.training import BASE, TRAIN_CASES, Counting, make_caps
 
-import machine.learn._train as train_module
-from machine.learn import Trainer
+from machine.clients import TRAINERS, TrainerEntry
 
 if TYPE_CHECKING:
     from conftest import Command
@@ -41,12 +40,7 @@ def common(root: Path) -> list[str]:
 def counting(monkeypatch: pytest.MonkeyPatch) -> Counting:
     """The trainer ``--trainer counting`` names, in this process."""
     trainer = Counting()
-    real = train_module.trainer_for
-
-    def trainer_for(base: str, name: str | None = None) -> Trainer:
-        return trainer if name == "counting" else real(base, name)
-
-    monkeypatch.setattr(train_module, "trainer_for", trainer_for)
+    monkeypatch.setitem(TRAINERS, "counting", TrainerEntry(lambda _request: trainer))
     return trainer
 
 

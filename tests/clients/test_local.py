@@ -173,7 +173,7 @@ async def test_effort_is_ignored_with_one_note_on_stderr(
     for _ in range(2):
         await harness.run(request(fresh, effort=parse_effort("medium")))
     err = capsys.readouterr().err
-    assert err.count("the local harness ignores --effort") == 1
+    assert err.count("the local harness ignores the reasoning effort") == 1
 
 
 async def test_a_negative_temperature_is_refused(fresh: str) -> None:

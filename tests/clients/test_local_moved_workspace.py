@@ -16,7 +16,7 @@ needs_local_stack()
 from machine import open_workspace  # noqa: E402
 from machine.clients import _local_models  # noqa: E402
 from machine.clients.local import LocalHarness  # noqa: E402
-from machine.learn import TrainSettings, train  # noqa: E402
+from machine.learn import TrainOptions, train  # noqa: E402
 from machine.ops import make_trainer  # noqa: E402
 from machine.versions import commit  # noqa: E402
 
@@ -67,9 +67,9 @@ async def test_a_committed_checkpoint_loads_and_samples_after_the_workspace_move
     for case in teacher.cases(spec):
         assert (await teacher.run(spec, case.input, case=case, trial=0, grade=True)).score == 1.0
     local = teacher.using(harness=LocalHarness(max_new_tokens=4, temperature=0.0))
-    settings = TrainSettings(base_model="", epochs=1, batch_size=3, learning_rate=1e-3)
+    options = TrainOptions(epochs=1, batch_size=3, lr=1e-3)
     candidate = await train(
-        local, "bye", trials=1, best_of=1, settings=settings, any_model=True, make_trainer=make_trainer
+        local, "bye", trials=1, best_of=1, options=options, any_model=True, make_trainer=make_trainer
     )
     [record] = (root / ".machine" / "training").iterdir()
     named = f"local:{tiny}+.machine/training/{record.name}/adapter"

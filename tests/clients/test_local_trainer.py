@@ -18,9 +18,16 @@ from machine.clients._local_train_session import Lora  # noqa: E402
 from machine.clients.local import LocalHarness  # noqa: E402
 from machine.clients.local_trainer import LocalTrainer  # noqa: E402
 from machine.errors import BadInputError  # noqa: E402
-from machine.learn import Checkpoint, StepMetrics, TrainExample, TrainSettings  # noqa: E402
 from machine.ops import make_trainer  # noqa: E402
-from machine.runs import Budget, HarnessRequest, ToolContext  # noqa: E402
+from machine.runs import (  # noqa: E402  # noqa: E402
+    Budget,
+    Checkpoint,
+    HarnessRequest,
+    StepMetrics,
+    ToolContext,
+    TrainExample,
+    TrainSettings,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -14,9 +14,8 @@ from machine.clients._local_models import local_path
 from machine.clients._local_train_data import TrainSequence
 from machine.clients.local_trainer import LocalTrainer
 from machine.errors import BadInputError, HarnessError, MachineError
-from machine.learn import Checkpoint, Prepared, TrainSettings
-from machine.learn._record import RecordFolder
-from machine.runs import Budget
+from machine.learn.train._record import RecordFolder
+from machine.runs import Budget, Checkpoint, Prepared, TrainSettings
 
 pytestmark = pytest.mark.anyio
 BASE = "local:no-such-model"

@@ -16,8 +16,16 @@ needs_local_stack()
 from machine.clients import _local_models  # noqa: E402
 from machine.clients._local_train_data import IGNORE, TrainSequence  # noqa: E402
 from machine.clients.local_trainer import LocalTrainer  # noqa: E402
-from machine.learn import Prepared, TrainExample, TrainSettings, example_of  # noqa: E402
-from machine.runs import LOCAL_CHAT_FORMAT, local_prompt_text, openai_tools, to_openai  # noqa: E402
+from machine.learn.train import example_of  # noqa: E402
+from machine.runs import (  # noqa: E402  # noqa: E402
+    LOCAL_CHAT_FORMAT,
+    Prepared,
+    TrainExample,
+    TrainSettings,
+    local_prompt_text,
+    openai_tools,
+    to_openai,
+)
 
 DROPPING = (
     "{% for message in messages %}"

@@ -16,8 +16,9 @@ needs_local_stack()
 
 from machine import open_workspace  # noqa: E402
 from machine.clients.local import LocalHarness  # noqa: E402
-from machine.learn import StepMetrics, TrainSettings, train  # noqa: E402
+from machine.learn import TrainOptions, train  # noqa: E402
 from machine.ops import make_trainer  # noqa: E402
+from machine.runs import StepMetrics  # noqa: E402
 from machine.versions import commit  # noqa: E402
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -70,9 +71,9 @@ async def test_a_sign_off_distilled_into_smollm2_passes_the_gate_and_goes_live(t
         assert run.score == 1.0
     local = teacher.using(harness=LocalHarness(max_new_tokens=16, temperature=0.7))
     steps: list[StepMetrics] = []
-    settings = TrainSettings(base_model="", epochs=3, batch_size=5, learning_rate=1e-3)
+    options = TrainOptions(epochs=3, batch_size=5, lr=1e-3)
     candidate = await train(
-        local, "signoff", trials=2, best_of=1, settings=settings, any_model=True,
+        local, "signoff", trials=2, best_of=1, options=options, any_model=True,
         make_trainer=make_trainer, on_step=steps.append,
     )  # fmt: skip
     report = candidate.report

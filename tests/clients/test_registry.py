@@ -27,7 +27,7 @@ def test_scripted_with_script(tmp_path: Path) -> None:
 
 
 def test_scripted_without_script_asks_for_one() -> None:
-    with pytest.raises(BadInputError, match="needs a script: pass --script PATH"):
+    with pytest.raises(BadInputError, match="needs a script; pass script=PATH"):
         make_harness("scripted")
 
 

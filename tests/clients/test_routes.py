@@ -8,7 +8,7 @@ import pytest
 
 from machine.clients._hosts import find_binary, host_environment  # the hosts' plumbing, on purpose
 from machine.clients._routes import Route, route_model
-from machine.errors import BadInputError, HarnessError
+from machine.errors import BadInputError, Fix, HarnessError
 
 
 @pytest.fixture(autouse=True)
@@ -49,8 +49,9 @@ def test_openrouter_ids_need_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_other_ids_are_the_hosts_own_and_a_bare_name_is_refused() -> None:
     route = route_model("anthropic/claude-sonnet-4", harness="opencode")
     assert route == Route("anthropic", "claude-sonnet-4") and route.own
-    with pytest.raises(BadInputError, match="--base-url"):
+    with pytest.raises(BadInputError, match="cannot tell who serves 'gpt-oss'") as refused:
         route_model("gpt-oss", harness="opencode")
+    assert refused.value.fixes == (Fix("base_url", "URL", "for an OpenAI-compatible endpoint"),)
 
 
 def test_a_missing_host_program_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -77,7 +77,7 @@ def test_invalid_json_names_path(tmp_path: Path) -> None:
 
 
 def test_missing_script_says_to_pass_one(tmp_path: Path) -> None:
-    with pytest.raises(HarnessError, match="does not exist; pass --script PATH"):
+    with pytest.raises(HarnessError, match="does not exist; pass script=PATH"):
         ScriptedHarness(tmp_path / "nope.json")
 
 

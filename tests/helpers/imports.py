@@ -1,6 +1,6 @@
 """The import graph of the installed package, read from the source (nothing is imported): every module's
-imports of other modules of ``machine``, lazy ones (inside functions) told apart, ``TYPE_CHECKING`` blocks
-left out."""
+imports of other modules of ``machine``, lazy ones (inside functions) and typing ones (inside ``if
+TYPE_CHECKING:``) told apart, and the names imported from them."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ class Module:
     """Modules of the package it imports at module level."""
     lazy: set[str] = field(default_factory=set)
     """Modules of the package it imports inside a function."""
+    typing: set[str] = field(default_factory=set)
+    """Modules of the package it imports only for the type checker, inside ``if TYPE_CHECKING:``."""
+    names: set[str] = field(default_factory=set)
+    """What it takes from the package's modules by ``from x import y``, as ``x.y``, modules included."""
 
 
 def modules() -> dict[str, Module]:
@@ -44,30 +48,38 @@ def modules() -> dict[str, Module]:
 
 def _read(module: Module, known: dict[str, Module]) -> None:
     tree = ast.parse(module.path.read_text(encoding="utf-8"))
-    skipped: set[int] = set()
+    typing: set[int] = set()
     lazy: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skipped |= {id(n) for n in ast.walk(node)}
+            typing |= {id(n) for statement in node.body for n in ast.walk(statement)}
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             lazy |= {id(n) for n in ast.walk(node)}
     package = module.name if module.path.name == "__init__.py" else module.name.rsplit(".", 1)[0]
     for node in ast.walk(tree):
-        if id(node) in skipped or not isinstance(node, ast.Import | ast.ImportFrom):
+        if not isinstance(node, ast.Import | ast.ImportFrom):
             continue
         targets = _targets(node, package)
         hits = {t for t in targets if t in known and t != module.name}
-        (module.lazy if id(node) in lazy else module.imports).update(hits)
+        kind = module.typing if id(node) in typing else module.lazy if id(node) in lazy else module.imports
+        kind.update(hits)
+        if isinstance(node, ast.ImportFrom) and (base := _base(node, package)) in known:
+            module.names.update(f"{base}.{alias.name}" for alias in node.names)
 
 
 def _targets(node: ast.Import | ast.ImportFrom, package: str) -> set[str]:
     if isinstance(node, ast.Import):
         return {alias.name for alias in node.names}
-    base = node.module or ""
-    if node.level:
-        anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-        base = ".".join([*anchor, *([node.module] if node.module else [])])
+    base = _base(node, package)
     return {base, *(f"{base}.{alias.name}" for alias in node.names)}
+
+
+def _base(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from ... import`` reads from, relative levels resolved against ``package``."""
+    if not node.level:
+        return node.module or ""
+    anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+    return ".".join([*anchor, *([node.module] if node.module else [])])
 
 
 def owner(name: str, packages: list[str]) -> str | None:

@@ -44,7 +44,7 @@ class BundledTokenizer:
 @functools.cache
 def inkling() -> Any:
     """The Rendering the trainer picks for Inkling on its own (cached: building it takes seconds)."""
-    from machine.learn._tinker_render import rendering_for
+    from machine.clients._tinker_render import rendering_for
 
     return rendering_for(INKLING, None)
 
@@ -55,7 +55,7 @@ def qwen3() -> Any:
     from tinker_cookbook.renderers import get_renderer
     from tml_renderers import tokenizers
 
-    from machine.learn import Rendering
+    from machine.clients.tinker import Rendering
 
     tokenizer = BundledTokenizer(tokenizers.Qwen3Tokenizer(), "Qwen/Qwen3-8B")
     return Rendering(name="qwen3", renderer=get_renderer("qwen3", tokenizer))

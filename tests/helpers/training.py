@@ -16,8 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from machine.errors import BudgetExceeded
-from machine.learn import Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings
-from machine.runs import TRAINING, Budget, HarnessRequest, HarnessResult, Message, Turn, Usage, run_loop
+from machine.runs import (
+    TRAINING,
+    Budget,
+    Checkpoint,
+    HarnessRequest,
+    HarnessResult,
+    Message,
+    Prepared,
+    StepMetrics,
+    TrainExample,
+    TrainSettings,
+    Turn,
+    Usage,
+    run_loop,
+)
 
 BASE = "thinkingmachines/Inkling"
 """The live model: Tinker prices both its sampling and its training."""

@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 from machine import Run
-from machine.learn._vet import vet_child
-from machine.learn._vetting import Vetting
+from machine.learn.specialize.vetting._child import vet_child
+from machine.learn.specialize.vetting._result import Vetting
 from machine.sandboxes import LocalSandbox
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,6 +6,7 @@ person's consent or past the per-call cap."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,8 @@ from helpers.training import BASE
 from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult
 
-import machine.learn._train as train_module
-from machine.learn import TinkerTrainer, Trainer
+from machine.clients import TRAINERS
+from machine.clients.tinker import TinkerTrainer
 from machine.ops import SpendingPolicy
 from machine.server.app import build_server
 
@@ -47,12 +48,8 @@ def answering(action: str, asked: list[str]) -> Any:
 def tinker(monkeypatch: pytest.MonkeyPatch) -> StandInService:
     """Tinker's trainer, as ``trainer: tinker`` names it, speaking to the stand-in service."""
     service = StandInService()
-    real = train_module.trainer_for
-
-    def trainer_for(base: str, name: str | None = None) -> Trainer:
-        return TinkerTrainer(service=service) if (name or "tinker") == "tinker" else real(base, name)
-
-    monkeypatch.setattr(train_module, "trainer_for", trainer_for)
+    entry = replace(TRAINERS["tinker"], make=lambda _request: TinkerTrainer(service=service))
+    monkeypatch.setitem(TRAINERS, "tinker", entry)
     return service
 
 
@@ -92,7 +89,7 @@ async def test_specialize_writes_the_child_and_its_cases(folder: Folder, tmp_pat
     child = folder.root / "machines" / "red" / "noted"
     assert (child / "machine.py").read_text(encoding="utf-8").split("\n", 1) == [
         "# Written by a model (specialize red (author thinkingmachines/Inkling)): nothing imports this file "
-        "until you trust it with `machine trust red/noted`.",
+        "until you review and trust machine red/noted.",
         CHILD,
     ]
     written = json.loads((child / "cases.json").read_text()) + json.loads(
@@ -182,6 +179,9 @@ async def test_refused_consent_spends_and_writes_nothing(
     assert len(asked) == 3
     assert "red/noted" in asked[0] and "$1.00" in asked[0] and "writes" in asked[0]
     assert "instructions.md" in asked[1] and "Train machine 'red'" in asked[2]
+    # each form shows the operation's plan: its runs at most and its price bound
+    assert all(" The plan: " in question and "at most $1.00" in question for question in asked)
+    assert "optimize 'red'" in asked[1] and "proposals (1 rounds of 1)" in asked[1]
     assert not (folder.root / "machines" / "red" / "noted").exists()
     assert (folder.root / "machines" / "red" / "instructions.md").read_text(encoding="utf-8") == instructions
     assert recent.structured_content["runs"] == [] and tinker.methods() == []

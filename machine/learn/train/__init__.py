@@ -1,0 +1,33 @@
+"""Train: select a machine's good runs (current rubric, never a held-out case), export them as chat
+JSONL or fine-tune on them with a trainer (an adapter behind ``machine.runs.Trainer``), record what went
+in, and propose the checkpoint as a pending candidate gated on the held-out cases."""
+
+from ._examples import example_of, failed_steps
+from ._export import ExportReport, FunnelStep, export, iter_rows, rows_of
+from ._options import ExportOptions, TrainOptions
+from ._plan import plan_train
+from ._record import RecordFolder, TrainingRecord
+from ._sampling import pending
+from ._select import Funnel, Selection, TagFilter
+from ._train import MakeTrainer, train
+
+__all__ = [
+    "ExportOptions",
+    "ExportReport",
+    "Funnel",
+    "FunnelStep",
+    "MakeTrainer",
+    "RecordFolder",
+    "Selection",
+    "TagFilter",
+    "TrainOptions",
+    "TrainingRecord",
+    "example_of",
+    "export",
+    "failed_steps",
+    "iter_rows",
+    "pending",
+    "plan_train",
+    "rows_of",
+    "train",
+]

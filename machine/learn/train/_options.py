@@ -1,0 +1,114 @@
+"""What one ``train`` call and one ``export`` take: every default and bound once, for the SDK, the command
+line and the MCP tool alike. ``TrainOptions`` holds the hyperparameters too and makes the
+``TrainSettings`` a trainer is given, so nothing else builds those field by field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+
+from machine.runs import TrainSettings
+from machine.spec import DEFAULT_MIN_Z, Case
+
+from .._options import MAX_TRIALS, Options
+from ._select import TagFilter
+
+MAX_SAMPLES = 20
+MAX_EPOCHS = 20
+Module = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.]+$", max_length=100)]
+"""A module of the model an adapter wraps, by name (``q_proj``, ``model.layers.0.mlp``)."""
+
+
+class TrainOptions(Options):
+    """The options of ``train``: what to learn from, the hyperparameters, and the gate it must pass."""
+
+    operation = "train"
+
+    samples: int = Field(0, ge=0, le=MAX_SAMPLES, strict=True, description="New runs per case first.")
+    trials: int = Field(3, ge=1, le=MAX_TRIALS, strict=True, description="Runs per held-out case, each.")
+    best_of: int = Field(2, ge=1, strict=True, description="Best runs kept a case.")
+    min_score: float = Field(1.0, description="The score a run must reach.")
+    epochs: int = Field(1, ge=1, le=MAX_EPOCHS, strict=True, description="Passes over the examples.")
+    lr: float | None = Field(None, gt=0, description="Learning rate (default: the trainer's for the base).")
+    rank: int | None = Field(
+        None, ge=1, strict=True, description="LoRA rank (default: 32 on Tinker, 16 local)."
+    )
+    max_length: int | None = Field(
+        None, ge=2, strict=True, description="Tokens a training sequence is cut to (default: uncut)."
+    )
+    batch_size: int = Field(8, ge=1, strict=True, description="Sequences a step.")
+    lora_alpha: int | None = Field(
+        None, ge=1, strict=True, description="LoRA scale (local; default: 2 x rank)."
+    )
+    lora_dropout: float | None = Field(
+        None, ge=0, lt=1, description="Dropout on the LoRA layers (local; default: 0.05)."
+    )
+    target_modules: list[Module] | None = Field(
+        None,
+        min_length=1,
+        max_length=50,
+        description="Modules the adapter wraps (local; default: q_proj,k_proj,v_proj,o_proj).",
+    )
+    any_model: bool = Field(False, description="Learn from other models' runs too (distillation).")
+    resume: str | None = Field(None, description="Continue the stopped training with this record id.")
+    min_z: float = Field(
+        DEFAULT_MIN_Z,
+        ge=0,
+        description="Standard errors the checkpoint's held-out gain must reach to pass the gate.",
+    )
+    concurrency: int = Field(4, ge=1, strict=True, description="Runs at once.")
+    pass_score: float = Field(1.0, description="Score a run needs to pass.")
+    effort: float | None = Field(
+        None,
+        ge=0,
+        le=0.99,
+        description="The reasoning effort examples are rendered at when their run recorded none "
+        "(default: the workspace's).",
+    )
+
+    def settings(self, base_model: str, effort: float | None = None) -> TrainSettings:
+        """How the trainer trains ``base_model``: these hyperparameters, at this call's effort, else at
+        ``effort`` (the workspace's)."""
+        return TrainSettings(
+            base_model=base_model,
+            epochs=self.epochs,
+            learning_rate=self.lr,
+            rank=self.rank,
+            batch_size=self.batch_size,
+            effort=self.effort if self.effort is not None else effort,
+            max_length=self.max_length,
+            lora_alpha=self.lora_alpha,
+            lora_dropout=self.lora_dropout,
+            target_modules=self.target_modules,
+        )
+
+
+class ExportOptions(Options):
+    """The options of ``export``: where to write, and which runs to select."""
+
+    operation = "export"
+
+    out: str | Path = Field(description="The JSONL file to write (0600).")
+    tree: bool = Field(
+        False, description="Export the whole family (the machine and its children), each its own runs."
+    )
+    min_score: float = Field(1.0, description="The score a run must reach.")
+    best: int | None = Field(None, ge=1, strict=True, description="Each case's best K runs.")
+    since: str | None = Field(None, description="Only runs of this suite, or since this time.")
+    cases: list[Case] | None = Field(None, description="Only runs of these cases.")
+    source: str | None = Field(
+        None, description="Export this other machine's runs as the machine's own (its reasoning rewritten)."
+    )
+    per_turn: bool = Field(False, description="One example per assistant message, ending at it.")
+    tags: TagFilter = Field(
+        "all",
+        description="good: only runs marked good; bad: only runs marked bad; all: graded runs (a bad mark "
+        "keeps one out).",
+    )
+    include_holdout: bool = Field(
+        False,
+        description="Export the runs of held-out cases too (left out by default: they are what the gate "
+        "measures).",
+    )

@@ -1,0 +1,244 @@
+"""The training record: ``.machine/training/<id>/`` holds what went into a training and what came out,
+so a result can be traced and a stopped training resumed. ``record.json`` pins the base model, trainer,
+renderer, effort, hyperparameters, the exact selection (run ids and filters), each dataset file by
+sha256, the library version and git revision; ``train.jsonl`` holds the examples as sent,
+``metrics.jsonl`` one line per step, ``checkpoints.jsonl`` each saved checkpoint, ``train.log`` what
+happened in words. A record is never overwritten: each training gets a folder of its own."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from machine.errors import BadInputError, Fix, MachineError, NotFoundError, plain_spelling
+from machine.runs import (
+    Checkpoint,
+    Model,
+    StepMetrics,
+    TrainExample,
+    TrainSettings,
+    new_run_id,
+    now,
+    open_new,
+    write_atomic,
+)
+
+RECORD, EXAMPLES, METRICS, CHECKPOINTS, LOG = (
+    "record.json",
+    "train.jsonl",
+    "metrics.jsonl",
+    "checkpoints.jsonl",
+    "train.log",
+)
+
+
+class Pin(Model):
+    """A file that went in, by content."""
+
+    path: str
+    sha256: str
+    rows: int = 0
+
+    @classmethod
+    def of(cls, text: str, *, rows: int, path: str = EXAMPLES) -> Pin:
+        """The pin of ``text`` as it will be written to ``path``."""
+        return cls(path=path, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), rows=rows)
+
+
+def examples_text(examples: list[TrainExample]) -> str:
+    """``train.jsonl``: one example a line, as sent to the trainer."""
+    return "".join(e.model_dump_json() + "\n" for e in examples)
+
+
+class Chosen(Model):
+    """The exact selection: the filters and the runs they kept."""
+
+    samples: int = 0
+    """New runs made of each case before selecting."""
+    min_score: float
+    best_of: int | None
+    any_model: bool
+    own_model: str | None
+    held_out: list[str] = Field(default_factory=list)
+    """The held-out case ids kept out (their inputs were kept out too)."""
+    run_ids: list[str] = Field(default_factory=list)
+
+
+class TrainingRecord(Model):
+    """What one training took in and left, as record.json keeps it."""
+
+    id: str
+    machine: str
+    trainer: str
+    base_model: str
+    renderer: str = ""
+    settings: TrainSettings
+    selection: Chosen
+    datasets: list[Pin] = Field(default_factory=list)
+    library_version: str | None = None
+    revision: str | None = None
+    sampled: int = 0
+    """Runs made for this training (``samples`` of each case)."""
+    redacted: int = 0
+    """Secrets replaced by a marker in the examples (the runs as stored keep them)."""
+    status: Literal["preparing", "training", "trained", "stopped", "failed"] = "preparing"
+    error: str | None = None
+    checkpoint: Checkpoint | None = None
+    steps: int = 0
+    candidate: str | None = None
+    created_at: datetime = Field(default_factory=now)
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed training must share with this one: everything that decides what is learned."""
+        return {
+            "machine": self.machine,
+            "trainer": self.trainer,
+            "base_model": self.base_model,
+            "settings": self.settings.model_dump(mode="json"),
+            "selection": self.selection.model_dump(mode="json"),
+            "datasets": [p.sha256 for p in self.datasets],
+        }
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _private(path: Path, text: str, *, append: bool = False) -> None:
+    with open_new(path, append=append) as handle:  # never through a symlink planted at its name
+        handle.write(text)
+
+
+class RecordFolder:
+    """One training's folder and its files."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    @classmethod
+    def create(cls, root: Path, inputs: list[Path]) -> RecordFolder:
+        """A new folder under ``root`` (never an earlier one), which overlaps none of ``inputs``."""
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder = root / new_run_id()
+        for path in inputs:
+            there = path.resolve()
+            if there == folder.resolve() or there.is_relative_to(folder.resolve()):
+                raise BadInputError(f"the training record's folder {folder} would overlap its input {path}")
+        folder.mkdir(mode=0o700)  # raises if it exists: a record is never overwritten
+        return cls(folder)
+
+    @classmethod
+    def open(cls, root: Path, record_id: str) -> RecordFolder:
+        """The record ``record_id`` under ``root``: a folder of its own there, never one a link leads to
+        elsewhere (its files would be read, and written, outside the workspace)."""
+        folder = root / record_id
+        plain = record_id not in ("", ".", "..") and "/" not in record_id and os.sep not in record_id
+        if not plain or not (folder / RECORD).is_file():
+            known = sorted(p.name for p in root.iterdir() if (p / RECORD).is_file()) if root.is_dir() else []
+            raise NotFoundError(
+                f"there is no training record {record_id!r} in {root}; the records are: "
+                + (", ".join(known[-10:]) or "none")
+            )
+        where = folder.resolve()
+        if folder.is_symlink() or where.parent != root.resolve():
+            raise BadInputError(
+                f"training record {record_id!r} in {root} leads to {where}, outside the workspace's training "
+                f"records: a record is a folder of its own in {root}; remove the link {folder}"
+            )
+        return cls(folder)
+
+    @property
+    def id(self) -> str:
+        return self.folder.name
+
+    def read(self) -> TrainingRecord:
+        path = self.folder / RECORD
+        try:
+            return TrainingRecord.model_validate_json(path.read_bytes())
+        except (ValidationError, ValueError) as error:
+            raise BadInputError(f"{path} is not a training record this version can read ({error})") from None
+
+    def write(self, record: TrainingRecord) -> None:
+        write_atomic(self.folder / RECORD, (record.model_dump_json(indent=2) + "\n").encode(), private=True)
+
+    def write_examples(self, text: str) -> None:
+        """Write ``train.jsonl`` (``examples_text``), once: a record's examples are never written over."""
+        fd = os.open(self.folder / EXAMPLES, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+    def step(self, metrics: StepMetrics) -> None:
+        _private(self.folder / METRICS, metrics.model_dump_json() + "\n", append=True)
+
+    def checkpoint(self, checkpoint: Checkpoint) -> None:
+        _private(self.folder / CHECKPOINTS, checkpoint.model_dump_json() + "\n", append=True)
+
+    def log(self, line: str) -> None:
+        _private(self.folder / LOG, f"{now().isoformat(timespec='seconds')} {line}\n", append=True)
+
+    def metrics(self) -> list[StepMetrics]:
+        path = self.folder / METRICS
+        if not path.exists():
+            return []
+        return [StepMetrics.model_validate_json(line) for line in path.read_text().splitlines() if line]
+
+    def last_checkpoint(self) -> Checkpoint | None:
+        path = self.folder / CHECKPOINTS
+        if not path.exists():
+            return None
+        lines = [line for line in path.read_text().splitlines() if line]
+        return Checkpoint.model_validate_json(lines[-1]) if lines else None
+
+    def saved(self, checkpoint: Checkpoint) -> None:
+        """A state the trainer saved on the way, recorded at once (once)."""
+        if checkpoint != self.last_checkpoint():
+            self.checkpoint(checkpoint)
+
+    def stopped(self, record: TrainingRecord, error: MachineError, *, failed: bool) -> None:
+        """Say in the record why training ended early, keeping the state the trainer saved before it (an
+        error a trainer raises carries it as ``checkpoint``) for a resumed training to start from."""
+        record.status = "failed" if failed else "stopped"
+        record.error = error.explain(plain_spelling)
+        saved = getattr(error, "checkpoint", None)
+        if isinstance(saved, Checkpoint):
+            self.saved(saved)
+        record.checkpoint = self.last_checkpoint()
+        self.write(record)
+        self.log(f"{record.status} after {record.steps} steps: {record.error}; {self.resume(record)}")
+
+    def interrupted(self, record: TrainingRecord) -> None:
+        """A training stopped from outside (Ctrl-C): the record says so, with the last state saved."""
+        record.status = "stopped"
+        record.error = f"stopped from outside after step {record.steps}"
+        record.checkpoint = self.last_checkpoint()
+        self.write(record)
+        self.log(f"stopped from outside after {record.steps} steps; {self.resume(record)}")
+
+    def resume(self, record: TrainingRecord) -> str:
+        """How to resume this training, in words any face may show."""
+        again = Fix(operation="train", machine=record.machine, arguments=(("resume", self.id),))
+        return f"resume it: {plain_spelling(again)}"
+
+
+def differences(before: dict[str, Any], after: dict[str, Any], where: str = "") -> list[str]:
+    """Each field that differs between two identities, in words."""
+    found = []
+    for key in sorted(before.keys() | after.keys()):
+        a, b = before.get(key), after.get(key)
+        name = f"{where}{key}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            found += differences(a, b, name + ".")
+        elif a != b:
+            shown = [json.dumps(v)[:80] for v in (a, b)]
+            found.append(f"{name} was {shown[0]}, now {shown[1]}")
+    return found

@@ -1,0 +1,151 @@
+"""The Trainer protocol: what every trainer (Tinker's service, a local model) takes and gives back, so
+training selects, records and gates the same way whichever one learns. Examples go in as OpenAI-shaped
+chat conversations with the assistant messages to learn marked; a checkpoint the harnesses can sample and
+per-step metrics come out. It sits beside the Harness protocol: trainers are adapters
+(``machine.clients.TRAINERS``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import Field
+
+from machine.errors import BadInputError
+
+from ._budget import Budget
+from ._records import Model
+
+
+class TrainExample(Model):
+    """One conversation to learn from: chat messages (system first), the tools offered, and the indices of
+    the assistant messages that are targets (the others are context)."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    targets: list[int]
+    run_id: str = ""
+    case: str | None = None
+    effort: float | None = None
+    """The reasoning effort the run was sampled at: a renderer that writes effort into the prompt renders
+    the example at it, so the model learns from the prompt it was given."""
+
+
+class TrainSettings(Model):
+    """How to train: the base model and the hyperparameters (None: the trainer's default for the base)."""
+
+    base_model: str
+    epochs: int = 1
+    learning_rate: float | None = None
+    rank: int | None = None
+    """The LoRA rank (None: the trainer's default, 32 on Tinker, 16 on a local model)."""
+    batch_size: int = 8
+    """Sequences per optimizer step."""
+    effort: float | None = None
+    """The reasoning effort examples are rendered at when their run recorded none."""
+    seed: int = 0
+    max_length: int | None = None
+    """Tokens a training sequence is cut to (None: uncut)."""
+    lora_alpha: int | None = None
+    """The LoRA scale (None: the trainer's default, twice the rank on a local model). Only a trainer
+    that ``takes`` it accepts it; the others refuse it."""
+    lora_dropout: float | None = None
+    """The dropout on the LoRA layers' input (None: the trainer's default, 0.05 on a local model)."""
+    target_modules: list[str] | None = None
+    """The modules the adapter wraps, by name (None: the trainer's default, the attention projections)."""
+
+
+class Prepared(Model):
+    """The examples as the trainer will send them: how they were rendered, and their size."""
+
+    trainer: str
+    renderer: str
+    effort: float | None = None
+    """The effort the renderer rendered at (None: the renderer takes none)."""
+    examples: int
+    sequences: int
+    """Training sequences: one per example rendered whole, one per target step otherwise."""
+    whole_run: int = 0
+    """Examples trained as one sequence with every target step in it (the renderer's prompts for each
+    step are token prefixes of the whole run's rendering, checked per example)."""
+    per_step: int = 0
+    dropped: int = 0
+    """Sequences left out because cutting them to ``max_length`` left no target token in them."""
+    tokens: int = 0
+    target_tokens: int = 0
+    learning_rate: float
+    data: Any = Field(default=None, exclude=True)
+    """The trainer's own form of the sequences (not recorded)."""
+
+
+class StepMetrics(Model):
+    """One optimizer step, as ``metrics.jsonl`` keeps it."""
+
+    step: int
+    epoch: int
+    loss: float | None = None
+    sequences: int = 0
+    tokens: int = 0
+    learning_rate: float = 0.0
+    seconds: float = 0.0
+    cost_usd: float = 0.0
+
+
+class Checkpoint(Model):
+    """What training left: the model id a harness samples (``tinker://…/sampler_weights/…``, or a local
+    adapter), its base, and where to resume from."""
+
+    model: str
+    base_model: str
+    step: int
+    state: str | None = None
+    """Where the trainer's state (weights and optimizer) was saved, to resume from."""
+
+
+ADAPTER_SHAPE = {
+    "lora_alpha": "a LoRA alpha",
+    "lora_dropout": "a LoRA dropout",
+    "target_modules": "target modules",
+}
+"""Settings that shape the adapter beyond its rank, which only some trainers take (their ``takes``)."""
+
+
+def refuse_untaken(trainer: Trainer, settings: TrainSettings) -> None:
+    """A setting the trainer cannot honour is an error before anything runs, never silently ignored."""
+    takes = set(getattr(trainer, "takes", ()))
+    given = [key for key in ADAPTER_SHAPE if getattr(settings, key) is not None and key not in takes]
+    if given:
+        shown = ", ".join(ADAPTER_SHAPE[key] for key in given)
+        raise BadInputError(
+            f"the {trainer.name} trainer does not take {shown} (it shapes its adapter by rank only): leave "
+            "them out, or train a local: model with the local trainer",
+        )
+
+
+@runtime_checkable
+class Trainer(Protocol):
+    """A way to fine-tune a model on examples."""
+
+    name: str
+
+    def prepare(self, examples: Sequence[TrainExample], settings: TrainSettings) -> Prepared:
+        """Render the examples for the base model and decide whole-run or per-step for each."""
+        ...
+
+    async def train(
+        self,
+        prepared: Prepared,
+        settings: TrainSettings,
+        *,
+        folder: Path,
+        budget: Budget,
+        on_step: Callable[[StepMetrics], None],
+        resume: Checkpoint | None = None,
+        on_saved: Callable[[Checkpoint], None] | None = None,
+    ) -> Checkpoint:
+        """Train, reserving each step's tokens against ``budget`` before it is sent, reporting each
+        step, and saving the sampler checkpoint; ``resume`` continues from a saved state. Each state
+        saved along the way is handed to ``on_saved`` at once, so a training stopped from outside (or
+        killed) is recorded as far as it got and resumes from there."""
+        ...

@@ -1,0 +1,173 @@
+"""What ``train`` learns from: never a held-out case (by id or by input), only the live model's own runs
+unless ``any_model`` (a replay is never the model's own), each case's best ``best_of`` scoring at least
+``min_score``, graded under the current rubric; ``samples`` new runs a case first and pending runs graded."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from helpers.training import BASE, HELD_OUT, TRAIN_CASES, Counting, Tutored, make_caps
+
+from machine import BadInputError, Workspace, open_workspace
+from machine.clients.scripted import ScriptedHarness
+from machine.learn import TrainingRecord, TrainOptions, train
+from machine.runs import Run, TrainExample
+from machine.spec import Case
+from machine.versions import update
+
+pytestmark = pytest.mark.anyio
+
+SETTINGS = TrainOptions(batch_size=4)
+
+
+def record_of(ws: Workspace, record_id: str) -> TrainingRecord:
+    path = ws.data_dir / "training" / record_id / "record.json"
+    return TrainingRecord.model_validate_json(path.read_bytes())
+
+
+def learned(trainer: Counting) -> list[TrainExample]:
+    [examples] = trainer.prepared
+    return examples
+
+
+def runs_of(ws: Workspace, examples: list[TrainExample]) -> list[Run]:
+    return [ws.store.get(e.run_id) for e in examples]
+
+
+async def test_no_held_out_case_is_learned_even_under_another_case_id(tmp_path: Path) -> None:
+    # "ann" is held out under the id h-ann, and is also a training case: its runs are never learned
+    holdout = [*HELD_OUT, {"id": "h-ann", "input": "ann"}]
+    make_caps(tmp_path, holdout=holdout)
+    ws = open_workspace(tmp_path, harness=Tutored())
+    first = Counting("good")
+    candidate = await train(ws, "caps", samples=2, trials=1, options=SETTINGS, trainer=first)
+    assert {e.case for e in learned(first)} == {"bob", "cat"}
+    # the comparison stored the live model's runs of the held-out cases (h-ann's scored 1): still kept out
+    stored = Counter((r.case_id, r.score) for r in ws.store.iter_runs("caps") if r.model == BASE)
+    assert stored[("h-ann", 1.0)] == 1
+    second = Counting("good")
+    await train(ws, "caps", trials=1, options=SETTINGS, trainer=second)
+    held_inputs = {c["input"] for c in holdout}
+    for run in runs_of(ws, learned(second)):
+        assert run.case_id in {"bob", "cat"} and run.input not in held_inputs
+    record = record_of(ws, candidate.report.training.record if candidate.report.training else "")
+    assert record.selection.held_out == sorted(c["id"] for c in holdout)
+    assert all("ann" not in json.dumps(e.messages) for e in learned(second))
+
+
+async def test_a_held_out_input_written_otherwise_is_not_learned(tmp_path: Path) -> None:
+    """The break: a good run of "what colour is the sky? " was trained on while the held-out case reads
+    "What colour is the sky?"."""
+    sky = {"id": "sky", "input": "what colour is the sky? "}
+    make_caps(
+        tmp_path,
+        cases=[*TRAIN_CASES, sky],
+        holdout=[*HELD_OUT, {"id": "h-sky", "input": "What colour is the sky?"}],
+    )
+    ws = open_workspace(tmp_path, harness=Tutored())
+    trainer = Counting("good")
+    await train(ws, "caps", samples=2, trials=1, options=SETTINGS, trainer=trainer)
+    assert any(r.case_id == "sky" and r.score == 1.0 for r in ws.store.iter_runs("caps"))  # a good run of it
+    assert {e.case for e in learned(trainer)} == {"ann", "bob", "cat"}
+    assert all("sky" not in json.dumps(e.messages) for e in learned(trainer))
+
+
+async def test_only_the_live_models_own_runs_unless_any_model(tmp_path: Path) -> None:
+    folder = make_caps(tmp_path)
+    ws = open_workspace(tmp_path, harness=Tutored())
+    spec = ws.load("caps")
+    cases = [Case.model_validate(c) for c in TRAIN_CASES]
+    for case in cases:
+        await ws.run(spec, case.input, case=case, trial=0, model="teacher", grade=True)
+    own = Counting("good")
+    with pytest.raises(BadInputError, match=f"runs {BASE} produced itself .*any_model=True"):
+        await train(ws, "caps", trials=1, options=SETTINGS, trainer=own)
+    assert own.prepared == [] and not (folder.parent.parent / ".machine" / "training").exists()
+    await ws.run(spec, "bob", case=cases[1], trial=1, grade=True)  # one run of the live model itself
+    await train(ws, "caps", trials=1, options=SETTINGS, trainer=own)
+    assert [(r.model, r.case_id) for r in runs_of(ws, learned(own))] == [(BASE, "bob")]
+    distilled = Counting("good")
+    candidate = await train(ws, "caps", trials=1, any_model=True, options=SETTINGS, trainer=distilled)
+    assert Counter(r.model for r in runs_of(ws, learned(distilled))) == {"teacher": 3, BASE: 1}
+    assert candidate.report.training is not None
+    record = record_of(ws, candidate.report.training.record)
+    assert (record.selection.any_model, record.selection.own_model) == (True, None)
+
+
+async def test_a_replayed_run_is_never_the_models_own(tmp_path: Path) -> None:
+    make_caps(tmp_path)
+    script = tmp_path / "script.json"
+    rules = [{"match": c["input"], "turns": [{"text": c["input"].upper()}]} for c in TRAIN_CASES]
+    script.write_text(json.dumps({"rules": [*rules, {"match": ".", "turns": [{"text": "?"}]}]}))
+    ws = open_workspace(tmp_path, harness=ScriptedHarness(script))
+    with pytest.raises(BadInputError) as refused:
+        await train(ws, "caps", samples=1, trials=1, options=SETTINGS, trainer=Counting())
+    message = str(refused.value)
+    assert f"only runs {BASE} produced itself are kept (3 were before that filter)" in message
+    stored = list(ws.store.iter_runs("caps"))
+    assert len(stored) == 3 and {(r.model, r.harness, r.score) for r in stored} == {(BASE, "scripted", 1.0)}
+    replays = Counting()
+    await train(ws, "caps", trials=1, any_model=True, options=SETTINGS, trainer=replays)
+    assert {e.case for e in learned(replays)} == {"ann", "bob", "cat"}
+
+
+async def test_best_of_each_case_and_min_score(tmp_path: Path) -> None:
+    # "dot" is hard for the live model but not held out here: its runs score 0
+    cases = [*TRAIN_CASES, {"id": "dot", "input": "dot"}]
+    make_caps(tmp_path, cases=cases, holdout=HELD_OUT[:2])
+    ws = open_workspace(tmp_path, harness=Tutored())
+    best = Counting()
+    await train(ws, "caps", samples=3, trials=1, best_of=2, options=SETTINGS, trainer=best)
+    assert Counter(e.case for e in learned(best)) == {"ann": 2, "bob": 2, "cat": 2}
+    every = Counting()
+    await train(ws, "caps", trials=1, best_of=5, min_score=0.0, options=SETTINGS, trainer=every)
+    assert Counter(e.case for e in learned(every)) == {"ann": 3, "bob": 3, "cat": 3, "dot": 3}
+    assert {r.score for r in runs_of(ws, learned(every)) if r.case_id == "dot"} == {0.0}
+
+
+async def test_samples_runs_each_case_first_and_stores_them(tmp_path: Path) -> None:
+    make_caps(tmp_path)
+    harness = Tutored()
+    ws = open_workspace(tmp_path, harness=harness)
+    await train(ws, "caps", samples=2, trials=1, options=SETTINGS, trainer=Counting())
+    sampled = [r for r in ws.store.iter_runs("caps") if r.case_id in {"ann", "bob", "cat"}]
+    assert Counter((r.case_id, r.trial, r.version) for r in sampled) == {
+        (case, trial, "v1"): 1 for case in ("ann", "bob", "cat") for trial in (0, 1)
+    }
+    assert all(r.scorecard is not None for r in sampled)
+
+
+async def test_pending_runs_are_graded_first(tmp_path: Path) -> None:
+    make_caps(tmp_path)
+    ws = open_workspace(tmp_path, harness=Tutored())
+    spec = ws.load("caps")
+    ungraded = [
+        await ws.run(spec, c["input"], case=Case.model_validate(c), trial=0, grade=False) for c in TRAIN_CASES
+    ]
+    assert all(r.scorecard is None for r in ungraded)
+    trainer = Counting()
+    await train(ws, "caps", trials=1, options=SETTINGS, trainer=trainer)
+    assert sorted(e.run_id for e in learned(trainer)) == sorted(r.id for r in ungraded)
+    assert all(ws.store.get(r.id).score == 1.0 for r in ungraded)
+
+
+async def test_runs_are_judged_by_the_current_rubric(tmp_path: Path) -> None:
+    folder = make_caps(tmp_path)
+    ws = open_workspace(tmp_path, harness=Tutored())
+    await train(ws, "caps", samples=1, trials=1, options=SETTINGS, trainer=Counting())
+    # the rubric now asks for the input as it was: every stored run is graded again, and none is good
+    machine_py = (folder / "machine.py").read_text(encoding="utf-8")
+    (folder / "machine.py").write_text(machine_py.replace("r.input.upper()", "r.input"), encoding="utf-8")
+    rubric_py = (folder / "rubric.py").read_text(encoding="utf-8")
+    (folder / "rubric.py").write_text(rubric_py.replace("in capital letters", "as given"), encoding="utf-8")
+    update(ws, "caps")
+    trainer = Counting()
+    with pytest.raises(BadInputError, match="only runs scoring at least 1 are kept"):
+        await train(ws, "caps", trials=1, options=SETTINGS, trainer=trainer)
+    fingerprint = ws.load("caps").rubric.fingerprint
+    cards = [r.scorecard for r in ws.store.iter_runs("caps")]
+    assert all(card is not None and card.rubric_fingerprint == fingerprint for card in cards)
+    assert trainer.prepared == []
