@@ -1,31 +1,70 @@
-"""The ``machine`` command group. Commands are thin: parse, call the library, render."""
+"""The ``machine`` command group. Commands are thin: parse, call the library, render.
+
+Each command's module is imported only when that command runs (or its own help is asked for): the group
+knows the commands by name, with the one line ``machine --help`` lists for each, so the listing loads
+nothing but click.
+"""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import click
 
-from ._agree import agree_command
-from ._compare import compare_command
-from ._converse import converse_command
-from ._export import export_command
-from ._learn import optimize_command
-from ._machines import list_machines_command, show, tree
-from ._options import workspace_option
-from ._runs import eval_run, run, runs
-from ._serve import serve_command
-from ._specialize import draft_rubric_command, specialize_command
 from ._stop import INTERRUPTED, end, stop_status
-from ._suite import suite
-from ._train import train_command
-from ._trust import trust_command
-from ._versions import commit_command, propose_command, revert_command, versions_command
+from ._workspace_option import workspace_option
+
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "list": ("_machines", "list_machines_command", "List the workspace's machines."),
+    "show": ("_machines", "show", "Show a machine: intent, model, tools, criteria and graders."),
+    "tree": ("_machines", "tree", "Show a machine family: what each machine inherits and adds."),
+    "run": ("_runs", "run", "Run a machine on INPUT, or talk to it in the terminal."),
+    "runs": ("_runs", "runs", "List a machine's newest runs."),
+    "eval": ("_runs", "eval_run", "Grade a stored run with the machine's current rubric."),
+    "suite": ("_suite", "suite", "Run and grade every case of a machine, --trials times each."),
+    "converse": (
+        "_converse",
+        "converse_command",
+        "Hold one conversation between a machine and its counterpart.",
+    ),
+    "compare": ("_compare", "compare_command", "Compare the working tree's machine with a git revision's."),
+    "agree": ("_agree", "agree_command", "Measure how well a candidate grader agrees with another."),
+    "versions": ("_versions", "versions_command", "List a machine's versions."),
+    "propose": ("_versions", "propose_command", "Make a pending candidate and measure it on held-out cases."),
+    "optimize": ("_learn", "optimize_command", "Search for better instructions with the optimizer machine."),
+    "train": ("_train", "train_command", "Fine-tune a machine's model on its good runs."),
+    "specialize": ("_specialize", "specialize_command", "Have the author machine write a child machine."),
+    "draft-rubric": ("_specialize", "draft_rubric_command", "Have the author machine draft a rubric."),
+    "trust": ("_trust", "trust_command", "Review the code a model wrote for a machine, and trust it."),
+    "commit": ("_versions", "commit_command", "Make the newest pending candidate live, if it passed."),
+    "revert": ("_versions", "revert_command", "Make an earlier version live again."),
+    "export": ("_export", "export_command", "Write a machine's good runs as chat JSONL for fine-tuning."),
+    "serve": ("_serve", "serve_command", "Serve the workspace's machines to an agent host over MCP."),
+}
+"""Each command by name: the module that defines it, its name there, and its line in the listing."""
 
 
 class _Commands(click.Group):
-    """The command group, which ends every command stopped from outside (Ctrl-C, a closed pipe) quietly:
-    a short line and the conventional exit status instead of a traceback."""
+    """The command group: commands loaded by name when they run, and every command stopped from outside
+    (Ctrl-C, a closed pipe) ended quietly: a short line and the conventional exit status instead of a
+    traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = COMMANDS.get(cmd_name)
+        if found is None:
+            return None
+        module, attribute, _line = found
+        command: click.Command = getattr(importlib.import_module(f"{__package__}.{module}"), attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The listing, from the lines above: no command's module is imported to show it."""
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][2]) for name in self.list_commands(ctx)])
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -41,33 +80,6 @@ class _Commands(click.Group):
 @workspace_option
 def cli() -> None:
     """Small agent loops with a rubric: run machines, grade their runs, measure them."""
-
-
-COMMANDS = (
-    list_machines_command,
-    show,
-    tree,
-    run,
-    runs,
-    eval_run,
-    suite,
-    converse_command,
-    compare_command,
-    agree_command,
-    versions_command,
-    propose_command,
-    optimize_command,
-    train_command,
-    specialize_command,
-    draft_rubric_command,
-    trust_command,
-    commit_command,
-    revert_command,
-    export_command,
-    serve_command,
-)
-for command in COMMANDS:
-    cli.add_command(command)
 
 
 def main() -> None:

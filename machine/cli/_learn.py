@@ -12,7 +12,8 @@ from machine.learn.optimize import format_optimization
 from machine.runs import Run
 
 from ._model_options import model_options
-from ._options import handle_errors, print_plan, print_spend, spending_options, with_workspace, workspace_from
+from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._plan import print_plan
 from ._render import dump_json
 
 

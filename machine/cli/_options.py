@@ -17,41 +17,17 @@ from typing import Any, TypeVar
 import click
 
 from machine.errors import BadInputError, Fix, MachineError, WorkFailed
-from machine.learn import Options
-from machine.ops import SPENDING_LOG, Spend, SpendingPolicy, harness_for, open_workspace, plan_learning
+from machine.ops import SPENDING_LOG, Spend, SpendingPolicy, harness_for, open_workspace
 from machine.runs import Budget, parse_budget, price_of
 from machine.workspace import Workspace
 
 from ._stop import INTERRUPTED, end, stop_status
+from ._workspace_option import with_workspace as with_workspace
+from ._workspace_option import workspace_option as workspace_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _SPEND_KEY = "machine.spend"  # in click's ctx.meta, shared by every context of one invocation
-
-
-def _remember_workspace(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """``--workspace`` may stand before the command or after its arguments; the later one wins."""
-    if value is not None:
-        ctx.ensure_object(dict)
-        root = ctx.find_root()
-        root.ensure_object(dict)
-        root.obj["workspace"] = value
-    return value
-
-
-workspace_option = click.option(
-    "--workspace",
-    metavar="DIR",
-    default=None,
-    expose_value=False,
-    callback=_remember_workspace,
-    is_eager=True,
-    help="The workspace folder (default: $MACHINE_WORKSPACE, else the current directory).",
-)
-
-
-def with_workspace(fn: F) -> F:
-    return workspace_option(fn)
 
 
 def _apply(fn: F, options: list[Callable[[F], F]]) -> F:
@@ -212,11 +188,6 @@ def _settle_failed(error: BaseException) -> Spend | None:
         else:
             error.add_note(second.message)
     return spend
-
-
-def print_plan(ws: Workspace, operation: str, name: str, options: Options) -> None:
-    """A learning command says what it will do at most before it starts (on stderr, as the spend)."""
-    click.echo(f"plan: {plan_learning(ws, operation, name, options).describe()}", err=True)
 
 
 def print_spend(budget: Any) -> None:

@@ -11,7 +11,8 @@ from machine.learn import SpecializeOptions, draft_rubric, specialize
 from machine.learn.specialize import DraftRubricOptions, format_rubric_draft, format_specialization
 
 from ._model_options import model_options
-from ._options import handle_errors, print_plan, print_spend, spending_options, with_workspace, workspace_from
+from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._plan import print_plan
 from ._render import dump_json
 
 AUTHOR_FLAGS = {"timeout_s": "--timeout"}

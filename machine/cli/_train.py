@@ -13,7 +13,8 @@ from machine.runs import Run, StepMetrics
 from machine.versions import Candidate, format_report
 
 from ._model_options import model_options
-from ._options import handle_errors, print_plan, print_spend, spending_options, with_workspace, workspace_from
+from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._plan import print_plan
 from ._render import dump_json
 
 

@@ -1,33 +1,83 @@
 """The operations every face calls (the SDK handle, the ``machine`` command, the MCP server): plan and run
 a suite, describe and list machines, spend under the person's policy, and make harnesses, sandboxes and
-model access and trainers by name (the one place the core meets its adapters)."""
+model access and trainers by name (the one place the core meets its adapters).
 
-from ._compose import (
-    default_harness_name,
-    harness_for,
-    local_sandboxes,
-    make_harness,
-    make_trainer,
-    model_access,
-    open_workspace,
-)
-from ._describe import (
-    CriterionInfo,
-    MachineInfo,
-    MachineSummary,
-    ToolInfo,
-    cases_files,
-    describe,
-    list_machines,
-)
-from ._handle import MachineHandle, load
-from ._plans import plan_learning
-from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, SPENDING_LOG, Consent, SpendingPolicy
-from ._session import RunMessage, RunStream, Session
-from ._spend import Spend
-from ._suite import CASES_NAME, SuitePlan, plan_suite, run_planned
-from ._trust import FileReview, TrustReview, pending, review, trust, untrustable
-from ._untrusted import stand_in
+Names resolve on first use (``__getattr__``): a command imports the operations it calls and no more.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._compose import (
+        default_harness_name,
+        harness_for,
+        local_sandboxes,
+        make_harness,
+        make_trainer,
+        model_access,
+        open_workspace,
+    )
+    from ._describe import (
+        CriterionInfo,
+        MachineInfo,
+        MachineSummary,
+        ToolInfo,
+        cases_files,
+        describe,
+        list_machines,
+    )
+    from ._handle import MachineHandle, load
+    from ._plans import plan_learning
+    from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, SPENDING_LOG, Consent, SpendingPolicy
+    from ._session import RunMessage, RunStream, Session
+    from ._spend import Spend
+    from ._suite import CASES_NAME, SuitePlan, plan_suite, run_planned
+    from ._trust import FileReview, TrustReview, pending, review, trust, untrustable
+    from ._untrusted import stand_in
+
+_HOMES = {
+    "default_harness_name": "._compose",
+    "harness_for": "._compose",
+    "local_sandboxes": "._compose",
+    "make_harness": "._compose",
+    "make_trainer": "._compose",
+    "model_access": "._compose",
+    "open_workspace": "._compose",
+    "CriterionInfo": "._describe",
+    "MachineInfo": "._describe",
+    "MachineSummary": "._describe",
+    "ToolInfo": "._describe",
+    "cases_files": "._describe",
+    "describe": "._describe",
+    "list_machines": "._describe",
+    "MachineHandle": "._handle",
+    "load": "._handle",
+    "plan_learning": "._plans",
+    "ALLOWANCE_ENV": "._policy",
+    "MAX_BUDGET_ENV": "._policy",
+    "SPENDING_LOG": "._policy",
+    "Consent": "._policy",
+    "SpendingPolicy": "._policy",
+    "RunMessage": "._session",
+    "RunStream": "._session",
+    "Session": "._session",
+    "Spend": "._spend",
+    "CASES_NAME": "._suite",
+    "SuitePlan": "._suite",
+    "plan_suite": "._suite",
+    "run_planned": "._suite",
+    "FileReview": "._trust",
+    "TrustReview": "._trust",
+    "pending": "._trust",
+    "review": "._trust",
+    "trust": "._trust",
+    "untrustable": "._trust",
+    "stand_in": "._untrusted",
+}
+"""The module each public name is defined in."""
 
 __all__ = [
     "ALLOWANCE_ENV",
@@ -68,3 +118,17 @@ __all__ = [
     "trust",
     "untrustable",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module the first time it is asked for, then kept."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,0 +1,36 @@
+"""``--workspace``, the one option the command group itself takes: kept apart from the commands' options
+so that ``machine --help`` loads no more than click to show it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _remember_workspace(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """``--workspace`` may stand before the command or after its arguments; the later one wins."""
+    if value is not None:
+        ctx.ensure_object(dict)
+        root = ctx.find_root()
+        root.ensure_object(dict)
+        root.obj["workspace"] = value
+    return value
+
+
+workspace_option = click.option(
+    "--workspace",
+    metavar="DIR",
+    default=None,
+    expose_value=False,
+    callback=_remember_workspace,
+    is_eager=True,
+    help="The workspace folder (default: $MACHINE_WORKSPACE, else the current directory).",
+)
+
+
+def with_workspace(fn: F) -> F:
+    return workspace_option(fn)

@@ -1,0 +1,87 @@
+"""What starting costs, pinned without timing anything: a bare ``import machine`` imports none of its
+subpackages, ``machine --help`` loads click and the command group alone, and ``machine list`` never
+loads the learning layer or a model library, each checked in a fresh interpreter. The group's listing
+names every command it can load, each under its own name."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from machine.cli._app import COMMANDS, cli
+
+REPO = Path(__file__).resolve().parents[2]
+HEAVY = (
+    "torch",
+    "transformers",
+    "peft",
+    "tinker",
+    "tinker_cookbook",
+    "openai",
+    "mcp",
+    "uvicorn",
+    "starlette",
+)
+PROBE = """\
+import json, sys
+{code}
+heavy = {heavy!r}
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.startswith("machine"))))
+"""
+
+
+def loaded(code: str, tmp_path: Path, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    probe = PROBE.format(code=code, heavy=heavy)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    found: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+def test_a_bare_import_imports_no_subpackage(tmp_path: Path) -> None:
+    assert loaded("import machine", tmp_path, (*HEAVY, "pydantic", "rich", "httpx")) == ["machine"]
+
+
+def test_help_loads_the_group_and_nothing_heavy(tmp_path: Path) -> None:
+    code = "from machine.cli import main\nsys.argv = ['machine', '--help']\n"
+    code += "try:\n    main()\nexcept SystemExit:\n    pass"
+    found = loaded(code, tmp_path, (*HEAVY, "rich", "pydantic"))
+    assert found == [
+        "machine",
+        "machine.cli",
+        "machine.cli._app",
+        "machine.cli._stop",
+        "machine.cli._workspace_option",
+    ]
+
+
+def test_list_loads_no_learning_and_no_model_library(tmp_path: Path) -> None:
+    code = (
+        f"from machine.cli import main\nsys.argv = ['machine', 'list', '--workspace', {str(REPO)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code"
+    )
+    found = loaded(code, tmp_path)
+    assert "machine.ops._describe" in found  # it did list
+    assert not [m for m in found if m.startswith("machine.learn") or m.split(".")[0] in HEAVY]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_listed_command_loads_under_its_own_name(name: str) -> None:
+    command = cli.get_command(click.Context(cli), name)
+    assert isinstance(command, click.Command) and command.name == name
+    assert COMMANDS[name][2].endswith(".") and len(COMMANDS[name][2]) <= 60
+
+
+def test_an_unknown_command_is_clicks_error(tmp_path: Path) -> None:
+    code = "import sys\nfrom machine.cli import main\nsys.argv = ['machine', 'lsit']\nmain()"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 2 and "No such command 'lsit'" in done.stderr
