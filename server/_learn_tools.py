@@ -104,10 +104,16 @@ async def ask_specialize(
         f"{child}, {writes}, into the workspace (nothing is committed to git), spending at most "
         f"{usd(ws.budget.usd or 0.0)}.",
         _planned(
-            ws, "specialize", parent, focus=focus, slug=slug, author_model=author_model, cases=cases,
+            ws,
+            "specialize",
+            parent,
+            focus=focus,
+            slug=slug,
+            author_model=author_model,
+            cases=cases,
             reuse_cases=reuse_cases,
         ),
-    )  # fmt: skip
+    )
 
 
 @option_arguments(SpecializeOptions)
@@ -182,10 +188,17 @@ async def ask_optimize(
         f"({trials} trials a case) and {unseen}; and write one measured better to instructions.md as a "
         f"pending candidate (nothing is committed), spending at most {usd(ws.budget.usd or 0.0)}.",
         _planned(
-            ws, "optimize", name, trials=trials, rounds=rounds, candidates=candidates, cases=cases,
-            holdout=holdout, model=model,
+            ws,
+            "optimize",
+            name,
+            trials=trials,
+            rounds=rounds,
+            candidates=candidates,
+            cases=cases,
+            holdout=holdout,
+            model=model,
         ),
-    )  # fmt: skip
+    )
 
 
 def optimize_files(

@@ -144,10 +144,13 @@ def workspace_from(ctx: click.Context, **options: Any) -> Workspace:
     if "harness" in options:  # made now, so a missing key or program is reported before any run
         name = ctx.params.get("name")
         harness = harness_for(
-            ws, name if isinstance(name, str) else None, harness=options["harness"] or None,
-            model=options.get("model") or None, script=options.get("script"),
+            ws,
+            name if isinstance(name, str) else None,
+            harness=options["harness"] or None,
+            model=options.get("model") or None,
+            script=options.get("script"),
             base_url=options.get("base_url"),
-        )  # fmt: skip
+        )
         ws = ws.using(harness=harness)
     ws.store.ready_to_write()  # a damaged or read-only store is refused before anything is spent
     policy = SpendingPolicy.from_env(ws.data_dir / SPENDING_LOG)

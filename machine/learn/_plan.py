@@ -27,8 +27,8 @@ class Plan(Model):
     def describe(self) -> str:
         """The plan in one sentence, as a consent form and the command line show it."""
         on = f" on the {self.harness} harness" if self.harness else ""
-        steps = f", {self.steps} {self.steps_are}" if self.steps is not None else ""
-        steps = steps if self.steps is not None or not self.steps_are else f", {self.steps_are}"
+        counted = f"{self.steps} {self.steps_are}" if self.steps is not None else self.steps_are
+        steps = f", {counted}" if counted else ""
         bound = "no budget" if self.price_bound_usd is None else f"at most ${self.price_bound_usd:.2f}"
         return (
             f"{self.operation} {self.machine!r}{on}: at most {self.runs} runs ({self.runs_are}){steps}; "

@@ -142,7 +142,7 @@ class MachineHandle:
         model: str | None = None,
     ) -> Comparison:
         """The working tree against the machine at git revision ``ref``, as ``machine compare`` runs it."""
-        return await self._spending("compare", compare(
+        work = compare(
             self.workspace,
             self.name,
             ref=ref,
@@ -151,7 +151,8 @@ class MachineHandle:
             concurrency=concurrency,
             pass_score=pass_score,
             model=model,
-        ))  # fmt: skip
+        )
+        return await self._spending("compare", work)
 
     def versions(self) -> list[Version]:
         """The machine's versions (the first call records the current machine as v1)."""
@@ -169,7 +170,7 @@ class MachineHandle:
     ) -> Candidate:
         """A pending candidate on ``model``, measured against the live version on held-out cases;
         the machine's files stay as they are until ``commit``."""
-        return await self._spending("propose", propose_version(
+        work = propose_version(
             self.workspace,
             self.name,
             model=model,
@@ -178,7 +179,8 @@ class MachineHandle:
             min_z=min_z,
             base_model=base_model,
             note=note,
-        ))  # fmt: skip
+        )
+        return await self._spending("propose", work)
 
     async def optimize(
         self,
