@@ -3,7 +3,8 @@
 #   make test    create .venv if missing, install the project with its dev tools and its training and
 #                local-model extras, make sure bubblewrap is installed, install the agent hosts the
 #                tests drive (opencode, pi, MCP Inspector) from npm into .venv/npm, then run ruff, mypy
-#                and pytest (all three run; any failure fails)
+#                and pytest (all three run; any failure fails); pytest runs a worker per core
+#                (pytest-xdist) and lists the 20 slowest tests
 #   make demo    create .venv if missing, install the project with its mcp, training and local-model
 #                extras, run demo/tour.sh (the command-line tour), demo/mcp_tour.py (machine serve
 #                driven by a real MCP client), then demo/teach_local.sh (a local model taught offline)
@@ -133,7 +134,7 @@ test: $(STAMP_DEV) bwrap hosts
 	@failed=""; \
 	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
 	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \
-	echo "== pytest -q"; $(BIN)/pytest -q || failed="$$failed pytest"; \
+	echo "== pytest -q -n auto --dist loadfile"; $(BIN)/pytest -q -n auto --dist loadfile --durations=20 || failed="$$failed pytest"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi; \
 	echo "make test: ruff, mypy and pytest passed"
 

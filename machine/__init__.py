@@ -10,8 +10,9 @@ from it is asked for, and a command that needs little starts fast; type checkers
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import resolver
 
 if TYPE_CHECKING:
     from .errors import (
@@ -90,74 +91,84 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 _HOMES = {
-    "BadInputError": "errors",
-    "BudgetExceeded": "errors",
-    "CommitRefused": "errors",
-    "ConsentRequired": "errors",
-    "DefinitionError": "errors",
-    "HarnessError": "errors",
-    "MachineError": "errors",
-    "NotFoundError": "errors",
-    "NotTrusted": "errors",
-    "StoreError": "errors",
-    "UnknownPriceError": "errors",
-    "WorkFailed": "errors",
-    "Criterion": "grade",
-    "Evaluator": "grade",
-    "GradeContext": "grade",
-    "Grader": "grade",
-    "Rubric": "grade",
-    "check": "grade",
-    "define_evaluator": "grade",
-    "define_rubric": "grade",
-    "jev": "grade",
-    "judge": "grade",
-    "judge_panel": "grade",
-    "Optimization": "learn",
-    "OptimizeReport": "learn",
-    "SuiteReport": "measure",
-    "run_suite": "measure",
-    "Consent": "ops",
-    "MachineHandle": "ops",
-    "RunMessage": "ops",
-    "RunStream": "ops",
-    "Session": "ops",
-    "SpendingPolicy": "ops",
-    "load": "ops",
-    "open_workspace": "ops",
-    "trust": "ops",
-    "Budget": "runs",
-    "ChatSession": "runs",
-    "CriterionScore": "runs",
-    "Event": "runs",
-    "Harness": "runs",
-    "HarnessRequest": "runs",
-    "HarnessResult": "runs",
-    "Message": "runs",
-    "Run": "runs",
-    "Scorecard": "runs",
-    "SQLiteStore": "runs",
-    "Store": "runs",
-    "Tag": "runs",
-    "Tool": "runs",
-    "ToolCall": "runs",
-    "ToolContext": "runs",
-    "ToolFailure": "runs",
-    "Usage": "runs",
-    "tool": "runs",
-    "Case": "spec",
-    "Counterpart": "spec",
-    "GateReport": "spec",
-    "Machine": "spec",
-    "Version": "spec",
-    "define_child": "spec",
-    "define_machine": "spec",
-    "instructions_from": "spec",
-    "model_from": "spec",
-    "Candidate": "versions",
-    "Workspace": "workspace",
+    "BadInputError": ".errors",
+    "BudgetExceeded": ".errors",
+    "CommitRefused": ".errors",
+    "ConsentRequired": ".errors",
+    "DefinitionError": ".errors",
+    "HarnessError": ".errors",
+    "MachineError": ".errors",
+    "NotFoundError": ".errors",
+    "NotTrusted": ".errors",
+    "StoreError": ".errors",
+    "UnknownPriceError": ".errors",
+    "WorkFailed": ".errors",
+    "Criterion": ".grade",
+    "Evaluator": ".grade",
+    "GradeContext": ".grade",
+    "Grader": ".grade",
+    "Rubric": ".grade",
+    "check": ".grade",
+    "define_evaluator": ".grade",
+    "define_rubric": ".grade",
+    "jev": ".grade",
+    "judge": ".grade",
+    "judge_panel": ".grade",
+    "Optimization": ".learn",
+    "OptimizeReport": ".learn",
+    "SuiteReport": ".measure",
+    "run_suite": ".measure",
+    "Consent": ".ops",
+    "MachineHandle": ".ops",
+    "RunMessage": ".ops",
+    "RunStream": ".ops",
+    "Session": ".ops",
+    "SpendingPolicy": ".ops",
+    "load": ".ops",
+    "open_workspace": ".ops",
+    "trust": ".ops",
+    "Budget": ".runs",
+    "ChatSession": ".runs",
+    "CriterionScore": ".runs",
+    "Event": ".runs",
+    "Harness": ".runs",
+    "HarnessRequest": ".runs",
+    "HarnessResult": ".runs",
+    "Message": ".runs",
+    "Run": ".runs",
+    "Scorecard": ".runs",
+    "SQLiteStore": ".runs",
+    "Store": ".runs",
+    "Tag": ".runs",
+    "Tool": ".runs",
+    "ToolCall": ".runs",
+    "ToolContext": ".runs",
+    "ToolFailure": ".runs",
+    "Usage": ".runs",
+    "tool": ".runs",
+    "Case": ".spec",
+    "Counterpart": ".spec",
+    "GateReport": ".spec",
+    "Machine": ".spec",
+    "Version": ".spec",
+    "define_child": ".spec",
+    "define_machine": ".spec",
+    "instructions_from": ".spec",
+    "model_from": ".spec",
+    "Candidate": ".versions",
+    "Workspace": ".workspace",
+    "errors": ".errors",
+    "runs": ".runs",
+    "grade": ".grade",
+    "spec": ".spec",
+    "workspace": ".workspace",
+    "measure": ".measure",
+    "versions": ".versions",
+    "learn": ".learn",
+    "ops": ".ops",
+    "cli": ".cli",
 }
-"""The subpackage each public name is defined in."""
+"""The subpackage each public name is defined in, and the subpackages themselves."""
 _SUBPACKAGES = frozenset(
     {"errors", "runs", "grade", "spec", "workspace", "measure", "versions", "learn", "ops", "cli"}
 )
@@ -232,18 +243,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its subpackage the first time it is asked for, then kept."""
-    home = _HOMES.get(name)
-    if home is not None:
-        value = getattr(importlib.import_module(f"machine.{home}"), name)
-    elif name in _SUBPACKAGES:
-        value = importlib.import_module(f"machine.{name}")
-    else:
-        raise AttributeError(f"module 'machine' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = resolver(__name__, _HOMES, _SUBPACKAGES)

@@ -299,7 +299,6 @@ SUBPACKAGES = {
         "agree",
         "changes_between",
         "compare",
-        "family",
         "find_suite",
         "is_result",
         "run_family",

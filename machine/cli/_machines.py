@@ -6,7 +6,6 @@ import sys
 
 import click
 
-from machine.measure import family
 from machine.ops import describe, list_machines
 
 from ._options import handle_errors, with_workspace, workspace_from
@@ -95,7 +94,7 @@ def tree(ctx: click.Context, /, name: str) -> None:
     """Show a machine family: each machine, what it inherits and what it adds."""
     ws = workspace_from(ctx)
     root = ws.load(name)
-    for member in family(ws, name):
+    for member in ws.family(name):
         pad = "  " * (member.count("/") - name.count("/"))
         click.secho(f"{pad}{member}", bold=True)
         if member != name and ws.trust.blocking(member):

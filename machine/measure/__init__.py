@@ -1,15 +1,57 @@
 """Measuring machines on their cases: suites (one machine, or a whole family), paired comparisons between
-versions, agreement between graders, and the statistics and tallies they rest on."""
+versions, agreement between graders, and the statistics and tallies they rest on.
 
-from . import stats
-from ._agree import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, agree
-from ._agreement import AgreementReport, AtThreshold, Disagreement, Pair
-from ._compare import Comparison, Plan, changes_between, compare
-from ._family import FamilyReport, Skipped, family, run_family
-from ._pool import BatchWriter, run_pool
-from ._side import Side
-from ._suite import SuiteReport, SuiteSummary, find_suite, is_result, run_suite, suite_key
-from ._tally import CaseResult, CriterionResult, tally_criteria
+Names resolve on first use (``__getattr__``): importing the package imports none of its modules.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from machine._lazy import resolver
+
+if TYPE_CHECKING:
+    from . import stats
+    from ._agree import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, agree
+    from ._agreement import AgreementReport, AtThreshold, Disagreement, Pair
+    from ._compare import Comparison, Plan, changes_between, compare
+    from ._family import FamilyReport, Skipped, run_family
+    from ._pool import BatchWriter, run_pool
+    from ._side import Side
+    from ._suite import SuiteReport, SuiteSummary, find_suite, is_result, run_suite, suite_key
+    from ._tally import CaseResult, CriterionResult, tally_criteria
+
+_HOMES = {
+    "stats": ".stats",
+    "BASE_PASS_RATES": "._agree",
+    "REFERENCE_PASS": "._agree",
+    "THRESHOLDS": "._agree",
+    "agree": "._agree",
+    "AgreementReport": "._agreement",
+    "AtThreshold": "._agreement",
+    "Disagreement": "._agreement",
+    "Pair": "._agreement",
+    "Comparison": "._compare",
+    "Plan": "._compare",
+    "changes_between": "._compare",
+    "compare": "._compare",
+    "FamilyReport": "._family",
+    "Skipped": "._family",
+    "run_family": "._family",
+    "BatchWriter": "._pool",
+    "run_pool": "._pool",
+    "Side": "._side",
+    "SuiteReport": "._suite",
+    "SuiteSummary": "._suite",
+    "find_suite": "._suite",
+    "is_result": "._suite",
+    "run_suite": "._suite",
+    "suite_key": "._suite",
+    "CaseResult": "._tally",
+    "CriterionResult": "._tally",
+    "tally_criteria": "._tally",
+}
+"""The module each public name is defined in."""
 
 __all__ = [
     "BASE_PASS_RATES",
@@ -32,7 +74,6 @@ __all__ = [
     "agree",
     "changes_between",
     "compare",
-    "family",
     "find_suite",
     "is_result",
     "run_family",
@@ -42,3 +83,5 @@ __all__ = [
     "suite_key",
     "tally_criteria",
 ]
+
+__getattr__, __dir__ = resolver(__name__, _HOMES, {"stats"})

@@ -39,11 +39,6 @@ class FamilyReport(Model):
         return sum(r.cost_usd for r in self.machines)
 
 
-def family(workspace: Workspace, name: str) -> list[str]:
-    """``name`` and every machine named ``name/...``, parents before their children."""
-    return [n for n in workspace.names() if n == name or n.startswith(name + "/")]
-
-
 async def run_family(
     workspace: Workspace,
     name: str,
@@ -60,7 +55,7 @@ async def run_family(
     one member after another, then put the root's criteria together across all of their runs."""
     root = workspace.load(name)
     report = FamilyReport(root=name, inherited={c: CriterionResult() for c in root.rubric})
-    for member in family(workspace, name):
+    for member in workspace.family(name):
         if report.stopped:
             report.skipped.append(
                 Skipped(machine=member, reason="not run: the budget stopped the family suite")

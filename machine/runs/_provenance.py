@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import subprocess
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 
 
 @cache
 def library_version() -> str:
-    """The installed version of this library, recorded on every run."""
+    """The installed version of this library, recorded on every run (``importlib.metadata`` is slow to
+    import, and only runs need it)."""
+    from importlib import metadata
+
     try:
         return metadata.version("machine")
     except metadata.PackageNotFoundError:

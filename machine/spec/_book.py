@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -251,9 +252,9 @@ def model_json(model: str, base_model: str | None = None) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-_LABELS: dict[Path, tuple[bytes, Book]] = {}
-"""versions.json as last read, by path: each run reads the file (it is small) but parses it only when it
-changed."""
+_BOOKS: dict[Path, tuple[tuple[int, int, int], Book]] = {}
+"""versions.json as last parsed, by path, with the file's inode, size and modification time: a run looks
+the file up (one ``stat``) and reads it again only when it changed (a commit replaces it)."""
 
 
 def version_label(machine: Machine, model: str | None = None) -> str | None:
@@ -263,16 +264,17 @@ def version_label(machine: Machine, model: str | None = None) -> str | None:
         return None
     path = machine.source.parent / VERSIONS_FILE
     try:
-        data = path.read_bytes()
+        status = os.stat(path)
     except FileNotFoundError:
         return None
-    cached = _LABELS.get(path)
-    if cached is not None and cached[0] == data:
-        book = cached[1]
-    else:
-        book = parse_book(path, data)
-        _LABELS[path] = (data, book)
-    found = book.match(identity_of(machine, model))
+    signature = (status.st_ino, status.st_size, status.st_mtime_ns)
+    cached = _BOOKS.get(path)
+    if cached is None or cached[0] != signature:
+        read = read_book(path)
+        if read is None:
+            return None
+        cached = _BOOKS[path] = (signature, read)
+    found = cached[1].match(identity_of(machine, model))
     return found.label if found else UNRECORDED
 
 

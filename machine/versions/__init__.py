@@ -1,11 +1,43 @@
 """Versions and the promotion gate: candidates measured against the live version on held-out cases
-(``propose``), made live only when they pass (``commit``), and undone (``revert``)."""
+(``propose``), made live only when they pass (``commit``), and undone (``revert``).
 
-from ._gate import SideTally, empty_tally, gate, measured
-from ._lifecycle import VersionList, commit, current, live_history, revert, texts_of, update, versions
-from ._propose import Candidate, Job, plan_runs, propose
-from ._report import format_report
-from ._written import write_candidate
+Names resolve on first use (``__getattr__``): importing the package imports none of its modules.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from machine._lazy import resolver
+
+if TYPE_CHECKING:
+    from ._gate import SideTally, empty_tally, gate, measured
+    from ._lifecycle import VersionList, commit, current, live_history, revert, texts_of, update, versions
+    from ._propose import Candidate, Job, plan_runs, propose
+    from ._report import format_report
+    from ._written import write_candidate
+
+_HOMES = {
+    "SideTally": "._gate",
+    "empty_tally": "._gate",
+    "gate": "._gate",
+    "measured": "._gate",
+    "VersionList": "._lifecycle",
+    "commit": "._lifecycle",
+    "current": "._lifecycle",
+    "live_history": "._lifecycle",
+    "revert": "._lifecycle",
+    "texts_of": "._lifecycle",
+    "update": "._lifecycle",
+    "versions": "._lifecycle",
+    "Candidate": "._propose",
+    "Job": "._propose",
+    "plan_runs": "._propose",
+    "propose": "._propose",
+    "format_report": "._report",
+    "write_candidate": "._written",
+}
+"""The module each public name is defined in."""
 
 __all__ = [
     "Candidate",
@@ -27,3 +59,5 @@ __all__ = [
     "versions",
     "write_candidate",
 ]
+
+__getattr__, __dir__ = resolver(__name__, _HOMES)

@@ -180,6 +180,10 @@ class Workspace:
         """The workspace's machines, sorted."""
         return self.loader.names()
 
+    def family(self, name: str) -> list[str]:
+        """``name`` and every machine named ``name/...``, parents before their children."""
+        return [n for n in self.names() if n == name or n.startswith(name + "/")]
+
     def load(self, name: str) -> Machine:
         """The machine ``name`` (imported once; ``reload`` reads its files again): the workspace's own,
         else the library's built-in one of that name."""

@@ -1,7 +1,8 @@
 """What starting costs, pinned without timing anything: a bare ``import machine`` imports none of its
 subpackages, ``machine --help`` loads click and the command group alone, and ``machine list`` never
-loads the learning layer or a model library, each checked in a fresh interpreter. The group's listing
-names every command it can load, each under its own name."""
+loads the learning, measuring or versions layers or a model library, each checked in a fresh
+interpreter. The group's listing names every command it can load, each under its
+own name."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ PROBE = """\
 import json, sys
 {code}
 heavy = {heavy!r}
-print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.startswith("machine"))))
+wanted = [m for m in sys.modules if m.startswith(("machine", *heavy))]
+print(json.dumps(sorted(wanted)))
 """
 
 
@@ -46,7 +48,10 @@ def loaded(code: str, tmp_path: Path, heavy: tuple[str, ...] = HEAVY) -> list[st
 
 
 def test_a_bare_import_imports_no_subpackage(tmp_path: Path) -> None:
-    assert loaded("import machine", tmp_path, (*HEAVY, "pydantic", "rich", "httpx")) == ["machine"]
+    assert loaded("import machine", tmp_path, (*HEAVY, "pydantic", "rich", "httpx")) == [
+        "machine",
+        "machine._lazy",
+    ]
 
 
 def test_help_loads_the_group_and_nothing_heavy(tmp_path: Path) -> None:
@@ -55,6 +60,7 @@ def test_help_loads_the_group_and_nothing_heavy(tmp_path: Path) -> None:
     found = loaded(code, tmp_path, (*HEAVY, "rich", "pydantic"))
     assert found == [
         "machine",
+        "machine._lazy",
         "machine.cli",
         "machine.cli._app",
         "machine.cli._stop",
@@ -69,7 +75,8 @@ def test_list_loads_no_learning_and_no_model_library(tmp_path: Path) -> None:
     )
     found = loaded(code, tmp_path)
     assert "machine.ops._describe" in found  # it did list
-    assert not [m for m in found if m.startswith("machine.learn") or m.split(".")[0] in HEAVY]
+    unneeded = ("machine.learn", "machine.measure", "machine.versions", *HEAVY)
+    assert not [m for m in found if m.startswith(unneeded)]
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

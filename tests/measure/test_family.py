@@ -10,7 +10,7 @@ import pytest
 
 from machine import Workspace, open_workspace
 from machine.clients.scripted import Script, ScriptedHarness
-from machine.measure import family, run_family
+from machine.measure import run_family
 
 RUBRIC_PY = """\
 from machine import define_rubric
@@ -123,8 +123,8 @@ def make_family(root: Path) -> Workspace:
 
 def test_family_members_are_the_root_and_its_descendants(tmp_path: Path) -> None:
     ws = make_family(tmp_path)
-    assert family(ws, "greet") == ["greet", "greet/kind", "greet/loud", "greet/loud/quiet"]
-    assert family(ws, "greet/loud") == ["greet/loud", "greet/loud/quiet"]
+    assert ws.family("greet") == ["greet", "greet/kind", "greet/loud", "greet/loud/quiet"]
+    assert ws.family("greet/loud") == ["greet/loud", "greet/loud/quiet"]
 
 
 @pytest.mark.anyio

@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import Field
 
 from machine.errors import BadInputError, Fix
-from machine.measure import family
 from machine.runs import Message, Model, Redactor, Run, atomic_text, openai_tools, to_openai
 from machine.spec import Case, Machine
 from machine.workspace import Workspace, held_out
@@ -123,7 +122,7 @@ def _members(
     target = ws.load(name)
     if source is not None:
         return [(ws.load(source), target)]
-    names = family(ws, name) if tree else [name]
+    names = ws.family(name) if tree else [name]
     return [(ws.load(member), None) for member in names]
 
 
