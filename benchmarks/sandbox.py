@@ -4,11 +4,11 @@
   with 5 small starting files (two of them in subfolders); the median of N (500) of each.
   Target: a median of 5 ms or less.
 - **one isolated command**: ``await sandbox.exec(["true"])`` (our wall time: building the command
-  line, starting bubblewrap through anyio, draining its output, the kill and the reap) against a bare
+  line and the cgroups, starting bubblewrap, draining its output, the kill and the reap) against a bare
   ``subprocess.run`` of the very same ``bwrap ... true`` command line, alternated in one loop so both
-  see the same machine; the median of M (200) of each, and our overhead = ours − bare. Target: a median
-  overhead of 10 ms or less. The shell form, ``exec("true")`` against ``bwrap ... sh -c true``, is
-  printed too.
+  see the same machine; the median of M (200) of each, and our overhead = ours − bare, both as the
+  difference of the medians and as the median of the pairwise differences. Target: 3 ms or less by
+  both, in one run. The shell form, ``exec("true")`` against ``bwrap ... sh -c true``, is printed too.
 
 The first sandbox of the process pays the one-time check that bubblewrap works (its figure is printed
 apart); the timed loops come after it. The script prints figures and asserts nothing.
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from machine.sandboxes import ExecResult, LocalSandbox, bubblewrap  # noqa: E402
 
 CREATE_TARGET_MS = 5.0
-OVERHEAD_TARGET_MS = 10.0
+OVERHEAD_TARGET_MS = 3.0
 FILES = {
     "README.md": "# a small project\n",
     "main.py": "print('hello')\n",
@@ -133,8 +133,9 @@ def main() -> None:
                 print(f"  ours  {label:24} {ms(mine)}")
                 print(f"  bare  {'bwrap ... ' + ' '.join(command):24} {ms(bare)}")
                 print(
-                    f"  overhead = ours - bare: {overhead:6.3f} ms (median of pairwise differences "
-                    f"{paired:6.3f} ms)   {verdict(overhead, OVERHEAD_TARGET_MS)}"
+                    f"  our overhead on one isolated command: {overhead:6.3f} ms as the difference of "
+                    f"medians, {paired:6.3f} ms as the median of pairwise differences   "
+                    f"{verdict(max(overhead, paired), OVERHEAD_TARGET_MS)}"
                 )
             bwrap_args = len(box.command_line(["true"])) - 2
             print(f"  (bwrap gets {bwrap_args} arguments: its system mounts, /work, the environment)")

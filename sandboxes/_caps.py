@@ -21,6 +21,8 @@ import anyio
 
 from machine.errors import BadInputError
 
+from ._admission import Admission
+
 DEFAULT_PROCESSES = 256
 """Processes (threads included) a command tree may run at once: enough for a build with ``make -j``
 or a test runner with workers, far below a host's process table."""
@@ -274,16 +276,18 @@ class CommandGroup:
             if (folder / "memory.memsw.limit_in_bytes").exists():  # swap counts too
                 (folder / "memory.memsw.limit_in_bytes").write_text(memory)
 
-    def admit(self, pid: int) -> None:
-        """Put ``pid`` (the command, not yet started) under the caps: into its groups, and rlimits for
-        what no group caps."""
-        for folder in self.dirs.values():
-            (folder / "cgroup.procs").write_text(str(pid))
+    def admission(self) -> Admission:
+        """What puts the command under the caps before it runs anything (``Admission``): its groups,
+        and rlimits for what no group caps."""
+        rlimits = []
         if self.plan.processes is None and _nproc_applies():  # for root it would only cost the scan
-            wanted = _user_tasks() + self.limits.processes
-            _prlimit(pid, resource.RLIMIT_NPROC, wanted)
+            wanted = _user_tasks() + 1 + self.limits.processes  # + 1: the command, not yet started
+            rlimits.append((resource.RLIMIT_NPROC, _bounded(resource.RLIMIT_NPROC, wanted)))
         if self.plan.memory is None:
-            _prlimit(pid, resource.RLIMIT_AS, self.limits.memory_bytes)
+            rlimits.append((resource.RLIMIT_AS, _bounded(resource.RLIMIT_AS, self.limits.memory_bytes)))
+        v1 = [(folder / "tasks", c.parent / "tasks") for c, folder in self.dirs.items() if c.version == 1]
+        v2 = [folder / "cgroup.procs" for c, folder in self.dirs.items() if c.version == 2]
+        return Admission(v1, v2, rlimits)
 
     def kill(self) -> None:
         """SIGKILL every process in the groups: the whole tree, wherever it went in it."""
@@ -294,9 +298,11 @@ class CommandGroup:
                 continue
             for _ in range(100):  # each round kills what the last one saw; the cap bounds the rest
                 try:
-                    pids = [int(p) for p in (folder / "cgroup.procs").read_text().split()]
+                    listed = (folder / "cgroup.procs").read_text().split()
                 except OSError:
                     break
+                # never this process: one of its threads is in the group while it starts the command
+                pids = [pid for pid in map(int, listed) if pid != os.getpid()]
                 if not pids:
                     break
                 for pid in pids:
@@ -368,8 +374,7 @@ def _user_tasks() -> int:
     return total
 
 
-def _prlimit(pid: int, which: int, wanted: int) -> None:
-    """Set a limit no higher than the hard limit this process may grant."""
+def _bounded(which: int, wanted: int) -> int:
+    """A limit no higher than the hard limit this process may grant."""
     _, hard = resource.getrlimit(which)
-    value = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-    resource.prlimit(pid, which, (value, value))
+    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)

@@ -7,9 +7,9 @@ environment; docs/sandboxes.md says what each gives.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,23 +18,23 @@ from pathlib import Path
 from typing import ClassVar
 
 import anyio
-import anyio.abc
 
 from machine.errors import BadInputError
 
+from ._admission import NotAdmitted
 from ._bwrap import ENVIRONMENT, ETC_ALLOWED, PATH, WORKDIR, Mount, bubblewrap, bwrap_options, system_args
 from ._bwrap import _working_bwrap as _working_bwrap  # tests clear its cache
 from ._caps import CommandGroup, IsolationReport, Limits, report
 from ._hidden import HiddenFolder, cover_args
 from ._library import LIBRARY_WORKDIR, library_args, library_environment
-from ._process import kill_tree, wait_capped
+from ._process import wait_capped
 from ._scratch import disk_note, scratch_argv
+from ._spawn import Started, start
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_OUTPUT = 20_000
-GATE = 'read -r _ || exit 125; exec "$@" </dev/null'
-"""The first program of every command: it waits until machine has put it under its caps (a cgroup
-can only be joined by a running process), then becomes the command."""
+OPTIONS_KEPT = 16
+"""bwrap option lists a sandbox keeps, one per set of mounts and place of its hidden folders."""
 
 
 class SandboxEscape(BadInputError):
@@ -93,6 +93,7 @@ class LocalSandbox:
         self.hidden = tuple(folder.path for folder in self._hidden)
         """Folders inside the directory the run may not see (a workspace's ``.machine`` store), where
         they were when the sandbox was made; they are followed by identity if moved."""
+        self._options_kept: dict[tuple[object, ...], tuple[tuple[str, ...], bytes]] = {}
 
     @classmethod
     def with_limits(cls, limits: Limits) -> type[LocalSandbox]:
@@ -205,16 +206,27 @@ class LocalSandbox:
         """The argv that runs ``command`` in this sandbox (bubblewrap when isolated)."""
         if self._bwrap is None:
             return list(command)
-        return [self._bwrap, *self._options(mounts), "--", *command]
+        return [self._bwrap, *self._options(mounts)[0], "--", *command]
 
-    def _options(self, mounts: Sequence[Mount]) -> list[str]:
+    def _options(self, mounts: Sequence[Mount]) -> tuple[tuple[str, ...], bytes]:
+        """bubblewrap's options for ``mounts``, and the same as ``--args`` reads them: built once for
+        each set of mounts and each place the hidden folders are in (a command may move them)."""
         covers = cover_args(self.path, self.workdir, self._hidden)
         scratch = self.limits.disk_bytes if self.scratch else None
+        key = (self.path, self.workdir, self.library, scratch, tuple(covers), tuple(mounts))
+        kept = self._options_kept.get(key)
+        if kept is not None:
+            return kept
         if not self.library:
-            return bwrap_options(self.path, covers, mounts, scratch_bytes=scratch)
-        return bwrap_options(
-            self.path, covers, mounts, self.workdir, library_environment(), library_args(), scratch
-        )
+            options = bwrap_options(self.path, covers, mounts, scratch_bytes=scratch)
+        else:
+            options = bwrap_options(
+                self.path, covers, mounts, self.workdir, library_environment(), library_args(), scratch
+            )
+        if len(self._options_kept) >= OPTIONS_KEPT:
+            self._options_kept.clear()
+        kept = self._options_kept[key] = (tuple(options), b"".join(arg.encode() + b"\0" for arg in options))
+        return kept
 
     async def exec(
         self,
@@ -235,18 +247,13 @@ class LocalSandbox:
             return ExecResult(exit_code=127, stdout="", stderr=f"{argv[0]}: {unrunnable}")
         group = CommandGroup.make(self.limits)
         try:
-            process = await self._start(argv, mounts)
             try:
-                group.admit(process.pid)
-            except OSError as error:
-                kill_tree(process)
-                with anyio.CancelScope(shield=True):
-                    await process.wait()
-                    await process.aclose()
+                process = self._start(argv, mounts, group)
+            except NotAdmitted as error:
                 return ExecResult(None, "", f"[not run: it could not be put under its limits: {error}]")
-            assert process.stdin is not None
-            await process.stdin.send(b"go\n")  # the gate opens
-            await process.stdin.aclose()
+            except OSError as error:  # the program itself (without bubblewrap), or bwrap, cannot be run
+                code = 127 if isinstance(error, FileNotFoundError) else 126
+                return ExecResult(code, "", f"{error.filename or argv[0]}: {error.strerror or error}")
             out, err, timed_out = await wait_capped(process, timeout_s, max_output, group.kill)
             reached = group.reached()
         finally:
@@ -275,31 +282,34 @@ class LocalSandbox:
     def _inside(self, argv: list[str]) -> list[str]:
         return scratch_argv(argv, self.limits.disk_bytes) if self.scratch else argv
 
-    async def _start(self, argv: list[str], mounts: Sequence[Mount]) -> anyio.abc.Process:
-        """Start the gate in front of ``argv``: under bubblewrap, whose options (host paths) go through
-        a descriptor and whose environment names no host path; else with ``HOME`` the folder."""
-        gate = ["/bin/sh", "-c", GATE, "machine-sandbox"]
-        if self._bwrap is None:
-            env = {**ENVIRONMENT, "HOME": str(self.path)}  # nothing of the parent's
-            if self.library:
-                env.update(library_environment())
-            return await anyio.open_process(
-                [*gate, *argv], cwd=self.path, env=env, stdin=subprocess.PIPE, start_new_session=True
-            )
-        options = os.memfd_create("bwrap-options", os.MFD_CLOEXEC)
+    def _start(self, argv: list[str], mounts: Sequence[Mount], group: CommandGroup) -> Started:
+        """Start ``argv`` under the group's caps from its first instruction (``_spawn``): under
+        bubblewrap, whose options (host paths) go through a descriptor and whose environment names no
+        host path; else with ``HOME`` the folder."""
+        admission = group.admission()
         try:
-            os.write(options, b"".join(arg.encode() + b"\0" for arg in self._options(mounts)))
-            os.lseek(options, 0, os.SEEK_SET)
-            return await anyio.open_process(
-                [*gate, self._bwrap, "--args", str(options), "--", *self._inside(argv)],
-                cwd="/",
-                env=dict(ENVIRONMENT),
-                stdin=subprocess.PIPE,
-                pass_fds=(options,),
-                start_new_session=True,
-            )
+            if self._bwrap is None:
+                env = {**ENVIRONMENT, "HOME": str(self.path)}  # nothing of the parent's
+                if self.library:
+                    env.update(library_environment())
+                try:
+                    return start(argv, admission, cwd=self.path, env=env)
+                except OSError as error:  # a script without a #! line: run by sh, as under bubblewrap
+                    if error.errno != errno.ENOEXEC:
+                        raise
+                    script = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=PATH) or argv[0]
+                    return start(["/bin/sh", script, *argv[1:]], admission, cwd=self.path, env=env)
+            content = self._options(mounts)[1]
+            options = os.memfd_create("bwrap-options", os.MFD_CLOEXEC)
+            try:
+                os.write(options, content)
+                os.lseek(options, 0, os.SEEK_SET)
+                bwrap = [self._bwrap, "--args", str(options), "--", *self._inside(argv)]
+                return start(bwrap, admission, cwd="/", env=ENVIRONMENT, pass_fds=(options,))
+            finally:
+                os.close(options)
         finally:
-            os.close(options)
+            admission.close()
 
 
 def _unrunnable(program: str, cwd: Path) -> str | None:
