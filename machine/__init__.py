@@ -157,18 +157,8 @@ _HOMES = {
     "model_from": ".spec",
     "Candidate": ".versions",
     "Workspace": ".workspace",
-    "errors": ".errors",
-    "runs": ".runs",
-    "grade": ".grade",
-    "spec": ".spec",
-    "workspace": ".workspace",
-    "measure": ".measure",
-    "versions": ".versions",
-    "learn": ".learn",
-    "ops": ".ops",
-    "cli": ".cli",
 }
-"""The subpackage each public name is defined in, and the subpackages themselves."""
+"""The subpackage each public name is defined in."""
 _SUBPACKAGES = frozenset(
     {"errors", "runs", "grade", "spec", "workspace", "measure", "versions", "learn", "ops", "cli"}
 )
@@ -243,4 +233,6 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = resolver(__name__, _HOMES, _SUBPACKAGES)
+__getattr__, __dir__ = resolver(
+    __name__, {**_HOMES, **{name: f".{name}" for name in _SUBPACKAGES}}, _SUBPACKAGES
+)
