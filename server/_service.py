@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-from mcp.server.mcpserver import AcceptedElicitation, Context, MCPServer
+from mcp.server.mcpserver import AcceptedElicitation, Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 from machine.errors import CommitRefused, ConsentRequired, Fix, MachineError, UnknownPriceError
@@ -34,6 +34,7 @@ from machine.runs import Budget, Run
 from machine.spec import Machine, Version
 from machine.workspace import Workspace
 
+from ._fresh import Signature, StoreVersion, signature
 from ._results import Approval, ConsentInfo, MachineList, RecentRuns
 
 log = logging.getLogger("machine.server")
@@ -44,6 +45,10 @@ MAX_TRIALS = 20
 RUN_ARGUMENTS = ("budget_usd", "trials", "cases", "model", "harness")
 """The arguments of rehearse a fix may name."""
 MAX_RECENT = 500
+MAX_KEPT = 64
+"""How many recent_runs answers are kept (by machine and limit) for repeated calls."""
+FROM_STORE = frozenset({"recent_runs"})
+"""The tools whose answers come from the store alone, not from the machine files."""
 ARGUMENTS = {"budget": "budget_usd"}
 """Operation arguments that a tool names otherwise."""
 TOOLS = {
@@ -92,8 +97,11 @@ def usd(value: float) -> str:
 
 
 class Service:
-    """The server's state: the workspace, the policy, the default harness, and one lock that keeps
-    spending and changing calls in order."""
+    """The server's state, kept for its life: the workspace (its store connection and loaded machines),
+    the policy, the default harness, and one lock that keeps spending and changing calls in order.
+
+    Before a call (``before``), ``refresh`` forgets the loaded machines if a machine file changed, so
+    the call sees the files as they are; recent_runs answers are kept until a run is written."""
 
     def __init__(
         self,
@@ -111,12 +119,40 @@ class Service:
         self._stand_ins: dict[tuple[str, tuple[str, ...]], Machine] = {}
         self.reviews: dict[str, TrustReview] = {}
         """What trust_machine's form is showing the person, by machine, until the tool call takes it."""
+        self._files: Signature | None = None
+        self._names: list[str] = []
+        self._store_version = StoreVersion(self.ws.data_dir / "store.db")
+        self._recent: dict[tuple[str, int], tuple[int, RecentRuns]] = {}
+
+    # -- what is kept between calls -------------------------------------------------------------------
+
+    def before(self, tool: str) -> None:
+        """Ready for a call of ``tool``: caught up with the machine files, unless its answer comes from
+        the store alone (recent_runs, which checks the files itself when it needs them)."""
+        if tool not in FROM_STORE:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Catch up with the machine files: when any was edited, added or removed since the last call,
+        forget every machine loaded (the next use imports the files as they are now)."""
+        files = signature(self.ws.machines_dir, self.ws.trust.path)
+        if files is None or files != self._files:
+            self.ws.loader.unload()
+            self._stand_ins.clear()
+            self._names = self.ws.names()
+        self._files = files
+
+    def names(self) -> list[str]:
+        """The workspace's machines, as of the last ``refresh``."""
+        if self._files is None:
+            self.refresh()
+        return self._names
 
     # -- read-only ----------------------------------------------------------------------------------
 
     def known(self, name: str) -> None:
         """Refuse a machine that does not exist, listing those that do."""
-        names = self.ws.names()
+        names = self.names()
         if name not in names:
             raise ToolError(
                 f"there is no machine {name!r}; the known machines are: {', '.join(names) or 'none'}"
@@ -133,12 +169,27 @@ class Service:
             raise tool_error(error) from error
 
     def recent(self, name: str, limit: int) -> RecentRuns:
+        """The newest runs; an answer already given is given again while no run was written since (the
+        check is one pragma on the store). Its runs come from the store alone, so the tool skips the
+        refresh before the call (``before``): only an empty answer needs the machines' names."""
         if not 1 <= limit <= MAX_RECENT:
             raise ToolError(f"limit={limit} is not allowed: give 1 to {MAX_RECENT}")
-        runs = self.ws.store.summaries(name, limit=limit)  # the listed fields only: no run is validated
-        if not runs:  # a machine with stored runs exists (or did): only an empty answer needs the check
+        store = self.ws.store  # opened (and the file made) before its version is read
+        version = self._store_version.current()  # before the query: a run written meanwhile is not missed
+        kept = self._recent.get((name, limit))
+        if version is not None and kept is not None and kept[0] == version:
+            answer = kept[1]
+        else:
+            runs = store.summaries(name, limit=limit)  # the listed fields only: no run is validated
+            answer = RecentRuns(machine=name, limit=limit, runs=runs)
+            if version is not None:
+                if len(self._recent) >= MAX_KEPT:
+                    self._recent.clear()
+                self._recent[(name, limit)] = (version, answer)
+        if not answer.runs:  # a machine with stored runs exists (or did): only an empty answer is checked
+            self.refresh()
             self.known(name)
-        return RecentRuns(machine=name, limit=limit, runs=runs)
+        return answer
 
     # -- spending -----------------------------------------------------------------------------------
 
@@ -205,6 +256,7 @@ class Service:
             if own_model and not (chosen or model):  # the machine's own model picks the harness
                 model = (spec or self.ws.load(name)).model
             made = harness_for(self.ws, harness=chosen, model=model, script=self.script)
+            self.ws.store  # noqa: B018 - opened now, so the call's copy shares the one connection
             return self.ws.using(budget=Budget(amount), harness=made)
         except MachineError as error:
             raise tool_error(error, accepts=accepts) from error
@@ -297,27 +349,6 @@ class Service:
         finally:
             spend.settle()
         return version, info
-
-
-INSTRUCTIONS = (
-    "Machines are small agent loops with a rubric. list_machines and show_machine describe them, "
-    "recent_runs shows their graded runs, rehearse runs and grades a machine's cases; specialize has an "
-    "author write a child machine and its cases, optimize rewrites a machine's instructions and keeps a "
-    "rewrite measured better, train fine-tunes its model (each spends: give budget_usd; optimize and "
-    "train leave a pending candidate); commit and revert change which version is live. Spending and "
-    "changing tools need the person's consent: they are asked, or an allowance in the server's "
-    "configuration covers it. Code a model wrote (a child from specialize) is not imported until the "
-    "person trusts it: trust_machine shows it to them and asks; until then rehearse runs its own code "
-    "only in the sandbox."
-)
-
-
-class MachineServer(MCPServer):
-    """An MCP server that carries the ``Service`` its tools act through."""
-
-    def __init__(self, service: Service, **options: Any) -> None:
-        super().__init__(name="machine", instructions=INSTRUCTIONS, **options)
-        self.service = service
 
 
 def question(plan: SuitePlan, amount: float, sandboxed: bool = False) -> str:

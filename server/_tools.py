@@ -24,7 +24,8 @@ from machine.versions import revert as revert_version
 
 from ._bounds import CasesFile, HarnessName, MachineName, ModelId
 from ._results import Approval, MachineList, NotAsked, RecentRuns, RehearseResult, VersionResult
-from ._service import MachineServer, OnRun, Service, can_elicit, question, tool_error, usd
+from ._server import MachineServer
+from ._service import OnRun, Service, can_elicit, question, tool_error, usd
 
 USD = Annotated[float, Field(strict=True, allow_inf_nan=False, description="a number of USD")]
 """A budget as a JSON number only: ``true``, ``"1"`` or NaN is refused, not taken for a number."""
@@ -114,7 +115,7 @@ async def rehearse(
 
 
 async def ask_commit(name: str, force: bool, ctx: Context) -> Elicit[Approval] | NotAsked:
-    if not can_elicit(ctx) or name not in service(ctx).ws.names():
+    if not can_elicit(ctx) or name not in service(ctx).names():
         return NotAsked(reason="not asked")
     gate = (
         " even if it did not pass the promotion gate (force)"
@@ -156,7 +157,7 @@ async def commit(
 
 
 async def ask_revert(name: str, ctx: Context) -> Elicit[Approval] | NotAsked:
-    if not can_elicit(ctx) or name not in service(ctx).ws.names():
+    if not can_elicit(ctx) or name not in service(ctx).names():
         return NotAsked(reason="not asked")
     return Elicit(
         f"Revert machine {name!r}: make its previous live version live again, writing back its "

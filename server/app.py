@@ -6,22 +6,31 @@ Spending and changing tools run only with the person's consent through a channel
 (``machine.ops.SpendingPolicy``): the host's form when the client declares elicitation, else the allowance
 the person set in the server's own configuration (``MACHINE_ALLOW_SPEND_USD``), which also authorises the
 changing tools (they reserve $0 of it); with neither, the tool refuses and says how to allow it.
+
+Building the server imports only the SDK and ``_server``: the tools (and the learning layer, the measuring
+and the result models they bring) are registered on the first ``tools/list`` or ``tools/call``, and the
+workspace is opened on the first call, so a host's ``initialize`` is answered as fast as the SDK allows.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp.server.mcpserver import MCPServer
+from machine.errors import MachineError
 
-from machine.ops import SpendingPolicy
-from machine.workspace import Workspace
+from ._server import MachineServer
 
-from ._learn_tools import register_learning
-from ._service import MachineServer, Service
-from ._tools import register
-from ._trust_tools import register_trust
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from machine.ops import SpendingPolicy
+    from machine.workspace import Workspace
+
+    from ._service import Service
+
+log = logging.getLogger("machine.server")
 
 
 def build_server(
@@ -32,13 +41,29 @@ def build_server(
     policy: SpendingPolicy | None = None,
     token_verifier: Any = None,
     auth: Any = None,
-) -> MCPServer:
+) -> MachineServer:
     """The ``machine serve`` MCP server over ``workspace`` (default: ``$MACHINE_WORKSPACE``, else the current
     folder). ``harness``/``script`` are the default harness of spending tools (as the CLI's options);
     ``policy`` defaults to ``SpendingPolicy.from_env`` logging to ``.machine/spending.jsonl``."""
-    service = Service(workspace, harness=harness, script=script, policy=policy)
-    server = MachineServer(service, token_verifier=token_verifier, auth=auth)
+
+    def make_service() -> Service:
+        from ._service import Service, tool_error
+
+        try:
+            return Service(workspace, harness=harness, script=script, policy=policy)
+        except MachineError as error:  # an unusable allowance, say: every call says so, and the log
+            log.error("machine serve cannot serve this workspace: %s", error)
+            raise tool_error(error) from error
+
+    return MachineServer(make_service, add_tools, token_verifier=token_verifier, auth=auth)
+
+
+def add_tools(server: MCPServer) -> None:
+    """Register every tool on ``server``, importing the tool modules only now."""
+    from ._learn_tools import register_learning
+    from ._tools import register
+    from ._trust_tools import register_trust
+
     register(server)
     register_learning(server)
     register_trust(server)
-    return server

@@ -1,5 +1,6 @@
 """Running the server: stdio (stdout carries only protocol messages, logs go to stderr) or streamable HTTP
-behind a bearer token, with DNS-rebinding protection (bad Host -> 421, bad Origin -> 403)."""
+behind a bearer token, with DNS-rebinding protection (bad Host -> 421, bad Origin -> 403). The HTTP parts
+are imported when used, so a stdio server starts on the SDK alone."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from machine.clients.tool_server import loopback_security, new_token
 from machine.errors import BadInputError, Fix
 
 if TYPE_CHECKING:
@@ -63,6 +63,8 @@ def is_loopback(host: str) -> bool:
 
 def transport_security(host: str) -> Any:
     """DNS-rebinding protection for ``host``: only requests naming this server (and loopback) are served."""
+    from machine.clients.tool_server import loopback_security
+
     settings = loopback_security()
     if not is_loopback(host) and host not in ("0.0.0.0", "::"):
         shown = f"[{host}]" if ":" in host else host
@@ -94,6 +96,8 @@ def token_from_env(echo: Callable[[str], None]) -> str:
                 f"{MIN_TOKEN_CHARS}, e.g. from `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
             )
         return token
+    from machine.clients.tool_server import new_token
+
     fresh: str = new_token()
     echo(
         f"bearer token for this server (shown once; set {TOKEN_ENV} to choose your own):\n"

@@ -1,19 +1,49 @@
 """``machine serve``: the MCP server for agent hosts, over stdio or streamable HTTP.
 
-The ``mcp`` SDK is imported only when the command runs, so ``machine --help`` stays fast.
+The ``mcp`` SDK is imported only when the command runs, so ``machine --help`` stays fast; and the command
+imports neither the operations nor the options of the other commands, so a host's ``initialize`` is
+answered soon after the interpreter starts.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
-from machine.errors import BadInputError
+from machine.errors import BadInputError, MachineError
 
-from ._options import handle_errors, with_workspace
+from ._stop import INTERRUPTED, end, stop_status
+from ._workspace_option import with_workspace
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handle_errors(fn: F) -> F:
+    """The library's errors as one line and exit status 2, as every command says them (the shared
+    spelling of fixes is imported only for an error); a stop from outside ends quietly. This command
+    spends nothing itself (its tools settle their own spends), so it needs none of the shared handler's
+    spending."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except MachineError as error:
+            from ._options import fail
+
+            fail(error)
+        except BaseException as error:
+            status = stop_status(error)
+            if status is None:
+                raise
+            end(status, ["interrupted"] if status == INTERRUPTED else [])
+
+    return wrapper  # type: ignore[return-value]
 
 
 @click.command("serve")

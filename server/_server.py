@@ -1,0 +1,72 @@
+"""The server class itself, kept thin: ``initialize`` needs nothing but the SDK and this, so ``machine serve``
+answers it without importing the tools, the operations behind them or their result models. Those come
+with the first ``tools/list`` or ``tools/call``; the ``Service`` (the workspace and its store) with the
+first call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult, InputRequiredResult
+    from mcp_types import Tool as MCPTool
+
+    from ._service import Service
+
+INSTRUCTIONS = (
+    "Machines are small agent loops with a rubric. list_machines and show_machine describe them, "
+    "recent_runs shows their graded runs, rehearse runs and grades a machine's cases; specialize has an "
+    "author write a child machine and its cases, optimize rewrites a machine's instructions and keeps a "
+    "rewrite measured better, train fine-tunes its model (each spends: give budget_usd; optimize and "
+    "train leave a pending candidate); commit and revert change which version is live. Spending and "
+    "changing tools need the person's consent: they are asked, or an allowance in the server's "
+    "configuration covers it. Code a model wrote (a child from specialize) is not imported until the "
+    "person trusts it: trust_machine shows it to them and asks; until then rehearse runs its own code "
+    "only in the sandbox."
+)
+
+
+class MachineServer(MCPServer):
+    """An MCP server that carries the ``Service`` its tools act through. ``add_tools(server)`` registers
+    the tools, on the first request that needs them; ``make_service()`` makes the service, on the first
+    tool call (it raises ``ToolError`` saying what is wrong, e.g. an unusable allowance)."""
+
+    def __init__(
+        self, make_service: Callable[[], Service], add_tools: Callable[[MCPServer], None], **options: Any
+    ) -> None:
+        super().__init__(name="machine", instructions=INSTRUCTIONS, **options)
+        self._make_service = make_service
+        self._add_tools: Callable[[MCPServer], None] | None = add_tools
+        self._service: Service | None = None
+
+    @property
+    def service(self) -> Service:
+        """The server's state, made on first use and kept for the server's life."""
+        if self._service is None:
+            self._service = self._make_service()
+        return self._service
+
+    def _tools_ready(self) -> None:
+        if self._add_tools is not None:
+            self._add_tools(self)
+            self._add_tools = None
+
+    async def list_tools(self) -> list[MCPTool]:
+        self._tools_ready()
+        return await super().list_tools()
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """The call, once the tools are registered and the service is ready for it (``Service.before``)."""
+        self._tools_ready()
+        self.service.before(name)
+        return await super().call_tool(name, arguments, context)
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        """Asked before a call on the newer protocol (to check its headers): the tools must be there."""
+        self._tools_ready()
+        return super()._tool_input_schema(name)
