@@ -25,6 +25,9 @@ WRITE_BATCH = 64
 """At most this many finished runs wait before they are written (one transaction for them all)."""
 WRITE_EVERY_S = 1.0
 """A finished run waits at most about this long before it is written."""
+WAITING_LIMIT = 4 * WRITE_BATCH
+"""While a write is in flight, at most about this many finished runs wait for the next one: a job that
+finishes beyond it waits for the write, so memory stays flat however many runs a pool makes."""
 
 
 async def run_pool(
@@ -83,9 +86,16 @@ class BatchWriter:
     turns) land in the same batch. A write that fails is retried run by run, so one run that does not
     fit costs only itself; what still cannot be written is ``unwritten``."""
 
-    def __init__(self, store: Store, *, every_s: float = WRITE_EVERY_S, batch: int = WRITE_BATCH) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        every_s: float = WRITE_EVERY_S,
+        batch: int = WRITE_BATCH,
+        limit: int = WAITING_LIMIT,
+    ) -> None:
         self.store = store
-        self.every_s, self.batch = every_s, batch
+        self.every_s, self.batch, self.limit = every_s, batch, limit
         self.pending: list[Run] = []
         self.unwritten: list[Run] = []
         """Finished runs whose write failed (tried again with each later batch)."""
@@ -93,6 +103,8 @@ class BatchWriter:
         self.failure: BaseException | None = None
         """The first failure, of a write or of a job: the one reported."""
         self._due: anyio.Event | None = None
+        self._written: anyio.Event | None = None
+        """Set when a write finishes, for the jobs waiting on it (``_room``)."""
 
     def add(self, runs: Iterable[Run]) -> None:
         """Queue finished runs; a full batch is written at once (by ``run``'s writer, when running)."""
@@ -145,12 +157,14 @@ class BatchWriter:
             if self.failure is not None:
                 return said(self.failure)
             try:
-                return await work(job)
+                reason = await work(job)
             except (BudgetExceeded, BrokenPipeError):  # the budget, or the reader gone: not the store's
                 raise
             except (OSError, MachineError) as error:
                 self._fail(error)
                 return said(error)
+            await self._room()
+            return reason
 
         stopped: str | None = None
         bug: Exception | None = None
@@ -174,6 +188,15 @@ class BatchWriter:
             raise self.failed()
         return stopped
 
+    async def _room(self) -> None:
+        """Wait while the finished runs waiting to be written are at the limit: jobs that finish faster
+        than the store takes them wait for the write in flight, instead of queueing without bound."""
+        while self._due is not None and len(self.pending) >= self.limit:
+            self._due.set()
+            if self._written is None:
+                self._written = anyio.Event()
+            await self._written.wait()
+
     async def _write_every(self) -> None:
         """Write what finished, every ``every_s`` seconds or as soon as a batch is full."""
         while self._due is not None:
@@ -191,6 +214,9 @@ class BatchWriter:
             batch = self._take()
             if batch:
                 await anyio.to_thread.run_sync(self._write, batch)
+            written, self._written = self._written, None
+            if written is not None:
+                written.set()
 
     def failed(self) -> WorkFailed:
         """The first failure, with the finished runs it cost."""

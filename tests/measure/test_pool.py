@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
@@ -127,4 +128,36 @@ async def test_a_failing_job_stops_new_work_and_the_finished_runs_are_stored(tmp
     assert "every finished run" in failed.value.message and failed.value.lost == ()
     assert len(started) <= 4  # jobs 0, 1 (in flight) finished; no new job began after the failure
     assert store.count() == len(started) - 1
+    store.close()
+
+
+class _SlowStore(SQLiteStore):
+    """A store whose batches take a while to write, as a big store's do."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.batches: list[int] = []
+
+    def put_many(self, runs: Iterable[Run]) -> None:
+        batch = list(runs)
+        self.batches.append(len(batch))
+        time.sleep(0.05)
+        super().put_many(batch)
+
+
+async def test_jobs_faster_than_the_store_wait_for_it_so_memory_stays_flat(tmp_path: Path) -> None:
+    store = _SlowStore(tmp_path / "store.db")
+    writer = BatchWriter(store, every_s=60, batch=8, limit=16)
+    most_waiting = 0
+
+    async def work(index: int) -> None:
+        nonlocal most_waiting
+        writer.add([make_run(index)])
+        most_waiting = max(most_waiting, len(writer.pending))
+
+    with anyio.fail_after(LIMIT):
+        await writer.run(range(400), work, concurrency=4)  # type: ignore[arg-type]
+    assert store.count() == 400
+    assert most_waiting <= 16 + 4  # the limit, and one more run for each job in flight
+    assert max(store.batches) <= 16 + 4
     store.close()
