@@ -73,18 +73,23 @@ class MachineSummary(Model):
 
 def list_machines(ws: Workspace) -> list[MachineSummary]:
     """Every machine of the workspace, sorted; one that fails to load is listed with its error. The rows
-    are built from loaded machines, so they are not checked again (``machine list`` starts faster)."""
+    are built from loaded machines, so they are not checked again (``machine list`` starts faster); every
+    field is given, since pydantic's ``model_construct`` inspects each default factory it has to call."""
     listed: list[MachineSummary] = []
     for name in ws.names():
         waiting = [f.path.rsplit("/", 1)[-1] for f in ws.trust.blocking(name)]
         if waiting:  # listed from its folder alone: nothing of it is imported
             parent = name.rsplit("/", 1)[0] if "/" in name else None
-            listed.append(MachineSummary.model_construct(name=name, parent=parent, untrusted=waiting))
+            listed.append(
+                MachineSummary.model_construct(name=name, parent=parent, criteria=[], untrusted=waiting)
+            )
             continue
         try:
             spec = ws.load(name)
         except MachineError as error:
-            listed.append(MachineSummary.model_construct(name=name, error=str(error)))
+            listed.append(
+                MachineSummary.model_construct(name=name, error=str(error), criteria=[], untrusted=[])
+            )
             continue
         listed.append(
             MachineSummary.model_construct(
@@ -93,6 +98,7 @@ def list_machines(ws: Workspace) -> list[MachineSummary]:
                 model=spec.model,
                 parent=spec.parent.name if spec.parent else None,
                 criteria=list(spec.rubric),
+                untrusted=[],
             )
         )
     return listed

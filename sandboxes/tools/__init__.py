@@ -7,6 +7,8 @@ refuses unless the sandbox isolates its commands, because the model wrote them. 
 guarded against reaching the machine's own networks (see ``web.fetch``).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .command import run
 from .files import FILE_TOOLS, edit_file, list_files, read_file, search_files, write_file
 from .html import html_to_text
@@ -17,13 +19,25 @@ from .web import (
     Page,
     Policy,
     Resolver,
-    fetch,
     is_public_address,
     make_web_fetch,
     public_only,
     resolve_host,
     web_fetch,
 )
+
+if TYPE_CHECKING:
+    from .web import fetch
+
+
+def __getattr__(name: str) -> Any:
+    """``fetch`` loads the HTTP client, so it is imported when first asked for."""
+    if name == "fetch":
+        from .web import fetch
+
+        return fetch
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FILE_TOOLS",

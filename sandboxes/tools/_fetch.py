@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass
 from functools import partial
 from typing import Literal
 
@@ -19,13 +18,11 @@ import httpx
 from ._address import FetchError, FetchRefused, Policy, Resolver, public_only, resolve_host
 from ._bounded import Deadline, in_thread
 from ._decode import ACCEPT_ENCODING, PIECE_BYTES, Decoder
+from ._page import FETCH_MAX_BYTES, FETCH_TIMEOUT_S, MAX_REDIRECTS, Page
 from ._paths import SNIFF_BYTES, _is_binary
 from ._transport import GuardedTransport, ssl_context
 from .html import convert
 
-FETCH_TIMEOUT_S = 15.0
-FETCH_MAX_BYTES = 5_000_000
-MAX_REDIRECTS = 5
 TEXT_SECONDS = 10.0
 """How long turning a page's HTML into text may take (off the event loop) before the text is cut."""
 HEADERS = {
@@ -34,25 +31,6 @@ HEADERS = {
     "Accept-Encoding": ACCEPT_ENCODING,
 }
 """The headers every request of web_fetch sends."""
-
-
-@dataclass(frozen=True)
-class Page:
-    """A fetched page, as text."""
-
-    url: str
-    """The URL asked for."""
-    final_url: str
-    """The URL the text came from, after redirects."""
-    status: int
-    content_type: str
-    text: str
-    title: str = ""
-    redirects: tuple[str, ...] = ()
-    cut: bool = False
-    """Whether the body was longer than the download limit and only its start was read."""
-    text_cut: bool = False
-    """Whether turning the HTML into text stopped early (at its time or size limit)."""
 
 
 _REDIRECTS = {301, 302, 303, 307, 308}

@@ -5,6 +5,8 @@ fetching itself are in ``_address``, ``_transport`` and ``_fetch``."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from machine.runs import Tool, ToolFailure, tool
 
 from ._address import (
@@ -17,7 +19,10 @@ from ._address import (
     public_only,
     resolve_host,
 )
-from ._fetch import FETCH_MAX_BYTES, FETCH_TIMEOUT_S, MAX_REDIRECTS, Page, fetch
+from ._page import FETCH_MAX_BYTES, FETCH_TIMEOUT_S, MAX_REDIRECTS, Page
+
+if TYPE_CHECKING:
+    from ._fetch import fetch
 
 FETCH_CHARS = 20_000
 
@@ -64,6 +69,8 @@ def make_web_fetch(*, resolve: Resolver = resolve_host, allow: Policy = public_o
         offset: the character to start from (0 for the beginning)."""
         if offset < 0:
             raise ToolFailure(f"offset must be 0 or more, not {offset}")
+        from ._fetch import fetch  # the HTTP client loads with the first fetch, not with the machine
+
         try:
             page = await fetch(url, resolve=resolve, allow=allow)
         except FetchError as error:
@@ -75,6 +82,14 @@ def make_web_fetch(*, resolve: Resolver = resolve_host, allow: Policy = public_o
 
 
 web_fetch: Tool = make_web_fetch()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "fetch":
+        from ._fetch import fetch
+
+        return fetch
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

@@ -68,14 +68,17 @@ def test_help_loads_the_group_and_nothing_heavy(tmp_path: Path) -> None:
     ]
 
 
-def test_list_loads_no_learning_and_no_model_library(tmp_path: Path) -> None:
+def test_list_loads_no_learning_no_model_library_and_no_http_client(tmp_path: Path) -> None:
+    """The repository's machines include ``assistant``, whose web_fetch tool loads httpx on its first
+    fetch, not when the machine is listed."""
     code = (
         f"from machine.cli import main\nsys.argv = ['machine', 'list', '--workspace', {str(REPO)!r}]\n"
         "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code"
     )
-    found = loaded(code, tmp_path)
+    found = loaded(code, tmp_path, (*HEAVY, "httpx", "httpcore"))
     assert "machine.ops._describe" in found  # it did list
-    unneeded = ("machine.learn", "machine.measure", "machine.versions", *HEAVY)
+    assert "machine.sandboxes.tools.web" in found  # and loaded a machine with web_fetch
+    unneeded = ("machine.learn", "machine.measure", "machine.versions", *HEAVY, "httpx", "httpcore")
     assert not [m for m in found if m.startswith(unneeded)]
 
 
