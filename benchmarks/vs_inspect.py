@@ -37,7 +37,7 @@ INSPECT_VENV = ROOT / "benchmarks" / ".venv-inspect"
 INSPECT_BIN = INSPECT_VENV / "bin"
 
 # Targets: ours over Inspect's figure measured in the same run.
-MARGINAL_TARGET = 1.0  # ours <= Inspect's
+MARGINAL_TARGET = 0.25  # ours <= a quarter of Inspect's
 COLD_TARGET = 1 / 3  # ours <= a third of Inspect's
 MEMORY_TARGET = 1 / 3
 FLAT_CASES = 100  # the runs-only memory line: N runs as 100 cases x N/100 trials
