@@ -11,24 +11,20 @@ import contextlib
 import json
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
 from machine.errors import HarnessError
-from machine.runs import Budget, Effort, Message, ToolCall, Turn, Usage
+from machine.runs import Budget, Effort, Turn, Usage
 
 from ._endpoint import Endpoint
-from ._wire import (
-    ReplyError,
-    error_message,
-    prompt_bound,
-    provider_field,
-    retry_after,
-    tool_arguments,
-    usage_of,
-)
+from ._http import Transport, Url
+from ._http_proxied import transport_for
+from ._http_stream import HttpError
+from ._reply import StreamedTurn, completion_turn, loads
+from ._sse import SSEParser
+from ._wire import Prompt, ReplyError, StatusError, error_message, retry_after
 
 
 class ModelCallError(HarnessError):
@@ -39,18 +35,37 @@ class ModelCallError(HarnessError):
         self.retries = retries or []
 
 
-@dataclass
-class _Stream:
-    """A streamed reply put back together."""
+def _headers(endpoint: Endpoint) -> dict[str, str]:
+    """What every call sends; the endpoint's own headers win (whatever their case)."""
+    sent = {
+        "content-type": ("Content-Type", "application/json"),
+        "accept": ("Accept", "application/json"),
+        "accept-encoding": ("Accept-Encoding", "identity"),
+        "user-agent": ("User-Agent", "machine"),
+        "authorization": ("Authorization", f"Bearer {endpoint.api_key or 'not-needed'}"),
+    }
+    sent.update({name.lower(): (name, value) for name, value in endpoint.headers.items()})
+    for name, value in sent.values():
+        if any(c in name + value for c in "\r\n\0"):
+            raise HarnessError(
+                f"the {name} header for {endpoint.harness} holds a line break: "
+                "set it (or its key) on one line"
+            )
+    return dict(sent.values())
 
-    text: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    calls: dict[int, dict[str, str]] = field(default_factory=dict)
-    usage: Any = None
+
+def _events(got: StreamedTurn, events: list[bytes]) -> bool:
+    """Add a stream's events to the turn; True at ``[DONE]``."""
+    for data in events:
+        if data.startswith(b"[DONE]"):
+            return True
+        got.add(loads(data))
+    return False
 
 
 class ChatClient:
-    """Calls one endpoint's models, one reply at a time, retrying transient failures."""
+    """Calls one endpoint's models, one reply at a time, retrying transient failures. Its connections are
+    pooled: share one client among the runs (and judges) that call the same endpoint."""
 
     def __init__(
         self,
@@ -62,22 +77,32 @@ class ChatClient:
         self.endpoint = endpoint
         self._sleep = sleep or anyio.sleep
         self._jitter = jitter
-        self._client: Any = None
+        self._client: Transport | None = None
         self._loop: object | None = None
+        self._url: Url | None = None
+        self._headers: dict[str, str] = {}
 
     @property
-    def client(self) -> Any:
-        """The SDK's client, made on first use (the SDK's own retries off)."""
-        if self._client is None:
-            from openai import AsyncOpenAI  # heavy: only when a model is really called
+    def url(self) -> Url:
+        """Where the calls go: the endpoint's ``/chat/completions``."""
+        if self._url is None:
+            given = self.endpoint.base_url
+            try:
+                url = Url.parse(given.rstrip("/") + "/chat/completions")
+            except ValueError:
+                raise HarnessError(
+                    f"the base URL of {self.endpoint.harness}, {given!r}, is not an http:// or https:// URL: "
+                    "set it to one (for example http://127.0.0.1:11434/v1)"
+                ) from None
+            self._headers = _headers(self.endpoint)
+            self._url = url
+        return self._url
 
-            self._client = AsyncOpenAI(
-                base_url=self.endpoint.base_url,
-                api_key=self.endpoint.api_key or "not-needed",
-                max_retries=0,
-                timeout=self.endpoint.timeout_s,
-                default_headers=self.endpoint.headers or None,
-            )
+    @property
+    def client(self) -> Transport:
+        """The connection pool (httpx, when a proxy is set), made on first use."""
+        if self._client is None:
+            self._client = transport_for(self.url, self.endpoint.timeout_s)
         return self._client
 
     async def aclose(self) -> None:
@@ -85,12 +110,12 @@ class ChatClient:
         client, self._client = self._client, None
         if client is not None:
             with contextlib.suppress(Exception):  # connections of a loop that has ended cannot close cleanly
-                await client.close()
+                await client.aclose()
 
     async def _bind(self) -> None:
         """Pooled connections belong to the event loop that opened them, and an interactive
         ``machine run`` runs each exchange in a loop of its own: a call on a new loop closes the old
-        client and opens a new one."""
+        pool and opens a new one."""
         try:
             loop: object | None = asyncio.get_running_loop()
         except RuntimeError:  # not asyncio (trio): one loop per process is assumed
@@ -107,7 +132,7 @@ class ChatClient:
     async def complete(
         self,
         model: str,
-        messages: list[dict[str, Any]],
+        messages: list[dict[str, Any]] | Prompt,
         *,
         tools: list[dict[str, Any]] | None = None,
         effort: Effort | None = None,
@@ -119,46 +144,40 @@ class ChatClient:
     ) -> Turn:
         """One model reply, retried on transient failures; raises ModelCallError when it gives up.
 
-        Given a ``budget``, the call is made under its reservation of the most it can cost (the prompt's
-        upper bound and ``max_tokens``) and the turn carries what it cost, charged as ``kind``."""
+        ``messages`` are wire-format dicts, or a ``Prompt`` already encoded (with its tools). Given a
+        ``budget``, the call is made under its reservation of the most it can cost (the prompt's upper
+        bound and ``max_tokens``) and the turn carries what it cost, charged as ``kind``."""
         await self._bind()
-        # The SDK checks every message and tool against its typed schemas before sending: about 5 ms a
-        # call at 40 messages, and more at every step of a run. Ours are already in the wire format, so
-        # they go in ``extra_body``, which the SDK sends as given (it replaces the empty ``messages``).
-        wire: dict[str, Any] = {"messages": messages}
-        if tools:
-            wire["tools"] = tools
-        kwargs: dict[str, Any] = {"model": self.endpoint.model_id(model), "messages": [], "extra_body": wire}
-        kwargs["max_tokens"] = self.endpoint.max_tokens
+        prompt = messages if isinstance(messages, Prompt) else Prompt.of(messages, tools)
+        options: dict[str, Any] = {"max_tokens": self.endpoint.max_tokens}
         if effort is not None:
-            kwargs["reasoning_effort"] = effort.name
+            options["reasoning_effort"] = effort.name
         if temperature is not None:
-            kwargs["temperature"] = temperature
+            options["temperature"] = temperature
         if seed is not None:
-            kwargs["seed"] = seed
+            options["seed"] = seed
+        if on_text is not None:
+            options.update(stream=True, stream_options={"include_usage": True})
+        body = prompt.body(self.endpoint.model_id(model), options)
         if budget is None:
-            return await self._attempts(model, kwargs, on_text)
-        bound = Usage(input_tokens=prompt_bound(wire), output_tokens=self.endpoint.max_tokens)
+            return await self._attempts(model, body, on_text)
+        bound = Usage(input_tokens=prompt.bound(), output_tokens=self.endpoint.max_tokens)
         async with budget.reserve(model, bound, kind=kind) as hold:
-            turn = await self._attempts(model, kwargs, on_text)
+            turn = await self._attempts(model, body, on_text)
             turn.cost_usd = hold.settle(turn.usage)
         return turn
 
-    async def _attempts(
-        self, model: str, kwargs: dict[str, Any], on_text: Callable[[str], None] | None
-    ) -> Turn:
+    async def _attempts(self, model: str, body: bytes, on_text: Callable[[str], None] | None) -> Turn:
         """The call, tried up to ``max_attempts`` times."""
-        import openai
-
         retries: list[dict[str, Any]] = []
         where = f"{self.endpoint.harness} ({self.endpoint.base_url})"
         for attempt in range(1, self.endpoint.max_attempts + 1):
             try:
                 with anyio.fail_after(self.endpoint.timeout_s):
-                    turn = await (self._stream(kwargs, on_text) if on_text else self._once(kwargs))
+                    turn = await (self._stream(body, on_text) if on_text else self._once(body))
                 turn.retries = retries
                 return turn
-            except (openai.APIError, TimeoutError, ValueError, KeyError, ReplyError) as error:
+            except (HttpError, StatusError, OSError, ValueError, KeyError, ReplyError) as error:
                 reason, wait = self._failure(error, where, model, retries)
             if attempt == self.endpoint.max_attempts:
                 break
@@ -175,95 +194,44 @@ class ChatClient:
     ) -> tuple[str, float | None]:
         """Why a call failed and any wait the server asked for, when it is worth retrying; a refusal
         (4xx other than 429) or a reply that does not parse raises ModelCallError."""
-        import openai
-
-        if isinstance(error, openai.RateLimitError):
-            return f"429 rate limited: {error_message(error)}", retry_after(error.response)
-        if isinstance(error, openai.APIStatusError):
-            if error.status_code < 500:
+        if isinstance(error, StatusError):
+            if error.status == 429:
+                return f"429 rate limited: {error_message(error)}", retry_after(error.headers)
+            if error.status < 500:
                 raise ModelCallError(
-                    f"{where} refused the call to {model!r}: {error.status_code} {error_message(error)}",
-                    retries,
+                    f"{where} refused the call to {model!r}: {error.status} {error_message(error)}", retries
                 ) from None
-            return f"{error.status_code} server error: {error_message(error)}", None
-        if isinstance(error, (openai.APITimeoutError, TimeoutError)):
+            return f"{error.status} server error: {error_message(error)}", None
+        if isinstance(error, TimeoutError):
             return f"no reply within {self.endpoint.timeout_s:g} s", None
-        if isinstance(error, openai.APIConnectionError):
+        if isinstance(error, (HttpError, OSError)):
             cause = error.__cause__
             detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
             return f"network error: {error}{detail}", None
-        if isinstance(error, (openai.APIResponseValidationError, json.JSONDecodeError, ValueError, KeyError)):
+        if isinstance(error, (ValueError, KeyError)):
             raise ModelCallError(f"{where} sent a reply that could not be parsed: {error}", retries) from None
         return f"error in the reply: {error_message(error)}", None  # an error object instead of a reply
 
-    async def _once(self, kwargs: dict[str, Any]) -> Turn:
-        reply = await self.client.chat.completions.create(**kwargs)
-        if not getattr(reply, "choices", None):
-            error = (getattr(reply, "model_extra", None) or {}).get("error")
-            if error:  # a 200 that carries an error object (OpenRouter, when the upstream provider fails)
-                raise ReplyError(error)
-            raise ValueError("the reply has no choices")
-        message = reply.choices[0].message
-        calls = [
-            ToolCall(
-                id=c.id or f"call_{index}",
-                name=c.function.name,
-                arguments=tool_arguments(c.function.arguments),
-                raw_arguments=c.function.arguments,
-            )
-            for index, c in enumerate(message.tool_calls or [])
-        ]
-        return Turn(
-            Message(
-                role="assistant",
-                content=message.content or "",
-                reasoning=provider_field(message, "reasoning_content", "reasoning"),
-                tool_calls=calls,
-            ),
-            usage_of(reply.usage),
-        )
+    async def _once(self, body: bytes) -> Turn:
+        reply = await self.client.post(self.url, self._headers, body)
+        try:
+            raw = await reply.read()
+        finally:
+            await reply.aclose()
+        if reply.status >= 300:
+            raise StatusError(reply.status, reply.headers, raw)
+        return completion_turn(json.loads(raw))
 
-    async def _stream(self, kwargs: dict[str, Any], on_text: Callable[[str], None]) -> Turn:
-        stream = await self.client.chat.completions.create(
-            **kwargs, stream=True, stream_options={"include_usage": True}
-        )
-        got = _Stream()
-        chosen = False
-        async for chunk in stream:
-            if getattr(chunk, "usage", None) is not None:
-                got.usage = chunk.usage
-            chosen = chosen or bool(chunk.choices)
-            for choice in chunk.choices or []:
-                delta = choice.delta
-                reasoning = provider_field(delta, "reasoning_content", "reasoning")
-                if reasoning:
-                    got.reasoning.append(reasoning)
-                if delta.content:
-                    got.text.append(delta.content)
-                    on_text(delta.content)
-                for call in delta.tool_calls or []:
-                    slot = got.calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
-                    slot["id"] = call.id or slot["id"]
-                    if call.function is not None:
-                        slot["name"] += call.function.name or ""
-                        slot["arguments"] += call.function.arguments or ""
-        if not chosen:
-            raise ValueError("the streamed reply has no choices")
-        calls = [
-            ToolCall(
-                id=slot["id"] or f"call_{index}",
-                name=slot["name"],
-                arguments=tool_arguments(slot["arguments"]),
-                raw_arguments=slot["arguments"],
-            )
-            for index, slot in sorted(got.calls.items())
-        ]
-        return Turn(
-            Message(
-                role="assistant",
-                content="".join(got.text),
-                reasoning="".join(got.reasoning) or None,
-                tool_calls=calls,
-            ),
-            usage_of(got.usage),
-        )
+    async def _stream(self, body: bytes, on_text: Callable[[str], None]) -> Turn:
+        reply = await self.client.post(self.url, self._headers, body)
+        try:
+            if reply.status >= 300:
+                raise StatusError(reply.status, reply.headers, await reply.read())
+            got, events, done = StreamedTurn(on_text), SSEParser(), False
+            async for piece in reply:  # after [DONE], read to the end: the connection goes back to the pool
+                done = done or _events(got, events.feed(piece))
+            if not done:
+                _events(got, events.close())
+        finally:
+            await reply.aclose()
+        return got.turn()

@@ -21,7 +21,6 @@ import secrets
 import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field, replace
-from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -295,15 +294,10 @@ def _bounded(body: dict[str, Any]) -> Usage:
 
 
 def _as_usage(raw: Any) -> Usage:
-    """A JSON ``usage`` object as ours, checked as the chat harness checks the SDK's (UsageRefused)."""
+    """A JSON ``usage`` object as ours, checked as the chat harness checks a reply's (UsageRefused)."""
     if not isinstance(raw, dict):
         raise UsageRefused(f"the endpoint reported usage {json.dumps(raw)[:200]}, which is not an object")
-    details = raw.get("prompt_tokens_details")
-    spaced = {
-        **raw,
-        "prompt_tokens_details": SimpleNamespace(**details) if isinstance(details, dict) else None,
-    }
-    return usage_of(SimpleNamespace(**{str(k): v for k, v in spaced.items()}))
+    return usage_of(raw)
 
 
 def _reply_usage(raw: bytes) -> Usage:

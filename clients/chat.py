@@ -1,8 +1,9 @@
 """The chat-completions harness: any OpenAI-compatible endpoint (Tinker, OpenRouter, Ollama, vLLM ...).
 
 ``ChatCompletionsHarness`` runs the shared agent loop on a ``ChatClient``; ``ModelRouter`` hands the
-judges a client for whichever endpoint serves the judge model. The endpoint, wire format and client
-live in modules of their own and are re-exported here.
+judges a client for whichever endpoint serves the judge model (the harness's own client, shared, when it
+is the same endpoint: one pool of connections for a suite's runs and judges). The endpoint, wire format
+and client live in modules of their own and are re-exported here.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ._endpoint import (
     endpoint_for,
     model_timeout,
 )
-from ._wire import to_openai
+from ._wire import MessageCodec, to_openai, tools_json
 
 
 class ChatCompletionsHarness:
@@ -43,10 +44,16 @@ class ChatCompletionsHarness:
         self.name = endpoint.harness
         self.client = client or ChatClient(endpoint)
         self.stream = stream
+        self.codec = MessageCodec(send_reasoning=endpoint.send_reasoning)
+
+    async def aclose(self) -> None:
+        """Close the client's pooled connections (it opens new ones if used again)."""
+        await self.client.aclose()
 
     async def run(self, request: HarnessRequest) -> HarnessResult:
-        """Run the request's agent loop, streaming the reply's text when someone listens."""
-        tools = openai_tools(request.tools) or None
+        """Run the request's agent loop, streaming the reply's text when someone listens. Each message
+        is encoded once: a step sends the conversation's bytes and encodes only what is new to it."""
+        tools = tools_json(openai_tools(request.tools))
         on_text = None
         if self.stream and request.on_event is not None:
 
@@ -54,11 +61,9 @@ class ChatCompletionsHarness:
                 request.emit("text", Message(role="assistant", content=text))
 
         async def reply(messages: list[Message], step: int) -> Turn:
-            wire = to_openai(request.instructions, messages, send_reasoning=self.endpoint.send_reasoning)
             return await self.client.complete(
                 request.model,
-                wire,
-                tools=tools,
+                self.codec.prompt(request.instructions, messages, tools),
                 effort=request.effort,
                 on_text=on_text,
                 budget=request.budget,
@@ -70,11 +75,14 @@ class ChatCompletionsHarness:
 class ModelRouter:
     """Clients for the judges: ``openrouter/...`` and ``tinker/...`` ids name their endpoint; any other
     id goes to the endpoint of the run's harness when that is a chat endpoint, else to the one
-    ``MACHINE_HARNESS`` names when it names one, else to Tinker."""
+    ``MACHINE_HARNESS`` names when it names one, else to Tinker. Given a ``client`` (the run harness's),
+    calls to its endpoint go through it, on the connections the runs already hold."""
 
-    def __init__(self, default: Endpoint | None = None) -> None:
-        self.default = default
+    def __init__(self, default: Endpoint | None = None, *, client: ChatClient | None = None) -> None:
+        self.default = default if default is not None or client is None else client.endpoint
         self._clients: dict[str, ChatClient] = {}
+        if client is not None and self.default is not None and client.endpoint == self.default:
+            self._clients[self.default.harness] = client
 
     def client_for(self, model: str) -> ChatClient:
         """The client of the endpoint that serves ``model``, made once per endpoint."""
@@ -99,7 +107,8 @@ class ModelRouter:
         return self._clients[harness]
 
     async def aclose(self) -> None:
-        """Close every client's connections (each opens new ones if used again)."""
+        """Close every client's connections (each opens new ones if used again; closing a shared
+        client twice is harmless)."""
         for client in self._clients.values():
             await client.aclose()
 

@@ -70,10 +70,13 @@ def default_harness_name(model: str | None = None) -> str:
 
 
 def model_access(harness: Harness | None) -> ModelAccess:
-    """Model calls for the judges: the run harness's endpoint when it has one, else routed by model id."""
-    from machine.clients.chat import ModelRouter
+    """Model calls for the judges: the run harness's endpoint when it has one, else routed by model id.
+    A chat harness lends its client, so the judges' calls reuse the connections of the suite's runs."""
+    from machine.clients.chat import ChatClient, ModelRouter
 
-    models: ModelAccess = ModelRouter(default=getattr(harness, "endpoint", None))
+    client = getattr(harness, "client", None)
+    shared = client if isinstance(client, ChatClient) else None
+    models: ModelAccess = ModelRouter(default=getattr(harness, "endpoint", None), client=shared)
     return models
 
 

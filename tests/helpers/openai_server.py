@@ -16,9 +16,13 @@ there first (see ``benchmarks/harness.py``)::
 
 Each request takes the next item of the queue: a ``Reply`` (text, reasoning, tool calls, usage) or a
 ``Fault`` (an HTTP error with an OpenAI-style body, a hang, a malformed body, a reply with no choices, a
-stream cut off or carrying an error event). With the queue empty it plays ``default`` if set, else
-``responder(request)`` if set, else it answers 500 "no scripted reply left" so a test that asks for more
-than it scripted fails loudly. Waits (latency, hangs) are bounded and end at once when the server stops.
+stream cut off or carrying an error event, a connection closed with no reply, bytes that are not HTTP, a
+body over any limit). With the queue empty it plays ``default`` if set, else ``responder(request)`` if
+set, else it answers 500 "no scripted reply left" so a test that asks for more than it scripted fails
+loudly. Waits (latency, hangs) are bounded and end at once when the server stops.
+
+Connections are kept alive, as real endpoints keep them: ``opened`` counts those accepted, and
+``drop_connections()`` closes them all from the server's side, as an endpoint does with idle ones.
 """
 
 from __future__ import annotations
@@ -69,6 +73,9 @@ class Reply:
     finish_reason: str | None = None
     chunk_chars: int = 3
     """Streaming: text, reasoning and tool-call arguments are split into pieces of this many characters."""
+    chunked: bool = False
+    """Not streamed: send the completion with ``Transfer-Encoding: chunked``, ``chunk_chars`` bytes a
+    chunk, instead of with a Content-Length."""
     raw_usage: dict[str, Any] | None = None
     """Sent as ``usage`` exactly as given, in place of the counts above: an endpoint's hostile word
     (negative, huge, NaN, a string). ``float("nan")`` goes on the wire as ``NaN``, as some servers send it."""
@@ -86,7 +93,9 @@ class Reply:
         return usage
 
 
-FaultKind = Literal["status", "hang", "malformed", "no_choices", "stream_error", "drop"]
+FaultKind = Literal[
+    "status", "hang", "malformed", "no_choices", "stream_error", "drop", "close", "garbled", "oversized"
+]
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,10 @@ class Fault:
     - ``stream_error``: a streamed reply whose first event is ``{"error": {...}}`` (OpenRouter does this
       when the upstream provider fails after the stream began); not streamed, a 200 with that body.
     - ``drop``: the connection closes in the middle of the reply.
+    - ``close``: the request is read and the connection closed with no byte of reply (what a client sees
+      when it sends on a kept-alive connection the server has just closed).
+    - ``garbled``: bytes that are not HTTP (``message``), then the connection closes.
+    - ``oversized``: a 200 whose Content-Length says ``2**40`` bytes; a little is sent, then it closes.
     """
 
     kind: FaultKind
@@ -190,6 +203,8 @@ class FakeOpenAI:
         self._stopping = threading.Event()
         self._ids = 0
         self._connections: set[socket.socket] = set()
+        self.opened = 0
+        """Connections accepted so far: a client that pools them opens few."""
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -268,6 +283,16 @@ class FakeOpenAI:
             self._ids += 1
             return f"call_{self._ids}"
 
+    def drop_connections(self) -> int:
+        """Close every open connection from this side now (kept-alive ones a client has pooled, say);
+        returns how many."""
+        with self._lock:
+            open_now = list(self._connections)
+        for connection in open_now:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        return len(open_now)
+
     def wait(self, seconds: float) -> bool:
         """Sleep up to ``seconds`` (bounded); True when the server is stopping."""
         return self._stopping.wait(min(max(seconds, 0.0), MAX_HANG_S))
@@ -298,6 +323,7 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         with self.server_fake._lock:
             self.server_fake._connections.add(self.connection)
+            self.server_fake.opened += 1
 
     def finish(self) -> None:
         with self.server_fake._lock:
@@ -351,6 +377,8 @@ class _Handler(BaseHTTPRequestHandler):
                 recorded.played = "reply"
                 if body.get("stream"):
                     self._stream(item, body)
+                elif item.chunked:
+                    self._send_chunked(json.dumps(self._completion(item, body)).encode(), item.chunk_chars)
                 else:
                     self._send(200, json.dumps(self._completion(item, body)).encode())
         except (TimeoutError, BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
@@ -484,6 +512,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self._end_stream()
             else:
                 self._send(200, json.dumps(error).encode())
+        elif fault.kind in ("close", "garbled", "oversized"):
+            if fault.kind == "garbled":
+                self.wfile.write(fault.message.encode() + b"\r\n\r\n")
+            elif fault.kind == "oversized":
+                self._send(200, b'{"id": "chatcmpl-fake", ', length=2**40)
+            self.close_connection = True
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
         elif fault.kind == "drop":
             if streaming:
                 self._start_stream()
@@ -517,6 +553,15 @@ class _Handler(BaseHTTPRequestHandler):
             **(extra or {}),
         }
         self.wfile.write(self._head(code, headers) + payload)
+        self.wfile.flush()
+
+    def _send_chunked(self, payload: bytes, size: int) -> None:
+        """A 200 whose body goes in chunks of ``size`` bytes, all in one write."""
+        head = self._head(200, {"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+        step = max(size, 1)
+        pieces = (payload[i : i + step] for i in range(0, len(payload), step))
+        body = b"".join(f"{len(p):x}\r\n".encode() + p + b"\r\n" for p in pieces)
+        self.wfile.write(head + body + b"0\r\n\r\n")
         self.wfile.flush()
 
     def _error(self, code: int, message: str, error_type: str, extra: dict[str, str] | None = None) -> None:
