@@ -16,6 +16,7 @@ from typing import TypeVar
 
 import anyio
 
+import machine.spec as versions_of  # its version_label (with the versions' models) loads with a run
 from machine.errors import BadInputError, BudgetExceeded, HarnessError, MachineError, plain_spelling
 from machine.grade import GradeContext
 from machine.runs import (
@@ -41,7 +42,7 @@ from machine.runs import (
     parse_effort,
     run_seed,
 )
-from machine.spec import TRUST_FILE, Case, Machine, MachineLoader, TrustBook, load_cases, version_label
+from machine.spec import TRUST_FILE, Case, Machine, MachineLoader, TrustBook, load_cases
 
 from ._adapters import Adapters
 from ._files import hidden_from_runs
@@ -280,7 +281,7 @@ class Workspace:
         """The run as it starts: what it is of, on what, with what provenance."""
         return Run(
             machine=spec.name,
-            version=version_label(spec, model),
+            version=versions_of.version_label(spec, model),
             model=model,
             harness=harness.name,
             effort=None if effort is None else effort.value,
