@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -301,6 +302,13 @@ class FakeOpenAI:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # the default 5 drops connections opened together: a 1 s SYN retry each
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that goes away mid-request (a cancelled call closes its connection) is no error of
+        the endpoint's; anything else is printed, as the base class does."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
