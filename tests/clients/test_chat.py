@@ -12,14 +12,11 @@ import email.utils
 import gc
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-
-# tests/ holds no packages: the fake server is imported from its folder (benchmarks do the same).
 from helpers.openai_server import (
     FakeOpenAI,
     Fault,
@@ -31,6 +28,9 @@ from helpers.openai_server import (
     text,
     tool_call,
 )
+
+# tests/ holds no packages: the fake server is imported from its folder (benchmarks do the same).
+from helpers.sleeps import Sleeps
 
 from machine import (
     Budget,
@@ -57,22 +57,6 @@ INSTRUCTIONS = "You add numbers with the add tool."
 def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
-
-
-class Sleeps:
-    """Stands in for ``anyio.sleep`` in ChatClient: records each wait and returns at once."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ reports is checked before it is believed."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -39,12 +38,6 @@ MACHINE = define_machine(
     tools=[add],
     max_steps=5,
 )
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
 
 
 def workspace(tmp_path: Path, server: FakeOpenAI, budget: Budget) -> Workspace:

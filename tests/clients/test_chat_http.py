@@ -9,12 +9,13 @@ import asyncio
 import contextlib
 import time
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import pytest
 from helpers.openai_server import FakeOpenAI, Fault, Reply, status, text
+from helpers.sleeps import Sleeps
 
 from machine.clients._chat_client import ChatClient, ModelCallError
 from machine.clients._http import HttpPool, Url
@@ -30,20 +31,6 @@ LIMIT_S = 10.0
 CALLS = 12
 MESSAGES = [{"role": "user", "content": "hi"}]
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
-
-
-class Sleeps:
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
 
 
 @pytest.fixture(autouse=True)
@@ -65,6 +52,15 @@ async def call(chat: ChatClient, *, stream: bool = False) -> Any:
     with anyio.fail_after(LIMIT_S):
         turn = await chat.complete("m", MESSAGES, on_text=pieces.append if stream else None)
     return turn
+
+
+async def call_once(server: FakeOpenAI) -> Any:
+    """One call from a client of its own, closed after."""
+    chat = client(server.url + "/v1")
+    try:
+        return await call(chat)
+    finally:
+        await chat.aclose()
 
 
 def pool_of(chat: ChatClient) -> HttpPool:
@@ -137,11 +133,7 @@ async def test_a_pooled_connection_found_dead_on_sending_is_retried_once(
 
 async def test_a_new_connection_closed_with_no_reply_is_a_network_error(server: FakeOpenAI) -> None:
     server.push(Fault("close"), Fault("close"), text("ok"))
-    chat = client(server.url + "/v1")
-    try:
-        turn = await call(chat)
-    finally:
-        await chat.aclose()
+    turn = await call_once(server)
     assert turn.message.content == "ok"
     port = server.url.rsplit(":", 1)[1]
     assert [r["error"] for r in turn.retries] == [
@@ -206,11 +198,7 @@ async def test_a_chunked_body_over_the_limit_is_refused(server: FakeOpenAI) -> N
 
 async def test_a_reply_that_is_not_http_is_a_network_error_that_says_so(server: FakeOpenAI) -> None:
     server.push(Fault("garbled", message="SSH-2.0-OpenSSH_9.6"), text("ok"))
-    chat = client(server.url + "/v1")
-    try:
-        turn = await call(chat)
-    finally:
-        await chat.aclose()
+    turn = await call_once(server)
     assert turn.message.content == "ok"
     assert (
         turn.retries[0]["error"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -25,12 +24,6 @@ INSTRUCTIONS = "You add numbers with the add tool. Ünïcode stays escaped: 日�
 def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
 
 
 def conversation() -> list[Message]:
