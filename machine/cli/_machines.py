@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from machine.ops import describe, list_machines
+import machine.ops as ops  # each command loads the operation it calls: `list` builds none of `show`'s models
 
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json
@@ -20,7 +20,7 @@ from ._render import dump_json
 def list_machines_command(ctx: click.Context, /, as_json: bool) -> None:
     """List the workspace's machines."""
     ws = workspace_from(ctx)
-    listed = list_machines(ws)
+    listed = ops.list_machines(ws)
     rows = [m for m in listed if m.error is None]
     for broken in listed:
         if broken.error is not None:
@@ -58,7 +58,7 @@ def _criteria(count: int) -> str:
 @handle_errors
 def show(ctx: click.Context, /, name: str, with_instructions: bool, as_json: bool) -> None:
     """Show a machine: intent, model, tools, and each criterion with its weight and grader."""
-    info = describe(workspace_from(ctx), name)
+    info = ops.describe(workspace_from(ctx), name)
     if as_json:
         dump_json(info)
         return

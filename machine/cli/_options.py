@@ -12,18 +12,22 @@ import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+import machine.ops as ops  # what spends (the policy, the spend, a harness) loads only for a command that can
 from machine.errors import BadInputError, Fix, MachineError, WorkFailed
-from machine.ops import SPENDING_LOG, Spend, SpendingPolicy, harness_for, open_workspace
+from machine.ops import open_workspace
 from machine.runs import Budget, parse_budget, price_of
-from machine.workspace import Workspace
 
 from ._stop import INTERRUPTED, end, stop_status
 from ._workspace_option import with_workspace as with_workspace
 from ._workspace_option import workspace_option as workspace_option
+
+if TYPE_CHECKING:
+    from machine.ops import Spend
+    from machine.workspace import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -143,7 +147,7 @@ def workspace_from(ctx: click.Context, **options: Any) -> Workspace:
     )
     if "harness" in options:  # made now, so a missing key or program is reported before any run
         name = ctx.params.get("name")
-        harness = harness_for(
+        harness = ops.harness_for(
             ws,
             name if isinstance(name, str) else None,
             harness=options["harness"] or None,
@@ -153,10 +157,10 @@ def workspace_from(ctx: click.Context, **options: Any) -> Workspace:
         )
         ws = ws.using(harness=harness)
     ws.store.ready_to_write()  # a damaged or read-only store is refused before anything is spent
-    policy = SpendingPolicy.from_env(ws.data_dir / SPENDING_LOG)
+    policy = ops.SpendingPolicy.from_env(ws.data_dir / ops.SPENDING_LOG)
     command = ctx.command.name or ctx.info_name or "machine"
     typed = f"machine {command} --budget {'none' if budget.usd is None else f'{budget.usd:g}'}"
-    ctx.meta[_SPEND_KEY] = Spend.by_command(
+    ctx.meta[_SPEND_KEY] = ops.Spend.by_command(
         policy, budget, command=command, machine=ctx.params.get("name"), typed=typed
     )
     return ws
@@ -171,8 +175,8 @@ def _settle_spend(*, finished: bool) -> None:
 
 def _opened_spend() -> Spend | None:
     ctx = click.get_current_context(silent=True)
-    spend = ctx.meta.pop(_SPEND_KEY, None) if ctx is not None else None
-    return spend if isinstance(spend, Spend) else None
+    spend: Spend | None = ctx.meta.pop(_SPEND_KEY, None) if ctx is not None else None
+    return spend
 
 
 def _settle_failed(error: BaseException) -> Spend | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import sys
 from collections.abc import Iterable, Iterator
 from typing import NoReturn
@@ -73,6 +72,8 @@ def end(status: int, lines: Iterable[str] = ()) -> NoReturn:
     if status == BROKEN_PIPE:
         _to_devnull(sys.stdout)
     if status == INTERRUPTED:  # the first Ctrl-C was handled: another one quits at once, without a word
+        import signal  # an enum module: loaded by a command that is stopped, not by every command
+
         signal.signal(signal.SIGINT, signal.SIG_DFL)
     say(lines)
     sys.exit(status)

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-
-import anyio
+from typing import TYPE_CHECKING
 
 from machine.errors import DefinitionError
-from machine.runs import CriterionScore, Run, Scorecard
+from machine.runs import Scorecard
 
-from ._graders import Batch, GradeContext, Grader, unscored
-from ._rubric import Criterion, Rubric
+from ._graders import GradeContext, Grader, unscored
+from ._rubric import Rubric
+
+if TYPE_CHECKING:
+    from machine.runs import CriterionScore, Run
+
+    from ._graders import Batch
+    from ._rubric import Criterion
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,8 @@ class Evaluator:
             for name in singles:  # checks are quick: a task group would only add overhead
                 await one(name)
         else:
+            import anyio  # loaded by the first run graded with a judge, not by every command
+
             async with anyio.create_task_group() as group:
                 for name in singles:
                     group.start_soon(one, name)

@@ -10,12 +10,15 @@ import inspect
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from machine.errors import DefinitionError
-from machine.runs import Budget, CriterionScore, Effort, ModelAccess, Run
+from machine.runs import CriterionScore
 
-from ._rubric import Criterion
+if TYPE_CHECKING:
+    from machine.runs import Budget, Effort, ModelAccess, Run
+
+    from ._rubric import Criterion
 
 CheckResult = bool | float | int | tuple[bool | float | int, str]
 CheckFn = Callable[..., CheckResult | Awaitable[CheckResult]]

@@ -24,13 +24,12 @@ if TYPE_CHECKING:
     from ._describe import (
         CriterionInfo,
         MachineInfo,
-        MachineSummary,
         ToolInfo,
         cases_files,
         describe,
-        list_machines,
     )
     from ._handle import MachineHandle, load
+    from ._listing import MachineSummary, list_machines
     from ._plans import plan_learning
     from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, SPENDING_LOG, Consent, SpendingPolicy
     from ._session import RunMessage, RunStream, Session
@@ -49,11 +48,11 @@ _HOMES = {
     "open_workspace": "._compose",
     "CriterionInfo": "._describe",
     "MachineInfo": "._describe",
-    "MachineSummary": "._describe",
+    "MachineSummary": "._listing",
     "ToolInfo": "._describe",
     "cases_files": "._describe",
     "describe": "._describe",
-    "list_machines": "._describe",
+    "list_machines": "._listing",
     "MachineHandle": "._handle",
     "load": "._handle",
     "plan_learning": "._plans",

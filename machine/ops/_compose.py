@@ -6,21 +6,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from machine.errors import MachineError
-from machine.grade import Grader
-from machine.runs import (
-    Budget,
-    Effort,
-    Harness,
-    ModelAccess,
-    Sandboxes,
-    Store,
-    Tool,
-    Trainer,
-    parse_budget,
-)
+from machine.runs import Budget, parse_budget
 from machine.workspace import Adapters, Workspace
+
+if TYPE_CHECKING:
+    from machine.grade import Grader
+    from machine.runs import (
+        Effort,
+        Harness,
+        ModelAccess,
+        Sandboxes,
+        Store,
+        Tool,
+        Trainer,
+    )
 
 
 def make_harness(

@@ -16,8 +16,6 @@ import threading
 from dataclasses import dataclass, field
 from types import TracebackType
 
-import anyio
-
 from machine.errors import BadInputError, BudgetExceeded, Fix, UnknownPriceError, UsageRefused
 
 from ._pricing import price_of
@@ -219,6 +217,8 @@ class Reservation:
     async def __aenter__(self) -> Reservation:
         self.amount = self.budget.cost(self.model, self.bound) if self.bound is not None else 0.0
         while not self.budget._admit(self.amount):
+            import anyio  # loaded by the first call that has to wait, not by every command
+
             await anyio.sleep(WAIT_S)
         self._held = True
         return self

@@ -7,12 +7,15 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from ._budget import Budget
-from ._effort import Effort
-from ._records import Message, Usage
-from ._tools import Tool, ToolContext
+from ._records import Usage
+
+if TYPE_CHECKING:
+    from ._budget import Budget
+    from ._effort import Effort
+    from ._records import Message
+    from ._tools import Tool, ToolContext
 
 EventType = Literal["text", "assistant", "tool_call", "tool_result"]
 """``text`` carries a piece of a reply as it streams; the others, whole messages."""

@@ -6,14 +6,15 @@ import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from machine.errors import DefinitionError
 
-from ._budget import Budget
-from ._sandbox import Sandbox
+if TYPE_CHECKING:
+    from ._budget import Budget
+    from ._sandbox import Sandbox
 
 
 @dataclass(frozen=True)

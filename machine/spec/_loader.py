@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import keyword
@@ -21,12 +20,16 @@ import traceback
 import types
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from machine.errors import DefinitionError, NotFoundError, NotTrusted
 from machine.runs import NAME_SEGMENT
 
 from ._machine import Machine
-from ._trust import TrustBook, untrusted_message
+from ._trust import untrusted_message
+
+if TYPE_CHECKING:
+    from ._trust import TrustBook
 
 _SKIP = {"__pycache__"}
 
@@ -55,6 +58,20 @@ def discover(machines_dir: Path) -> list[str]:
         if parts and not hidden and all(NAME_SEGMENT.match(p) for p in parts):
             names.append("/".join(parts))
     return sorted(names)
+
+
+def _defines(machines_dir: Path, name: str) -> bool:
+    """Whether ``discover`` finds machine ``name`` under ``machines_dir``, without walking the folder: its
+    folders named as machines are named, none hidden or a link (which ``rglob`` does not follow)."""
+    parts = name.split("/")
+    if any(p in _SKIP or p.startswith(".") or not NAME_SEGMENT.match(p) for p in parts):
+        return False
+    folder = machines_dir
+    for part in parts:
+        folder = folder / part
+        if folder.is_symlink():
+            return False
+    return (folder / "machine.py").is_file()
 
 
 class MachineLoader:
@@ -114,10 +131,10 @@ class MachineLoader:
         """The machine ``name``, imported on first use; a missing or broken one says what is wrong."""
         if name in self._cache:
             return self._cache[name]
-        known = self.names()
-        if name not in known and self.fallback is not None and self.is_builtin(name):
-            return self.fallback.load(name)
-        if name not in known:
+        if not _defines(self.machines_dir, name):
+            if self.fallback is not None and self.is_builtin(name):
+                return self.fallback.load(name)
+            known = self.names()
             listing = (
                 ", ".join(known)
                 if known
@@ -178,9 +195,11 @@ def _where(error: BaseException, machines_dir: Path, fallback: Path) -> str:
     return str(fallback)
 
 
-class _Guard(importlib.abc.MetaPathFinder):
+class _Guard:
     """Finds the modules of one private package as Python would, refusing a file a model wrote whose
-    content the person has not trusted: whoever imports it (the machine that holds it, a child, a sibling)."""
+    content the person has not trusted: whoever imports it (the machine that holds it, a child, a sibling).
+    A finder on ``sys.meta_path`` needs only ``find_spec`` (``importlib.abc`` would load
+    ``importlib.resources`` with every command)."""
 
     def __init__(self, package: str, book: TrustBook) -> None:
         self.package = package

@@ -6,11 +6,15 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from machine.errors import DefinitionError
-from machine.grade import Evaluator, Rubric, define_evaluator, define_rubric
-from machine.runs import Run, Tool, check_name
+from machine.grade import define_evaluator, define_rubric
+from machine.runs import Tool, check_name
+
+if TYPE_CHECKING:
+    from machine.grade import Evaluator, Rubric
+    from machine.runs import Run
 
 
 @dataclass(frozen=True)

@@ -146,7 +146,7 @@ class TrustBook:
 
     def __init__(self, path: Path, machines_dir: Path) -> None:
         self.path = path
-        self.machines_dir = machines_dir
+        self.machines_dir = machines_dir.resolve()
         self._seen: tuple[int, int] | None = None
         self._record = _empty()
 
@@ -182,7 +182,7 @@ class TrustBook:
         self._seen = None
 
     def _key(self, path: Path) -> str:
-        return path.resolve().relative_to(self.machines_dir.resolve()).as_posix()
+        return path.resolve().relative_to(self.machines_dir).as_posix()
 
     def record(
         self, machine: str, files: Mapping[Path, str | bytes], *, by: str, draft: bool = False

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from machine.runs import Harness, ModelAccess, Sandboxes
+if TYPE_CHECKING:
+    from machine.runs import Harness, ModelAccess, Sandboxes
 
 
 @dataclass(frozen=True)

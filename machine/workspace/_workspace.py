@@ -12,40 +12,32 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import anyio
-
-import machine.spec as versions_of  # its version_label (with the versions' models) loads with a run
+# What only a run uses is reached through its package, so it loads with the first run: listing or
+# showing machines opens no store and loads no harness, tools, provenance or versions.
+import machine.runs as on_run
+import machine.spec as spec_on_run
 from machine.errors import BadInputError, BudgetExceeded, HarnessError, MachineError, plain_spelling
 from machine.grade import GradeContext
-from machine.runs import (
-    Budget,
-    Effort,
-    Event,
-    Harness,
-    HarnessRequest,
-    Message,
-    ModelAccess,
-    Run,
-    Sandbox,
-    Sandboxes,
-    SQLiteStore,
-    Store,
-    Tag,
-    Timings,
-    ToolContext,
-    git_revision,
-    is_free,
-    library_version,
-    now,
-    parse_effort,
-    run_seed,
-)
-from machine.spec import TRUST_FILE, Case, Machine, MachineLoader, TrustBook, load_cases
+from machine.runs import Budget, Effort, Run, parse_effort
+from machine.spec import TRUST_FILE, MachineLoader, TrustBook
 
 from ._adapters import Adapters
 from ._files import hidden_from_runs
+
+if TYPE_CHECKING:
+    from machine.runs import (
+        Event,
+        Harness,
+        Message,
+        ModelAccess,
+        Sandbox,
+        Sandboxes,
+        Store,
+        ToolContext,
+    )
+    from machine.spec import Case, Machine
 
 T = TypeVar("T")
 
@@ -104,7 +96,7 @@ class Workspace:
     def store(self) -> Store:
         """The store, opened on first use (``.machine/store.db``)."""
         if self._store is None:
-            self._store = SQLiteStore(self.data_dir / "store.db")
+            self._store = on_run.SQLiteStore(self.data_dir / "store.db")
         return self._store
 
     @property
@@ -169,13 +161,15 @@ class Workspace:
         # The result is handed back beside the event loop's main task, not as its result: on the way out
         # asyncio builds the main task's repr (for a signal check), and a suite report's repr costs
         # about 13 ms per thousand cases.
+        import anyio  # loaded by the first command that runs anything, not by `machine list`
+
         anyio.run(inside)
         return result[0]
 
     @cached_property
     def revision(self) -> str | None:
         """The workspace's git revision, recorded on every run."""
-        return git_revision(self.root)
+        return on_run.git_revision(self.root)
 
     def names(self) -> list[str]:
         """The workspace's machines, sorted."""
@@ -211,7 +205,7 @@ class Workspace:
 
     def cases(self, machine: Machine | str, file: str | Path | None = None) -> list[Case]:
         """The machine's cases: ``file`` (see ``cases_file``), else ``cases.json`` beside the machine."""
-        return load_cases(self.cases_file(machine, file))
+        return spec_on_run.load_cases(self.cases_file(machine, file))
 
     async def run(
         self,
@@ -247,19 +241,21 @@ class Workspace:
         self.budget.check()
         if store:
             self.store.ready_to_write()  # a store that cannot take the run is refused before it runs
-        if not is_free(harness.name):
+        if not on_run.is_free(harness.name):
             self.budget.probe_price(model)  # an unknown price is refused before the call
         run = self._record(spec, input, harness, model, effort, case, trial, history, conversation_id)
         folder = workdir.resolve() if workdir is not None else self.project
         sandbox = self._sandbox(spec, run.id, dict(case.files) if case else dict(files or {}), folder)
-        context = ToolContext(run_id=run.id, sandbox=sandbox, budget=self.budget, interactive=interactive)
+        context = on_run.ToolContext(
+            run_id=run.id, sandbox=sandbox, budget=self.budget, interactive=interactive
+        )
         try:
             run = await self._drive(harness, spec, run, context, effort, on_event)
         finally:
             fresh = sandbox is not None and sandbox.path != folder  # the person's own folder is never removed
             if sandbox is not None and fresh and not self.keep_sandboxes:
                 sandbox.remove()
-        run.timings.finished_at = now()
+        run.timings.finished_at = on_run.now()
         if grade and run.status == "ok":
             run = await self.grade(run, spec, pass_score=pass_score, store=False)
         if store:
@@ -281,7 +277,7 @@ class Workspace:
         """The run as it starts: what it is of, on what, with what provenance."""
         return Run(
             machine=spec.name,
-            version=versions_of.version_label(spec, model),
+            version=spec_on_run.version_label(spec, model),
             model=model,
             harness=harness.name,
             effort=None if effort is None else effort.value,
@@ -293,8 +289,8 @@ class Workspace:
             trial=trial,
             conversation_id=conversation_id,
             revision=self.revision,
-            library_version=library_version(),
-            timings=Timings(),
+            library_version=on_run.library_version(),
+            timings=on_run.Timings(),
         )
 
     async def _drive(
@@ -307,7 +303,7 @@ class Workspace:
         on_event: Callable[[Event], None] | None,
     ) -> Run:
         """The run as the harness leaves it; a harness failure is a failed run, a spent budget is raised."""
-        request = HarnessRequest(
+        request = on_run.HarnessRequest(
             run_id=run.id,
             machine=spec.name,
             instructions=spec.instructions,
@@ -320,7 +316,7 @@ class Workspace:
             max_steps=spec.max_steps,
             effort=effort,
             on_event=on_event,
-            seed=run_seed(run.case_id, run.trial),
+            seed=on_run.run_seed(run.case_id, run.trial),
             root=self.root,
         )
         try:
@@ -391,6 +387,6 @@ class Workspace:
     def tag(self, run: Run, kind: str, note: str | None = None, *, answer: str | None = None) -> Run:
         """Mark ``run`` good (with ``answer``, the final answer to learn instead of its own), bad or with
         a correction, and store it."""
-        tagged = run.model_copy(update={"tags": [*run.tags, Tag(kind=kind, note=note, answer=answer)]})
+        tagged = run.model_copy(update={"tags": [*run.tags, on_run.Tag(kind=kind, note=note, answer=answer)]})
         self.store.put(tagged)
         return tagged

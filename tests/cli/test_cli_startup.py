@@ -76,7 +76,7 @@ def test_list_loads_no_learning_no_model_library_and_no_http_client(tmp_path: Pa
         "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code"
     )
     found = loaded(code, tmp_path, (*HEAVY, "httpx", "httpcore"))
-    assert "machine.ops._describe" in found  # it did list
+    assert "machine.ops._listing" in found  # it did list
     assert "machine.sandboxes.tools.web" in found  # and loaded a machine with web_fetch
     unneeded = ("machine.learn", "machine.measure", "machine.versions", "machine.spec._book", *HEAVY)
     unneeded += ("httpx", "httpcore")
