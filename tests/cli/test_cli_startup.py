@@ -75,11 +75,20 @@ def test_list_loads_no_learning_no_model_library_and_no_http_client(tmp_path: Pa
         f"from machine.cli import main\nsys.argv = ['machine', 'list', '--workspace', {str(REPO)!r}]\n"
         "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code"
     )
-    found = loaded(code, tmp_path, (*HEAVY, "httpx", "httpcore"))
+    found = loaded(code, tmp_path, (*HEAVY, "httpx", "httpcore", "sqlite3"))
     assert "machine.ops._listing" in found  # it did list
     assert "machine.sandboxes.tools.web" in found  # and loaded a machine with web_fetch
     unneeded = ("machine.learn", "machine.measure", "machine.versions", "machine.spec._book", *HEAVY)
     unneeded += ("httpx", "httpcore")
+    # nor what only a run, a spending command or `machine show` uses: the store, provenance, the spending
+    # policy, the trainer's records, show's models
+    unneeded += (
+        "machine.runs._store",
+        "machine.runs._rows",
+        "machine.runs._provenance",
+        "machine.runs._trainer",
+    )
+    unneeded += ("machine.ops._spend", "machine.ops._policy", "machine.ops._describe", "sqlite3")
     assert not [m for m in found if m.startswith(unneeded)]
 
 

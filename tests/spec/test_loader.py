@@ -149,6 +149,22 @@ def test_unknown_machine_lists_known_ones(machines: Path) -> None:
         MachineLoader(machines).load("blue")
 
 
+def test_a_machine_loads_exactly_when_it_is_listed(tmp_path: Path) -> None:
+    """``load`` finds a machine without walking the folder; it must agree with the listing on hidden,
+    cached, badly named and linked folders, none of which is a machine."""
+    machines = tmp_path / "machines"
+    add_machine(machines, "red")
+    for hidden in (".draft", "__pycache__", "Bad Name", "red/.old"):
+        write(machines, f"{hidden}/machine.py", PARENT.format(name="red", instructions="x"))
+    (machines / "linked").symlink_to(machines / "red", target_is_directory=True)
+    loader = MachineLoader(machines)
+    assert loader.names() == ["red"]
+    assert loader.load("red").name == "red"
+    for name in (".draft", "__pycache__", "Bad Name", "red/.old", "linked", "red/", "", "../machines/red"):
+        with pytest.raises(NotFoundError, match=r"the known machines are: red$"):
+            loader.load(name)
+
+
 def test_unknown_machine_in_empty_folder_says_where_to_put_one(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match=r"none \(no machines/<name>/machine.py under"):
         MachineLoader(tmp_path / "machines").load("red")
