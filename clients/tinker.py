@@ -157,6 +157,7 @@ class TinkerTrainer:
             tokens=sum(int(d.model_input.length) for d in data),
             target_tokens=int(sum(_weight_sum(d) for d in data)),
             learning_rate=lr,
+            learning_rate_is=_rate_is(settings.base_model),
             data=data,
         )
 
@@ -304,3 +305,10 @@ class TinkerTrainer:
         futures = submit()
         deadline = time.monotonic() + self.timeout_s
         return [f.result(timeout=max(deadline - time.monotonic(), 0.0)) for f in futures]
+
+
+def _rate_is(base_model: str) -> str:
+    """Where the default learning rate for ``base_model`` comes from, in words."""
+    if "inkling" in base_model.lower():
+        return "the default for LoRA on Inkling"
+    return f"tinker-cookbook's LoRA rate for {base_model} (hyperparam_utils.get_lr)"

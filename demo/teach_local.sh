@@ -27,9 +27,11 @@ say "The teacher: a scripted model answers every case and signs off (a run of ea
 timed "$machine" suite signoff --harness scripted --script machines/signoff/script.json --model teacher \
   --budget none
 
-say "Train: the teacher's runs distilled into local:smollm2-135m (LoRA, on this CPU), then the checkpoint and the base measured on the held-out cases, which the teacher never saw"
-timed "$machine" train signoff --any-model --trials 1 --epochs "${TEACH_EPOCHS:-3}" --lr "${TEACH_LR:-1e-3}" \
-  --batch-size 8 --budget none
+say "Plan: what training will do, worked out from the teacher's runs before anything runs (a dry run spends and writes nothing)"
+"$machine" train signoff --any-model --dry-run
+
+say "Train: the teacher's runs distilled into local:smollm2-135m (LoRA, on this CPU) on that plan, with no hyperparameter given, then the checkpoint and the base measured on the held-out cases, which the teacher never saw"
+timed "$machine" train signoff --any-model --trials 1 --budget none
 
 say "Commit: the checkpoint becomes live only because it passed the gate"
 "$machine" commit signoff

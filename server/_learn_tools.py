@@ -21,7 +21,9 @@ from machine.learn import (
     OptimizeOptions,
     Specialization,
     SpecializeOptions,
+    TrainingCheck,
     TrainOptions,
+    check_training,
     optimize,
     specialize,
     train,
@@ -313,6 +315,24 @@ async def train_machine(
     return TrainResult(**dict(candidate.report), model=candidate.version.model, **_spent(ws), consent=info)
 
 
+@option_arguments(TrainOptions, leave=("samples", "trials", "concurrency", "min_z", "pass_score", "resume"))
+async def plan_training(
+    name: MachineName, ctx: Context, trainer: TrainerName | None = None, **options: Any
+) -> TrainingCheck:
+    """Plan a training of the machine as `train` would, without training (a dry run): render every
+    example the stored runs give, check it, count sequences, tokens and targets, price it and work out
+    the plan (batch size, epochs, steps, learning rate, time), with why `train` would refuse it if it
+    would. Samples, grades, spends and writes nothing."""
+    state = service(ctx)
+    state.known(name)
+    chosen = options_of(TrainOptions, ("trainer",), **options)
+    try:
+        async with state.lock:
+            return await check_training(state.ws, name, chosen, trainer=trainer, make_trainer=make_trainer)
+    except MachineError as error:
+        raise tool_error(error, accepts=("trainer",)) from error
+
+
 def register_learning(server: MCPServer) -> None:
     """Add the tools that improve machines. Each spends and calls models (open world); specialize and
     optimize may rewrite files in the workspace (a child's files, instructions.md), so they are
@@ -330,6 +350,15 @@ def register_learning(server: MCPServer) -> None:
             title="Optimize a machine's instructions (spends)", destructive_hint=True, **learning
         ),
     )(optimize_machine)
+    server.tool(
+        name="plan_training",
+        annotations=ToolAnnotations(
+            title="Plan a training without training (a dry run)",
+            read_only_hint=True,
+            destructive_hint=False,
+            open_world_hint=False,
+        ),
+    )(plan_training)
     server.tool(
         name="train",
         annotations=ToolAnnotations(

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from machine.learn import TrainOptions, train
+from machine.learn import TrainingCheck, TrainOptions, check_training, train
 from machine.ops import make_trainer
 from machine.runs import Run, StepMetrics
 from machine.versions import Candidate, format_report
@@ -46,7 +46,17 @@ def _step_line(metrics: StepMetrics) -> str:
     default=None,
     help="Who trains: local for a local: model, tinker otherwise (the default).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the candidate as JSON.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Render every example, count and price them and print the plan; spend and write nothing.",
+)
+@click.option(
+    "--smoke",
+    is_flag=True,
+    help="Train two steps end to end (save a state, load it, sample the checkpoint once) and discard it all.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the candidate (or the check) as JSON.")
 @spending_options
 @with_workspace
 @click.pass_context
@@ -57,11 +67,16 @@ def train_command(
     name: str,
     options: TrainOptions,
     trainer: str | None,
+    dry_run: bool,
+    smoke: bool,
     as_json: bool,
     **spending: Any,
 ) -> None:
     """Fine-tune NAME's model on its good runs (sampling --samples more of each case first), then measure the
     checkpoint against the live version on holdout.json: a pending candidate, committed only if it passed."""
+    if dry_run or smoke:
+        _check(ctx, name, options, trainer, smoke=smoke, as_json=as_json, spending=spending)
+        return
     ws = workspace_from(ctx, **spending)
     print_plan(ws, "train", name, options)
     loud = not as_json
@@ -82,6 +97,38 @@ def train_command(
     else:
         _render(name, candidate)
     print_spend(ws.budget)
+
+
+def _check(
+    ctx: click.Context,
+    name: str,
+    options: TrainOptions,
+    trainer: str | None,
+    *,
+    smoke: bool,
+    as_json: bool,
+    spending: dict[str, Any],
+) -> None:
+    """``--dry-run`` (no budget, no harness: nothing runs) or ``--smoke`` (two steps and one sample, under
+    the budget)."""
+    ws = workspace_from(ctx, **spending) if smoke else workspace_from(ctx)
+    check: TrainingCheck = ws.call(
+        lambda: check_training(
+            ws,
+            name,
+            options,
+            smoke=smoke,
+            trainer=trainer,
+            make_trainer=make_trainer,
+            on_step=_step_echo if smoke and not as_json else None,
+        )
+    )
+    if as_json:
+        dump_json(check)
+    else:
+        click.echo("\n".join(check.lines()))
+    if smoke:
+        print_spend(ws.budget)
 
 
 def _run_line(run: Run) -> None:

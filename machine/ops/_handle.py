@@ -24,7 +24,9 @@ from machine.learn import (
     RubricDraft,
     Specialization,
     SpecializeOptions,
+    TrainingCheck,
     TrainOptions,
+    check_training,
     draft_rubric,
     optimize,
     specialize,
@@ -223,6 +225,23 @@ class MachineHandle:
             self.workspace, self.name, options, trainer=trainer, make_trainer=make_trainer, **fields
         )
         return await self._spending("train", work)
+
+    async def check_training(
+        self,
+        options: TrainOptions | None = None,
+        *,
+        smoke: bool = False,
+        trainer: Trainer | str | None = None,
+        **fields: Any,
+    ) -> TrainingCheck:
+        """The plan ``train`` would follow with these options, spending and writing nothing (``machine
+        train --dry-run``); with ``smoke``, two steps of it trained end to end, the checkpoint sampled once,
+        and all of it discarded (``--smoke``: on Tinker the steps cost, under this handle's budget)."""
+        work = check_training(
+            self.workspace, self.name, options, smoke=smoke, trainer=trainer, make_trainer=make_trainer,
+            **fields,
+        )  # fmt: skip
+        return await (self._spending("train", work) if smoke else work)
 
     def plan(self, operation: str, options: Options | None = None, **fields: Any) -> Plan:
         """What a learning call (``"optimize"``, ``"train"``, ``"specialize"``, ``"draft-rubric"``) with

@@ -73,6 +73,7 @@ if TYPE_CHECKING:
         StepMetrics,
         Trainer,
         TrainExample,
+        TrainingPlan,
         TrainSettings,
         refuse_untaken,
     )
@@ -158,6 +159,7 @@ _HOMES = {
     "Trainer": "._trainer",
     "TrainExample": "._trainer",
     "TrainSettings": "._trainer",
+    "TrainingPlan": "._trainer",
     "refuse_untaken": "._trainer",
 }
 """The module each public name is defined in."""
@@ -211,6 +213,7 @@ __all__ = [
     "TrainExample",
     "TrainSettings",
     "Trainer",
+    "TrainingPlan",
     "Turn",
     "Usage",
     "alone",

@@ -75,8 +75,82 @@ class Prepared(Model):
     tokens: int = 0
     target_tokens: int = 0
     learning_rate: float
+    learning_rate_is: str = ""
+    """Where the learning rate came from, in words, when it was not given (``the cookbook's for …``)."""
+    seconds_per_token: float | None = None
+    """The trainer's rough wall time per token trained, for the plan's estimate (None: it has none)."""
     data: Any = Field(default=None, exclude=True)
     """The trainer's own form of the sequences (not recorded)."""
+
+
+class TrainingPlan(Model):
+    """What a training will do, worked out from its prepared examples before its first step and recorded
+    with it: the data, the schedule (batch size, epochs, steps), the learning rate, what it costs, and how
+    each default was chosen. ``steps`` below ``min_steps`` is a plan that cannot move the model."""
+
+    trainer: str
+    base_model: str
+    renderer: str = ""
+    examples: int
+    sequences: int
+    whole_run: int = 0
+    per_step: int = 0
+    dropped: int = 0
+    tokens: int
+    """Tokens of one pass over the sequences."""
+    target_tokens: int
+    batch_size: int
+    epochs: int
+    steps_per_epoch: int
+    steps: int
+    min_steps: int
+    learning_rate: float
+    trained_tokens: int
+    """Tokens sent to the trainer in all: one pass's tokens times the epochs."""
+    price_usd: float | None = None
+    """What the steps cost at the training price (0 for a local model; None: the price is not listed)."""
+    seconds: float | None = None
+    """A rough estimate of the training's wall time (None: the trainer gives none)."""
+    chosen: list[str] = Field(default_factory=list)
+    """How each value not given was chosen, in words."""
+
+    @property
+    def enough(self) -> bool:
+        """Whether the plan has the optimizer steps a model needs to learn anything."""
+        return self.steps >= self.min_steps
+
+    def schedule(self) -> str:
+        """``32 optimizer steps (8 epochs x 4 batches of 4 over 16 sequences)``."""
+        batches = _n(self.steps_per_epoch, "batch", "batches")
+        return (
+            f"{_n(self.steps, 'optimizer step')} ({_n(self.epochs, 'epoch')} x {batches} of "
+            f"{self.batch_size} over {_n(self.sequences, 'sequence')})"
+        )
+
+    def lines(self) -> list[str]:
+        """The plan as a person reads it, a line per part."""
+        price = "price not listed" if self.price_usd is None else f"${self.price_usd:.4f}"
+        price = "free" if self.price_usd == 0 else price
+        time_s = "" if self.seconds is None else f", about {_duration(self.seconds)}"
+        rendered = f"{self.whole_run} whole, {self.per_step} per step"
+        dropped = f", {self.dropped} cut to nothing" if self.dropped else ""
+        return [
+            f"training plan: the {self.trainer} trainer on {self.base_model}",
+            f"  data: {self.examples} examples ({rendered}{dropped}) -> {self.sequences} sequences, "
+            f"{self.tokens} tokens, {self.target_tokens} of them targets",
+            f"  schedule: {self.schedule()} (at least {self.min_steps} to learn)",
+            f"  learning rate {self.learning_rate:g}; {self.trained_tokens} tokens trained, {price}{time_s}",
+            *(f"  {line}" for line in self.chosen),
+        ]
+
+
+def _n(count: int, noun: str, plural: str = "") -> str:
+    """``1 epoch``, ``3 epochs``, ``2 batches`` (given its ``plural``)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 class StepMetrics(Model):

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ._gate_report import (
         DEFAULT_MIN_Z,
         CriterionFigures,
+        FixedGate,
         GateOutcome,
         GateReport,
         ReasonCount,
@@ -76,6 +77,7 @@ _HOMES = {
     "DEFAULT_MIN_Z": "._gate_report",
     "CriterionFigures": "._gate_report",
     "GateOutcome": "._gate_report",
+    "FixedGate": "._gate_report",
     "GateReport": "._gate_report",
     "ReasonCount": "._gate_report",
     "SideFigures": "._gate_report",
@@ -119,6 +121,7 @@ __all__ = [
     "Counterpart",
     "CriterionFigures",
     "FileTrust",
+    "FixedGate",
     "GateOutcome",
     "GateReport",
     "Machine",

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from machine.runs import Record, now
+from machine.runs import Record, TrainingPlan, now
 
 DEFAULT_MIN_Z = 2.0
 GateOutcome = Literal["passed", "not passed", "not measured", "not enough evidence"]
@@ -125,6 +125,31 @@ class TrainingSummary(Record):
     cost_usd: float = 0.0
     redacted: int = 0
     """Secrets replaced by a marker in the examples (keys, tokens, passwords the runs read or wrote)."""
+    plan: TrainingPlan | None = None
+    """The plan the training followed, as it was worked out before its first step."""
+
+
+class FixedGate(Record):
+    """The gate a trained candidate faces, fixed before the training's first step and kept in its training
+    record and report: the held-out file (by path in the workspace and sha256), trials, ``min_z`` and the
+    pass score, and the baseline (the live version on those cases) as it was measured then. The candidate
+    is measured on exactly this gate, and committed only while the file is unchanged."""
+
+    file: str
+    """The held-out cases file, relative to the workspace root."""
+    sha256: str
+    cases: int
+    trials: int
+    min_z: float = DEFAULT_MIN_Z
+    pass_score: float = 1.0
+    baseline: str
+    """The live version's label it was measured against (``v1``)."""
+    baseline_mean: float | None = None
+    baseline_runs: int = 0
+    """The live version's graded runs on the held-out cases at that time (reused or made then)."""
+    cost_usd: float = 0.0
+    """What measuring the baseline cost (its reused runs cost nothing again)."""
+    fixed_at: datetime = Field(default_factory=now)
 
 
 class GateReport(Record):
@@ -160,6 +185,8 @@ class GateReport(Record):
     created_at: datetime = Field(default_factory=now)
     training: TrainingSummary | None = None
     """For a candidate ``train`` made: what it learned from and how training went."""
+    gate: FixedGate | None = None
+    """For a candidate ``train`` made: the gate fixed before training, which this measurement used."""
     holdout: GateReport | None = None
     """For a candidate ``optimize`` kept: the same two sides on the held-out cases, where the candidate
     had to gain too (unless the live version was already at the maximum there); the paired gain above is

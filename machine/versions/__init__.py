@@ -11,13 +11,15 @@ from typing import TYPE_CHECKING
 from machine._lazy import resolver
 
 if TYPE_CHECKING:
+    from ._fixed import fix_gate
     from ._gate import SideTally, empty_tally, gate, measured
     from ._lifecycle import VersionList, commit, current, live_history, revert, texts_of, update, versions
-    from ._propose import Candidate, Job, plan_runs, propose
+    from ._propose import Candidate, Job, check_fixed, plan_runs, propose
     from ._report import format_report
     from ._written import write_candidate
 
 _HOMES = {
+    "fix_gate": "._fixed",
     "SideTally": "._gate",
     "empty_tally": "._gate",
     "gate": "._gate",
@@ -32,6 +34,7 @@ _HOMES = {
     "versions": "._lifecycle",
     "Candidate": "._propose",
     "Job": "._propose",
+    "check_fixed": "._propose",
     "plan_runs": "._propose",
     "propose": "._propose",
     "format_report": "._report",
@@ -44,9 +47,11 @@ __all__ = [
     "Job",
     "SideTally",
     "VersionList",
+    "check_fixed",
     "commit",
     "current",
     "empty_tally",
+    "fix_gate",
     "format_report",
     "gate",
     "live_history",

@@ -31,6 +31,7 @@ from machine.spec import (
 from machine.workspace import Workspace, harness_name, made_harness
 
 from ._gate import endpoint_of
+from ._propose import check_fixed
 
 
 class VersionList(Model):
@@ -177,6 +178,16 @@ def _written(book: Book, spec: Machine, candidate: Version) -> bool:
     return identity_of(spec) == candidate.identity and candidate.identity != book.live.identity
 
 
+def _gate_holds(ws: Workspace, name: str, candidate: Version, report: GateReport, live: Version) -> None:
+    """Refuse a candidate that did not pass, or one measured on a gate fixed before its training whose
+    held-out file has changed since."""
+    if report.outcome != "passed":
+        raise _refused(name, candidate, report, live)
+    if report.gate is not None:
+        anyway = Fix("force", purpose="to commit it anyway")
+        check_fixed(ws, report.gate, f"candidate {candidate.label}", fixes=[anyway])
+
+
 def commit(ws: Workspace, name: str, *, force: bool = False, harness: str | None = None) -> Version:
     """Make the newest pending candidate live, only if it passed the promotion gate and was measured on
     what it will run on (``force`` overrides both): write its files (its model.json; instructions.md for
@@ -210,8 +221,8 @@ def commit(ws: Workspace, name: str, *, force: bool = False, harness: str | None
             f"candidate {candidate.label} of machine {name!r} has no report (its proposal did not finish): "
             f"propose it again"
         )
-    if report.outcome != "passed" and not force:
-        raise _refused(name, candidate, report, live)
+    if not force:
+        _gate_holds(ws, name, candidate, report, live)
     elsewhere = _measured_elsewhere(ws, candidate, report, harness)
     if not force and elsewhere is not None:
         raise _elsewhere(name, candidate, report, live, elsewhere)

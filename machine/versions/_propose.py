@@ -4,6 +4,7 @@ in versions.json. The machine's files are not changed until the candidate is com
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from machine.spec import (
     VERSIONS_FILE,
     Book,
     Case,
+    FixedGate,
     GateReport,
     Machine,
     Version,
@@ -52,8 +54,10 @@ class Candidate:
         return self.version.label
 
 
-def _holdout(ws: Workspace, name: str, cases: str | Path | Sequence[Case] | None) -> tuple[list[Case], str]:
-    """The held-out cases and how the report names where they came from."""
+def holdout_of(
+    ws: Workspace, name: str, cases: str | Path | Sequence[Case] | None
+) -> tuple[list[Case], str, Path | None]:
+    """The held-out cases, how the report names where they came from, and their file (None: given)."""
     found = held_out(ws, name, cases)
     if found is None:
         path = ws.cases_file(name, None, default="holdout.json")
@@ -61,7 +65,7 @@ def _holdout(ws: Workspace, name: str, cases: str | Path | Sequence[Case] | None
             f"machine {name!r} has no held-out cases: write {path} (cases never used to change the machine)",
             fixes=[Fix("cases", "FILE", "to name another cases file")],
         )
-    return found.cases, found.label
+    return found.cases, found.label, found.path
 
 
 def _reusable(
@@ -113,13 +117,15 @@ async def propose(
     pass_score: float = 1.0,
     note: str = "",
     on_run: Callable[[Run], None] | None = None,
+    gate: FixedGate | None = None,
 ) -> Candidate:
     """Make a pending candidate: the live version with ``model``. Run it and the live version on the
     held-out cases (holdout.json beside the machine, or ``cases``), ``trials`` each, interleaved;
     stored runs of either version on those cases are reused (graded again with the current evaluator
     when they were graded under an older rubric), so only the missing trials run. Both are graded with
     the current evaluator; the report, with the gate's decision, is kept with the candidate in
-    versions.json. The machine's files are not changed.
+    versions.json. The machine's files are not changed. With ``gate`` (fixed before a training), its
+    held-out file (refused if it changed since), trials, ``min_z`` and pass score are the ones used.
     """
     model = _checked(model, trials, concurrency, min_z)
     spec = ws.reload(name)
@@ -131,7 +137,10 @@ async def propose(
     live = require_live(book, spec, "have a candidate proposed")
     if model == live.model:
         raise BadInputError(f"{live.label} of machine {name!r} already runs {model!r}: propose another model")
-    chosen, cases_file = _holdout(ws, name, cases)
+    if gate is not None:  # a trained candidate: measured on the gate fixed before it was trained
+        cases = check_fixed(ws, gate, f"the training of {model}")
+        trials, min_z, pass_score = gate.trials, gate.min_z, gate.pass_score
+    chosen, cases_file, _path = holdout_of(ws, name, cases)
     if not chosen:
         raise BadInputError(f"the held-out cases of machine {name!r} ({cases_file}) are empty")
     if base_model:
@@ -140,14 +149,33 @@ async def propose(
     sides = {live.label: tally_for(live, ws.harness), candidate.label: tally_for(candidate, ws.harness)}
     jobs = plan_runs(ws, name, chosen, sides, trials, pass_score)
     spent_before = ws.budget.spent
-    stopped = await _run(ws, spec, sides, jobs, concurrency, pass_score, on_run)
+    stopped = await run_jobs(ws, spec, sides, jobs, concurrency, pass_score, on_run)
     report = measured(spec, live, candidate, sides, chosen, cases_file, trials, min_z, stopped)
+    report.gate = gate
     report.cost_usd = ws.budget.spent - spent_before
     book = open_book(ws.machines_dir / name, spec)  # read again: runs may have recorded versions meanwhile
     stored = book.get(candidate.number)
     stored.report = report
     write_book(ws.machines_dir / name / VERSIONS_FILE, book)
     return Candidate(version=stored, report=report)
+
+
+def check_fixed(ws: Workspace, gate: FixedGate, what: str, *, fixes: Sequence[Fix] = ()) -> Path:
+    """The held-out file of ``gate``, refused (naming both hashes) when it changed since it was fixed."""
+    path = ws.root / gate.file
+    now = sha256_of(path) if path.is_file() else "none (the file is gone)"
+    if now != gate.sha256:
+        raise BadInputError(
+            f"{gate.file} changed since the gate was fixed for {what} (sha256 {gate.sha256} then, {now} "
+            "now): the candidate is measured only on the held-out cases chosen before it was trained; "
+            "restore the file, or train again to fix a new gate",
+            fixes=list(fixes),
+        )
+    return path
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _checked(model: str, trials: int, concurrency: int, min_z: float) -> str:
@@ -163,7 +191,7 @@ def _checked(model: str, trials: int, concurrency: int, min_z: float) -> str:
     return model.strip()
 
 
-async def _run(
+async def run_jobs(
     ws: Workspace,
     spec: Machine,
     sides: dict[str, SideTally],

@@ -49,7 +49,7 @@ def test_train_says_how_many_secrets_it_redacted(
     trainer = Counting()
     monkeypatch.setitem(TRAINERS, "counting", TrainerEntry(lambda _request: trainer))
     common = ["--harness", "scripted", "--script", root / "script.json", "--workspace", root]
-    args = ["train", "caps", "--trainer", "counting", "--any-model", "--trials", "1", *common]
+    args = ["train", "caps", "--trainer", "counting", "--any-model", "--trials", "1", "--force", *common]
     done = invoke(*args)
     assert done.exit_code == 0, done.output
     [record] = (root / ".machine" / "training").iterdir()

@@ -60,9 +60,19 @@ TRAIN = ["train", "caps", "--trainer", "counting", "--any-model", "--samples", "
 def test_train_prints_its_phases_steps_and_the_report(
     invoke: Callable[..., Result], root: Path, counting: Counting
 ) -> None:
-    result = invoke(*TRAIN, "--batch-size", "2", "--epochs", "2", *common(root))
+    short = invoke(*TRAIN, "--batch-size", "2", "--epochs", "2", *common(root))
+    assert short.exit_code == 2 and counting.steps == []
+    # refused before sampling: even if each of the 3 cases gave its best 2 runs, 6 steps at most
+    said = "this training would take at most 6 optimizer steps (2 epochs x 3 batches of 2 over 6 sequences)"
+    assert said in short.stderr
+    assert "pass --epochs 10 for 30 steps" in short.stderr and "pass --force to train on" in short.stderr
+    assert "spent $" not in short.stderr and "sampling" not in short.stderr
+    assert not (root / ".machine" / "training").exists()  # and before a record was made
+    result = invoke(*TRAIN, "--batch-size", "2", "--epochs", "2", "--force", *common(root))
     assert result.exit_code == 0, result.output
     err = result.stderr
+    assert f"training plan: the counting trainer on {BASE}" in err
+    assert "schedule: 4 optimizer steps (2 epochs x 2 batches of 2 over 3 sequences) (at least 30" in err
     assert f"sampling 1 runs of each case on {BASE}" in err
     [record] = (root / ".machine" / "training").iterdir()
     assert f"training record {record.name}: 3 examples from 3 runs" in err
@@ -87,10 +97,20 @@ def test_train_json_prints_the_candidate_version(
     assert result.exit_code == 0, result.output
     version = json.loads(result.stdout)
     [record] = (root / ".machine" / "training").iterdir()
-    assert (version["number"], version["status"], version["model"]) == (2, "pending", f"good:{record.name}:1")
+    # 3 sequences: batches of 2, and 15 epochs for the 30 steps a default plan reaches
+    assert (version["number"], version["status"], version["model"]) == (
+        2,
+        "pending",
+        f"good:{record.name}:30",
+    )
     assert version["base_model"] == BASE
     training = version["report"]["training"]
     assert (training["record"], training["examples"], training["learning_rate"]) == (record.name, 3, 0.001)
+    assert (training["plan"]["batch_size"], training["plan"]["epochs"], training["plan"]["steps"]) == (
+        2,
+        15,
+        30,
+    )
     assert "step 1" not in result.stderr
     settings = json.loads((record / "record.json").read_text(encoding="utf-8"))["settings"]
     assert (settings["learning_rate"], settings["rank"]) == (0.001, 8)
@@ -219,3 +239,50 @@ def test_a_trainer_that_does_not_take_the_adapter_shape_refuses_it(
     shown = "target modules" if "--target-modules" in shape else "a LoRA alpha, a LoRA dropout"
     one_error_line(result, f"the tinker trainer does not take {shown}", "train a local: model")
     assert not (root / ".machine" / "training").exists()
+
+
+def files_of(root: Path) -> dict[Path, bytes]:
+    """Every file's bytes, but SQLite's shared-memory index, which a reader rewrites."""
+    return {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and not p.name.endswith("-shm")}
+
+
+def test_a_dry_run_prints_the_plan_and_spends_and_writes_nothing(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    first = invoke(*TRAIN, "--batch-size", "2", "--epochs", "1", "--force", *common(root))
+    assert first.exit_code == 0, first.output  # a training, for stored runs to plan on
+    before = files_of(root)
+    counting.steps.clear()
+    dry = invoke("train", "caps", "--trainer", "counting", "--any-model", "--dry-run", *common(root))
+    assert dry.exit_code == 0, dry.output
+    out = dry.stdout
+    assert f"training plan: the counting trainer on {BASE}" in out
+    assert "  data: 3 examples (3 whole, 0 per step) -> 3 sequences" in out
+    assert "  schedule: 30 optimizer steps (15 epochs x 2 batches of 2 over 3 sequences)" in out
+    assert "  epochs 15: raised until at least 30 steps" in out
+    assert counting.steps == [] and "spent" not in dry.stderr
+    assert files_of(root) == before  # nothing written
+    short = ["train", "caps", "--trainer", "counting", "--any-model", "--epochs", "1", "--dry-run", "--json"]
+    shown = invoke(*short, *common(root))
+    assert shown.exit_code == 0, shown.output
+    check = json.loads(shown.stdout)
+    assert (check["plan"]["steps"], check["plan"]["epochs"], check["plan"]["min_steps"]) == (2, 1, 30)
+    assert check["refused"].startswith("this training would take 2 optimizer steps")
+    assert check["smoke"] is None
+
+
+def test_a_smoke_run_trains_two_steps_and_keeps_no_record(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    first = invoke(*TRAIN, "--samples", "1", "--batch-size", "2", "--force", "--epochs", "1", *common(root))
+    assert first.exit_code == 0, first.output
+    [record] = (root / ".machine" / "training").iterdir()
+    counting.steps.clear()
+    smoke = invoke("train", "caps", "--trainer", "counting", "--any-model", "--smoke", *common(root))
+    assert smoke.exit_code == 0, smoke.output
+    # step 1, then step 2 from the state step 1 saved
+    assert counting.steps == [1, 2] and [c and c.step for c in counting.resumed[-2:]] == [None, 1]
+    assert "smoke: 2 steps (loss 2.0000, 1.0000), a state saved and loaded at step 1" in smoke.stdout
+    assert "discarded: no training record, no candidate, no run stored" in smoke.stdout
+    assert [p.name for p in (root / ".machine" / "training").iterdir()] == [record.name]
+    assert "spent $" in smoke.stderr

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.bye import write_bye
 from helpers.tiny_model import needs_local_stack, tiny_model_folder
 
 needs_local_stack()
@@ -22,40 +23,11 @@ from machine.versions import commit  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
-MACHINE_PY = """\
-from machine import check, define_evaluator, define_machine, define_rubric, model_from
-
-rubric = define_rubric({"signed": "The reply ends with bye!"})
-
-machine = define_machine(
-    name="bye",
-    intent="Sign off.",
-    instructions="Answer briefly.",
-    model=model_from(__file__, "local:MODEL"),
-    rubric=rubric,
-    evaluator=define_evaluator(rubric, {"signed": check("signed", lambda run: run.output.endswith("bye!"))}),
-    max_steps=1,
-)
-"""
-
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield tiny_model_folder(tmp_path_factory.mktemp("tiny") / "model")
     _local_models.forget()
-
-
-def write_bye(root: Path, model: Path) -> Path:
-    folder = root / "machines" / "bye"
-    folder.mkdir(parents=True)
-    (folder / "machine.py").write_text(MACHINE_PY.replace("MODEL", str(model)), encoding="utf-8")
-    cases = [{"id": f"c{i}", "input": f"hello {i}"} for i in range(3)]
-    (folder / "cases.json").write_text(json.dumps(cases), encoding="utf-8")
-    (folder / "holdout.json").write_text(json.dumps([{"id": "h", "input": "hello 9"}]), encoding="utf-8")
-    rules = [{"match": ".", "turns": [{"text": "thanks, bye!"}]}]
-    script = root / "teacher.json"
-    script.write_text(json.dumps({"rules": rules}), encoding="utf-8")
-    return script
 
 
 async def test_a_committed_checkpoint_loads_and_samples_after_the_workspace_moves(
@@ -67,7 +39,7 @@ async def test_a_committed_checkpoint_loads_and_samples_after_the_workspace_move
     for case in teacher.cases(spec):
         assert (await teacher.run(spec, case.input, case=case, trial=0, grade=True)).score == 1.0
     local = teacher.using(harness=LocalHarness(max_new_tokens=4, temperature=0.0))
-    options = TrainOptions(epochs=1, batch_size=3, lr=1e-3)
+    options = TrainOptions(epochs=1, batch_size=3, lr=1e-3, force=True)  # a step or two: the paths are tested
     candidate = await train(
         local, "bye", trials=1, best_of=1, options=options, any_model=True, make_trainer=make_trainer
     )

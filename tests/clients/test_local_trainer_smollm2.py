@@ -71,7 +71,7 @@ async def test_a_sign_off_distilled_into_smollm2_passes_the_gate_and_goes_live(t
         assert run.score == 1.0
     local = teacher.using(harness=LocalHarness(max_new_tokens=16, temperature=0.7))
     steps: list[StepMetrics] = []
-    options = TrainOptions(epochs=3, batch_size=5, lr=1e-3)
+    options = TrainOptions(epochs=3, batch_size=5, lr=1e-3, force=True)  # a short plan that learns the rule
     candidate = await train(
         local, "signoff", trials=2, best_of=1, options=options, any_model=True,
         make_trainer=make_trainer, on_step=steps.append,

@@ -144,6 +144,7 @@ async def test_train_proposes_the_checkpoint_as_a_pending_candidate(
         progress.append(done)
 
     args = {"name": "caps", "budget_usd": 2, "samples": 1, "trials": 1, "batch_size": 2, "any_model": True}
+    args |= {"epochs": 1, "force": True}  # a short plan, forced: two steps to follow
     with anyio.fail_after(LIMIT):
         async with Client(server) as client:
             result = await client.call_tool("train", args, progress_callback=on_progress)
@@ -158,6 +159,37 @@ async def test_train_proposes_the_checkpoint_as_a_pending_candidate(
     assert tinker.methods().count("forward_backward") == 2  # 3 sequences, 2 a step
     assert progress == list(range(1, 16))  # 3 samples, then v1 and the checkpoint on 6 held-out cases each
     assert not (root / "machines" / "caps" / "model.json").exists()  # pending, not live
+
+
+async def test_plan_training_is_a_dry_run_that_spends_and_writes_nothing(
+    tmp_path: Path, tinker: StandInService
+) -> None:
+    root = tmp_path / "caps"
+    script = caps_workspace(root)
+    policy = SpendingPolicy(allowance=5, log_path=root / ".machine" / "spending.jsonl")
+    server = build_server(root, harness="scripted", script=script, policy=policy)
+    trained = {"name": "caps", "budget_usd": 2, "samples": 1, "trials": 1, "any_model": True}
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:
+            assert not (await client.call_tool("train", trained)).is_error
+            records = sorted((root / ".machine" / "training").iterdir())
+            left, calls = policy.allowance_left, len(tinker.calls)
+            planned = await client.call_tool("plan_training", {"name": "caps", "any_model": True})
+            short = await client.call_tool("plan_training", {"name": "caps", "any_model": True, "epochs": 1})
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert not planned.is_error, text(planned)
+    plan = planned.structured_content["plan"]
+    # the three training cases' runs: batches of 2, so 15 epochs for 30 steps, at Inkling's rate
+    assert (plan["sequences"], plan["batch_size"], plan["epochs"], plan["steps"]) == (3, 2, 15, 30)
+    assert plan["learning_rate"] == 2e-4 and plan["price_usd"] > 0
+    assert planned.structured_content["refused"] is None
+    assert short.structured_content["plan"]["steps"] == 2
+    assert short.structured_content["refused"].startswith("this training would take 2 optimizer steps")
+    assert "give epochs 15 for 30 steps" in short.structured_content["refused"]
+    assert sorted((root / ".machine" / "training").iterdir()) == records  # no new record
+    assert policy.allowance_left == left and len(tinker.calls) == calls  # nothing spent, nothing sent
+    assert tools["plan_training"].annotations.read_only_hint is True
+    assert "samples" not in tools["plan_training"].input_schema["properties"]
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])

@@ -2,14 +2,16 @@
 JSONL or fine-tune on them with a trainer (an adapter behind ``machine.runs.Trainer``), record what went
 in, and propose the checkpoint as a pending candidate gated on the held-out cases."""
 
+from ._check import Smoke, TrainingCheck, check_training
 from ._examples import example_of, failed_steps
 from ._export import ExportReport, FunnelStep, export, iter_rows, rows_of
 from ._options import ExportOptions, TrainOptions
 from ._plan import plan_train
+from ._prepare import MakeTrainer
 from ._record import RecordFolder, TrainingRecord
 from ._sampling import pending
 from ._select import Funnel, Selection, TagFilter
-from ._train import MakeTrainer, train
+from ._train import train
 
 __all__ = [
     "ExportOptions",
@@ -19,9 +21,12 @@ __all__ = [
     "MakeTrainer",
     "RecordFolder",
     "Selection",
+    "Smoke",
     "TagFilter",
     "TrainOptions",
+    "TrainingCheck",
     "TrainingRecord",
+    "check_training",
     "example_of",
     "export",
     "failed_steps",

@@ -30,7 +30,13 @@ class TrainOptions(Options):
     trials: int = Field(3, ge=1, le=MAX_TRIALS, strict=True, description="Runs per held-out case, each.")
     best_of: int = Field(2, ge=1, strict=True, description="Best runs kept a case.")
     min_score: float = Field(1.0, description="The score a run must reach.")
-    epochs: int = Field(1, ge=1, le=MAX_EPOCHS, strict=True, description="Passes over the examples.")
+    epochs: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_EPOCHS,
+        strict=True,
+        description="Passes over the examples (default: planned, enough for 30 optimizer steps).",
+    )
     lr: float | None = Field(None, gt=0, description="Learning rate (default: the trainer's for the base).")
     rank: int | None = Field(
         None, ge=1, strict=True, description="LoRA rank (default: 32 on Tinker, 16 local)."
@@ -38,7 +44,9 @@ class TrainOptions(Options):
     max_length: int | None = Field(
         None, ge=2, strict=True, description="Tokens a training sequence is cut to (default: uncut)."
     )
-    batch_size: int = Field(8, ge=1, strict=True, description="Sequences a step.")
+    batch_size: int | None = Field(
+        None, ge=1, strict=True, description="Sequences a step (default: planned, at most 8)."
+    )
     lora_alpha: int | None = Field(
         None, ge=1, strict=True, description="LoRA scale (local; default: 2 x rank)."
     )
@@ -52,6 +60,7 @@ class TrainOptions(Options):
         description="Modules the adapter wraps (local; default: q_proj,k_proj,v_proj,o_proj).",
     )
     any_model: bool = Field(False, description="Learn from other models' runs too (distillation).")
+    force: bool = Field(False, description="Train on a plan too short to learn (under 30 steps).")
     resume: str | None = Field(None, description="Continue the stopped training with this record id.")
     min_z: float = Field(
         DEFAULT_MIN_Z,
@@ -73,10 +82,10 @@ class TrainOptions(Options):
         ``effort`` (the workspace's)."""
         return TrainSettings(
             base_model=base_model,
-            epochs=self.epochs,
+            epochs=self.epochs or 1,  # both planned (``schedule``) before the trainer is given them
             learning_rate=self.lr,
             rank=self.rank,
-            batch_size=self.batch_size,
+            batch_size=self.batch_size or 1,
             effort=self.effort if self.effort is not None else effort,
             max_length=self.max_length,
             lora_alpha=self.lora_alpha,

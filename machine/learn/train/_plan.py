@@ -9,7 +9,7 @@ from machine.workspace import Workspace
 
 from .._plan import Plan
 from ._options import TrainOptions
-from ._train import held_out_cases
+from ._prepare import held_out_cases
 
 
 def plan_train(ws: Workspace, name: str, options: TrainOptions | None = None, **fields: Any) -> Plan:
@@ -30,8 +30,11 @@ def plan_train(ws: Workspace, name: str, options: TrainOptions | None = None, **
             f"{chosen.samples} samples of {cases} cases, and {chosen.trials} trials of {len(held)} "
             "held-out cases on each side"
         ),
-        steps_are=(
-            f"{chosen.epochs} epochs of batches of {chosen.batch_size}, counted once the examples are "
-            "selected"
-        ),
+        steps_are=_steps_are(chosen),
     )
+
+
+def _steps_are(chosen: TrainOptions) -> str:
+    epochs = f"{chosen.epochs} epochs" if chosen.epochs else "epochs planned for at least 30 steps"
+    batch = f"batches of {chosen.batch_size}" if chosen.batch_size else "batches of at most 8"
+    return f"{epochs} of {batch}, counted once the examples are selected"

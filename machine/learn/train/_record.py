@@ -22,12 +22,14 @@ from machine.runs import (
     Model,
     StepMetrics,
     TrainExample,
+    TrainingPlan,
     TrainSettings,
     new_run_id,
     now,
     open_new,
     write_atomic,
 )
+from machine.spec import FixedGate
 
 RECORD, EXAMPLES, METRICS, CHECKPOINTS, LOG = (
     "record.json",
@@ -87,6 +89,10 @@ class TrainingRecord(Model):
     """Runs made for this training (``samples`` of each case)."""
     redacted: int = 0
     """Secrets replaced by a marker in the examples (the runs as stored keep them)."""
+    plan: TrainingPlan | None = None
+    """The plan it followed, worked out before its first step (None in records made before plans)."""
+    gate: FixedGate | None = None
+    """The gate its candidate faces, fixed (and its baseline measured) before its first step."""
     status: Literal["preparing", "training", "trained", "stopped", "failed"] = "preparing"
     error: str | None = None
     checkpoint: Checkpoint | None = None

@@ -18,7 +18,6 @@ from machine.runs import (
     TRAINING,
     Checkpoint,
     Prepared,
-    Redactor,
     Run,
     StepMetrics,
     Trainer,
@@ -26,74 +25,27 @@ from machine.runs import (
     TrainSettings,
     git_revision,
     library_version,
-    refuse_untaken,
 )
 from machine.spec import (
     VERSIONS_FILE,
-    Case,
+    FixedGate,
     Machine,
     TrainingSummary,
     Version,
     open_book,
-    read_book,
     require_live,
     write_book,
 )
-from machine.versions import Candidate, propose
-from machine.workspace import Workspace, held_out
+from machine.versions import Candidate, check_fixed, fix_gate, propose
+from machine.workspace import Workspace
 
-from ._examples import example_of
 from ._options import TrainOptions
-from ._record import Chosen, Pin, RecordFolder, TrainingRecord, differences, examples_text
+from ._prepare import MakeTrainer, Target, ready, target, trainer_for
+from ._record import Pin, RecordFolder, TrainingRecord, differences, examples_text
 from ._sampling import grade_pending, sample
-from ._select import Funnel, Selection
+from ._schedule import refuse_unreachable
 
 TRAINING_DIR = "training"
-MakeTrainer = Callable[[str | None, str, Path], Trainer]
-"""Makes the trainer named (None: the one for the base model) for a base model in a workspace (its root)."""
-
-
-def _chosen(
-    trainer: Trainer | str | None, make: MakeTrainer | None, settings: TrainSettings, root: Path
-) -> Trainer:
-    """The trainer given, else the one ``make(name, base, root)`` makes (``machine.ops.make_trainer``:
-    the trainers are adapters); one that cannot honour the settings is refused."""
-    base = settings.base_model
-    if not isinstance(trainer, Trainer):
-        if make is None:
-            raise BadInputError(
-                "train needs a trainer object or a way to make one by name: pass "
-                "make_trainer=machine.ops.make_trainer"
-            )
-        trainer = make(trainer, base, root)
-    refuse_untaken(trainer, settings)
-    return trainer
-
-
-def held_out_cases(ws: Workspace, name: str) -> tuple[list[Case], Path]:
-    """The held-out cases training measures its checkpoint on, and their file; refused when there are none."""
-    found = held_out(ws, name)
-    if found is None or found.path is None:
-        path = ws.cases_file(name, None, default="holdout.json")
-        raise BadInputError(
-            f"machine {name!r} has no held-out cases ({path}): training needs some to measure the checkpoint "
-            "on cases it never learned from; write holdout.json"
-        )
-    return found.cases, found.path
-
-
-def _machine(ws: Workspace, name: str) -> tuple[Machine, str]:
-    """The machine and the base model its live version trains, read without recording anything (the
-    first version is recorded once the training price is known)."""
-    spec = ws.reload(name)
-    if spec.counterpart is not None:
-        raise BadInputError(
-            f"machine {name!r} holds conversations with a counterpart; train takes single runs"
-        )
-    book = read_book(ws.machines_dir / name / VERSIONS_FILE)
-    if book is None:
-        return spec, spec.model
-    return spec, book.live.base_model or book.live.model
 
 
 def _live(ws: Workspace, spec: Machine) -> Version:
@@ -115,42 +67,82 @@ async def train(
     """Train ``name``'s model with ``options`` (or its fields given as keywords) and propose the checkpoint
     (see the module); ``trainer`` is one, or its name for ``make_trainer`` to make."""
     o = TrainOptions.of(options, **fields)
-    spec, base = _machine(ws, name)
-    held, held_path = held_out_cases(ws, name)
-    settings = o.settings(base, None if ws.effort is None else ws.effort.value)
-    chosen = _chosen(trainer, make_trainer, settings, ws.root)
-    ws.budget.probe_price(TRAINING + base)  # an unknown training price is refused before anything runs
+    at = target(ws, name)
+    settings = o.settings(at.base, None if ws.effort is None else ws.effort.value)
+    chosen = trainer_for(trainer, make_trainer, settings, ws.root)
+    ws.budget.probe_price(TRAINING + at.base)  # an unknown training price is refused before anything runs
     root = ws.data_dir / TRAINING_DIR
     earlier = _earlier(root, o.resume, name)
-    live = _live(ws, spec)
+    live = _live(ws, at.spec)
     say = on_phase or (lambda _line: None)
     spent_before = ws.budget.spent
     # a resumed training sampled already: sampling again would change what it learns from
-    sampled = await _gather(ws, spec, live, 0 if earlier else o.samples, o, on_run, say)
-    runs, examples, chose, redacted = _examples(ws, spec, live, held, o)
+    if o.samples and not earlier:  # before sampling, a training that could not reach its steps is refused
+        refuse_unreachable(o, len(ws.cases(name)))
+    sampled = await _gather(ws, at.spec, live, 0 if earlier else o.samples, o, on_run, say)
+    got = ready(ws, at, o, chosen, settings)
+    for line in got.plan.lines():
+        say(line)
     fresh = TrainingRecord(
-        id="", machine=name, trainer=chosen.name, base_model=base, settings=settings, selection=chose,
-        sampled=sampled, redacted=redacted, library_version=library_version(),
-        revision=git_revision(ws.root),
+        id="", machine=name, trainer=chosen.name, base_model=at.base, settings=got.settings,
+        selection=got.chose, sampled=sampled, redacted=got.redacted, plan=got.plan,
+        library_version=library_version(), revision=git_revision(ws.root),
     )  # fmt: skip
-    folder, record, done = _open_record(ws, root, earlier, fresh, examples, held_path)
-    say(f"training record {folder.id}: {_went_in(len(examples), len(runs), redacted)}")
-    settings = _at_their_effort(settings, examples)
-    prepared = chosen.prepare(examples, settings)
+    folder, record, done = _open_record(ws, root, earlier, fresh, got.examples, at.held_path)
+    say(f"training record {folder.id}: {_went_in(len(got.examples), len(got.runs), got.redacted)}")
+    gate = await _gate(ws, at, o, folder, record, on_run, say)
+    prepared, settings = got.prepared, got.settings
     record.renderer, record.status = prepared.renderer, "training"
     folder.write(record)
     checkpoint, seconds = await _fit(ws, folder, record, chosen, prepared, settings, done, on_step, say)
-    spent_training = ws.budget.spent
-    say(f"proposing {checkpoint.model} against {live.label} on {held_path.name}")
+    spent_training = ws.budget.spent - gate.cost_usd
+    say(f"proposing {checkpoint.model} against {live.label} on {at.held_path.name}")
     candidate = await propose(
-        ws, name, model=checkpoint.model, trials=o.trials, min_z=o.min_z, base_model=base,
-        concurrency=o.concurrency, pass_score=o.pass_score, note=f"trained {folder.id}", on_run=on_run,
+        ws, name, model=checkpoint.model, base_model=at.base, concurrency=o.concurrency,
+        note=f"trained {folder.id}", on_run=on_run, gate=gate,
     )  # fmt: skip
-    summary = _summary(folder, record, prepared, settings, record.sampled, len(runs), seconds)
+    summary = _summary(folder, record, prepared, settings, record.sampled, len(got.runs), seconds)
     summary.cost_usd = spent_training - spent_before  # the held-out comparison's cost is the report's own
     record.candidate = candidate.label
     folder.write(record)
-    return _with_training(ws, name, spec, candidate, summary)
+    return _with_training(ws, name, at.spec, candidate, summary)
+
+
+async def _gate(
+    ws: Workspace,
+    at: Target,
+    o: TrainOptions,
+    folder: RecordFolder,
+    record: TrainingRecord,
+    on_run: Callable[[Run], None] | None,
+    say: Callable[[str], None],
+) -> FixedGate:
+    """The gate the candidate will face, fixed in the record before the first step (the baseline measured
+    now); a resumed training keeps its own, refused if its held-out file changed since."""
+    if record.gate is not None:
+        check_fixed(ws, record.gate, f"training {folder.id}")
+        return record.gate
+    fixing = f"{at.held_path.name}, {o.trials} trials, min_z {o.min_z:g}"
+    say(f"fixing the gate before training ({fixing}): measuring the live version")
+    try:
+        record.gate = await fix_gate(
+            ws, at.spec.name, at.held, at.held_path, trials=o.trials, min_z=o.min_z,
+            pass_score=o.pass_score, concurrency=o.concurrency, on_run=on_run,
+        )  # fmt: skip
+    except BudgetExceeded as refused:
+        raise _stopped(folder, record, refused) from refused
+    folder.write(record)
+    return record.gate
+
+
+def _stopped(folder: RecordFolder, record: TrainingRecord, refused: BudgetExceeded) -> BudgetExceeded:
+    """The record marked stopped by a spent budget, and the error that says how to go on."""
+    folder.stopped(record, refused, failed=False)
+    return BudgetExceeded(
+        f"training {folder.id} stopped after step {record.steps} ({refused.message}); its record is "
+        f"{folder.folder}",
+        fixes=[*refused.fixes, Fix("resume", folder.id, "to go on from its last checkpoint")],
+    )
 
 
 async def _gather(
@@ -173,40 +165,6 @@ async def _gather(
     return sampled
 
 
-def _examples(
-    ws: Workspace,
-    spec: Machine,
-    live: Version,
-    held: list[Case],
-    o: TrainOptions,
-) -> tuple[list[Run], list[TrainExample], Chosen, int]:
-    """The runs selected, the examples made of them, the selection as the record pins it, and how many
-    secrets were redacted from the examples (those of the environment and the workspace's .env)."""
-    redactor = Redactor.here(ws.root)
-    selection = Selection(
-        spec.rubric.fingerprint,
-        min_score=o.min_score,
-        best=o.best_of,
-        held_out=held,
-        own_model=None if o.any_model else live.model,
-    )
-    funnel = Funnel()
-    runs = list(selection.from_store(ws.store, spec.name, funnel))
-    examples = [e for e in (example_of(run, spec, redactor=redactor) for run in runs) if e is not None]
-    if not examples:
-        raise funnel.empty_error(spec.name)
-    chose = Chosen(
-        samples=o.samples,
-        min_score=o.min_score,
-        best_of=o.best_of,
-        any_model=o.any_model,
-        own_model=selection.own_model,
-        held_out=sorted(c.id for c in held),
-        run_ids=[e.run_id for e in examples],
-    )
-    return runs, examples, chose, redactor.count
-
-
 def _went_in(examples: int, runs: int, redacted: int) -> str:
     """What the record holds, in words: a count of redacted secrets only when there were some."""
     hidden = f" ({redacted} secrets redacted)" if redacted else ""
@@ -220,23 +178,6 @@ def _earlier(root: Path, resume: str | None, name: str) -> RecordFolder | None:
     earlier = RecordFolder.open(root, resume)
     _resumable(earlier, name)
     return earlier
-
-
-def _at_their_effort(settings: TrainSettings, examples: list[TrainExample]) -> TrainSettings:
-    """The settings with the effort the runs were sampled at, when none was given: a renderer that
-    writes the effort into the prompt must render the prompt the model was given."""
-    if settings.effort is not None:
-        return settings
-    efforts = sorted({e.effort for e in examples if e.effort is not None})
-    if len(efforts) > 1:
-        shown = ", ".join(f"{e:g}" for e in efforts)
-        one = Fix("effort", f"{efforts[0]:g}", "to train at one (and select runs sampled at it)")
-        raise BadInputError(
-            f"the runs selected were sampled at different reasoning efforts ({shown}), and a model learns "
-            "the prompt it is shown",
-            fixes=[one],
-        )
-    return settings.model_copy(update={"effort": efforts[0]}) if efforts else settings
 
 
 def _resumable(folder: RecordFolder, name: str) -> None:
@@ -269,6 +210,7 @@ def _open_record(
         return folder, record, None
     before = earlier.read()
     record.id, record.sampled, record.steps = before.id, before.sampled, before.steps
+    record.gate = before.gate
     changed = differences(before.identity(), record.identity())
     if changed:
         raise BadInputError(
@@ -313,12 +255,7 @@ async def _fit(
             folder.interrupted(record)
         raise
     except BudgetExceeded as refused:
-        folder.stopped(record, refused, failed=False)
-        raise BudgetExceeded(
-            f"training {folder.id} stopped after step {record.steps} ({refused.message}); its record is "
-            f"{folder.folder}",
-            fixes=[*refused.fixes, Fix("resume", folder.id, "to go on from its last checkpoint")],
-        ) from refused
+        raise _stopped(folder, record, refused) from refused
     except MachineError as error:
         folder.stopped(record, error, failed=True)
         raise
@@ -360,6 +297,7 @@ def _summary(
         last_loss=losses[-1] if losses else None,
         seconds=seconds,
         redacted=record.redacted,
+        plan=record.plan,
     )
 
 

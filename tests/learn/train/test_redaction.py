@@ -67,7 +67,7 @@ async def test_train_leaves_no_trace_of_a_key_a_run_read_and_records_the_count(
     ws = open_workspace(tmp_path / "ws", harness=Tutored(), budget="none")
     ws.store.put_many([read_dotenv(ws, c, "caps") for c in ("ann", "bob")])
     trainer = Counting()
-    options = TrainOptions(batch_size=2)
+    options = TrainOptions(batch_size=2, epochs=1, force=True)  # two examples: a short plan, forced
     candidate = await train(ws, "caps", trials=1, options=options, trainer=trainer, any_model=True)
     [examples] = trainer.prepared
     sent = examples_text(examples)
@@ -89,7 +89,7 @@ async def test_train_without_secrets_pins_the_same_data_as_before(secrets: None,
     runs = [graded(ws, c, 1.0, machine="caps") for c in ("ann", "bob")]
     ws.store.put_many(runs)
     trainer = Counting()
-    options = TrainOptions(batch_size=2)
+    options = TrainOptions(batch_size=2, epochs=1, force=True)  # two examples: a short plan, forced
     candidate = await train(ws, "caps", trials=1, options=options, trainer=trainer, any_model=True)
     [examples] = trainer.prepared
     by_run = {run.id: run for run in runs}

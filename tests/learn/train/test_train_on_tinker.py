@@ -43,7 +43,7 @@ async def test_a_run_trained_on_tinker_is_proposed_committed_and_reverted(tmp_pa
     harness = Checkpointed()
     ws = open_workspace(tmp_path, harness=harness)
     service = StandInService()
-    options = TrainOptions(batch_size=2)
+    options = TrainOptions(batch_size=2, epochs=1, force=True)  # three steps to follow, forced
     candidate = await train(
         ws, "caps", samples=2, trials=1, options=options, trainer=TinkerTrainer(service=service)
     )

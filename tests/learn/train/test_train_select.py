@@ -20,7 +20,7 @@ from machine.versions import update
 
 pytestmark = pytest.mark.anyio
 
-SETTINGS = TrainOptions(batch_size=4)
+SETTINGS = TrainOptions(batch_size=4, epochs=1, force=True)  # the selection is under test, not the plan
 
 
 def record_of(ws: Workspace, record_id: str) -> TrainingRecord:

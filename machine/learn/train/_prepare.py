@@ -1,0 +1,173 @@
+"""What a training knows before it spends: the machine and its base model, the held-out cases, the trainer,
+the runs selected and the examples made of them, rendered by the trainer and planned (``schedule``).
+``train`` and ``check_training`` (a dry run, a smoke run) share it, so a dry run shows exactly the plan the
+training would follow."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from machine.errors import BadInputError, Fix
+from machine.runs import (
+    TRAINING,
+    Prepared,
+    Redactor,
+    Run,
+    Trainer,
+    TrainExample,
+    TrainingPlan,
+    TrainSettings,
+    price_of,
+    refuse_untaken,
+)
+from machine.spec import VERSIONS_FILE, Case, Machine, read_book
+from machine.workspace import Workspace, held_out
+
+from ._examples import example_of
+from ._options import TrainOptions
+from ._record import Chosen
+from ._schedule import applied, refuse_short, schedule
+from ._select import Funnel, Selection
+
+MakeTrainer = Callable[[str | None, str, Path], Trainer]
+"""Makes the trainer named (None: the one for the base model) for a base model in a workspace (its root)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The machine a training is for, and what it is measured on."""
+
+    spec: Machine
+    base: str
+    """The base model its live version trains."""
+    own_model: str
+    """The live version's model: the runs learned from are its own unless ``any_model``."""
+    held: list[Case]
+    held_path: Path
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The examples selected, rendered and planned: what the trainer is given."""
+
+    runs: list[Run]
+    examples: list[TrainExample]
+    chose: Chosen
+    redacted: int
+    prepared: Prepared
+    plan: TrainingPlan
+    settings: TrainSettings
+    """The settings at the examples' effort, with the plan's batch size and epochs."""
+
+
+def held_out_cases(ws: Workspace, name: str) -> tuple[list[Case], Path]:
+    """The held-out cases training measures its checkpoint on, and their file; refused when there are none."""
+    found = held_out(ws, name)
+    if found is None or found.path is None:
+        path = ws.cases_file(name, None, default="holdout.json")
+        raise BadInputError(
+            f"machine {name!r} has no held-out cases ({path}): training needs some to measure the checkpoint "
+            "on cases it never learned from; write holdout.json"
+        )
+    return found.cases, found.path
+
+
+def target(ws: Workspace, name: str) -> Target:
+    """The machine and the base model its live version trains, read without recording anything (the
+    first version is recorded once the training is under way)."""
+    spec = ws.reload(name)
+    if spec.counterpart is not None:
+        raise BadInputError(
+            f"machine {name!r} holds conversations with a counterpart; train takes single runs"
+        )
+    held, path = held_out_cases(ws, name)
+    book = read_book(ws.machines_dir / name / VERSIONS_FILE)
+    if book is None:
+        return Target(spec, spec.model, spec.model, held, path)
+    return Target(spec, book.live.base_model or book.live.model, book.live.model, held, path)
+
+
+def trainer_for(
+    trainer: Trainer | str | None, make: MakeTrainer | None, settings: TrainSettings, root: Path
+) -> Trainer:
+    """The trainer given, else the one ``make(name, base, root)`` makes (``machine.ops.make_trainer``:
+    the trainers are adapters); one that cannot honour the settings is refused."""
+    if not isinstance(trainer, Trainer):
+        if make is None:
+            raise BadInputError(
+                "train needs a trainer object or a way to make one by name: pass "
+                "make_trainer=machine.ops.make_trainer"
+            )
+        trainer = make(trainer, settings.base_model, root)
+    refuse_untaken(trainer, settings)
+    return trainer
+
+
+def ready(
+    ws: Workspace,
+    at: Target,
+    o: TrainOptions,
+    trainer: Trainer,
+    settings: TrainSettings,
+    *,
+    refuse: bool = True,
+) -> Ready:
+    """Select the runs, make and render the examples, and plan the training; with ``refuse``, a plan too
+    short to learn is refused here (unless ``force``), before the first step."""
+    runs, examples, chose, redacted = _examples(ws, at, o)
+    settings = _at_their_effort(settings, examples)
+    prepared = trainer.prepare(examples, settings)
+    plan = schedule(prepared, o, at.base, price=price_of(TRAINING + at.base))
+    if refuse:
+        refuse_short(plan, o)
+    return Ready(runs, examples, chose, redacted, prepared, plan, applied(plan, settings))
+
+
+def _examples(
+    ws: Workspace, at: Target, o: TrainOptions
+) -> tuple[list[Run], list[TrainExample], Chosen, int]:
+    """The runs selected, the examples made of them, the selection as the record pins it, and how many
+    secrets were redacted from the examples (those of the environment and the workspace's .env)."""
+    spec = at.spec
+    redactor = Redactor.here(ws.root)
+    selection = Selection(
+        spec.rubric.fingerprint,
+        min_score=o.min_score,
+        best=o.best_of,
+        held_out=at.held,
+        own_model=None if o.any_model else at.own_model,
+    )
+    funnel = Funnel()
+    runs = list(selection.from_store(ws.store, spec.name, funnel))
+    examples = [e for e in (example_of(run, spec, redactor=redactor) for run in runs) if e is not None]
+    if not examples:
+        raise funnel.empty_error(spec.name)
+    chose = Chosen(
+        samples=o.samples,
+        min_score=o.min_score,
+        best_of=o.best_of,
+        any_model=o.any_model,
+        own_model=selection.own_model,
+        held_out=sorted(c.id for c in at.held),
+        run_ids=[e.run_id for e in examples],
+    )
+    return runs, examples, chose, redactor.count
+
+
+def _at_their_effort(settings: TrainSettings, examples: list[TrainExample]) -> TrainSettings:
+    """The settings with the effort the runs were sampled at, when none was given: a renderer that
+    writes the effort into the prompt must render the prompt the model was given."""
+    if settings.effort is not None:
+        return settings
+    efforts = sorted({e.effort for e in examples if e.effort is not None})
+    if len(efforts) > 1:
+        shown = ", ".join(f"{e:g}" for e in efforts)
+        one = Fix("effort", f"{efforts[0]:g}", "to train at one (and select runs sampled at it)")
+        raise BadInputError(
+            f"the runs selected were sampled at different reasoning efforts ({shown}), and a model learns "
+            "the prompt it is shown",
+            fixes=[one],
+        )
+    return settings.model_copy(update={"effort": efforts[0]}) if efforts else settings

@@ -1,0 +1,65 @@
+"""A gate fixed before a training: the held-out file pinned by its sha256, the gate's settings, and the
+live version measured on those cases then (its stored graded runs reused, the missing ones made), so a
+checkpoint is judged on what was decided before it existed, never on cases or settings chosen after."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from machine.errors import BudgetExceeded
+from machine.runs import Run
+from machine.spec import Case, FixedGate, open_book, require_live
+from machine.workspace import Workspace
+
+from ._gate import tally_for
+from ._propose import plan_runs, run_jobs, sha256_of
+
+
+async def fix_gate(
+    ws: Workspace,
+    name: str,
+    cases: list[Case],
+    path: Path,
+    *,
+    trials: int,
+    min_z: float,
+    pass_score: float,
+    concurrency: int = 4,
+    on_run: Callable[[Run], None] | None = None,
+) -> FixedGate:
+    """The gate ``name``'s next candidate faces on ``cases`` (the held-out file ``path``), with its
+    baseline measured now."""
+    spec = ws.load(name)
+    live = require_live(open_book(ws.machines_dir / name, spec), spec, "have a gate fixed")
+    sides = {live.label: tally_for(live, ws.harness)}
+    jobs = plan_runs(ws, name, cases, sides, trials, pass_score)
+    spent = ws.budget.spent
+    stopped = await run_jobs(ws, spec, sides, jobs, concurrency, pass_score, on_run)
+    if stopped:
+        raise BudgetExceeded(
+            f"measuring {live.label} on the held-out cases before training stopped ({stopped})"
+        )
+    tally = sides[live.label]
+    means = [sum(scores) / len(scores) for scores in tally.scores.values() if scores]
+    return FixedGate(
+        file=_relative(path, ws.root),
+        sha256=sha256_of(path),
+        cases=len(cases),
+        trials=trials,
+        min_z=min_z,
+        pass_score=pass_score,
+        baseline=live.label,
+        baseline_mean=sum(means) / len(means) if means else None,
+        baseline_runs=tally.figures.runs,
+        cost_usd=ws.budget.spent - spent,
+    )
+
+
+def _relative(path: Path, root: Path) -> str:
+    resolved = path.resolve()
+    return (
+        resolved.relative_to(root.resolve()).as_posix()
+        if resolved.is_relative_to(root.resolve())
+        else str(path)
+    )
