@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "propose": ("_versions", "propose_command", "Make a pending candidate and measure it on held-out cases."),
     "optimize": ("_learn", "optimize_command", "Search for better instructions with the optimizer machine."),
     "train": ("_train", "train_command", "Fine-tune a machine's model on its good runs."),
+    "training": ("_training", "training_group", "List training records, or show one with its loss."),
     "specialize": ("_specialize", "specialize_command", "Have the author machine write a child machine."),
     "draft-rubric": ("_specialize", "draft_rubric_command", "Have the author machine draft a rubric."),
     "trust": ("_trust", "trust_command", "Review the code a model wrote for a machine, and trust it."),

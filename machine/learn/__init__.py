@@ -16,10 +16,14 @@ from .train import (
     TagFilter,
     TrainingCheck,
     TrainingRecord,
+    TrainingRow,
+    TrainingShown,
     TrainOptions,
     check_training,
     export,
     train,
+    training_rows,
+    training_shown,
 )
 
 __all__ = [
@@ -39,6 +43,8 @@ __all__ = [
     "TrainOptions",
     "TrainingCheck",
     "TrainingRecord",
+    "TrainingRow",
+    "TrainingShown",
     "Vetting",
     "check_training",
     "draft_rubric",
@@ -46,4 +52,6 @@ __all__ = [
     "optimize",
     "specialize",
     "train",
+    "training_rows",
+    "training_shown",
 ]

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ._cases import MAX_DEPTH, Case, depth, load_cases
     from ._gate_report import (
         DEFAULT_MIN_Z,
+        MAX_LOSSES,
         CriterionFigures,
         FixedGate,
         GateOutcome,
@@ -75,6 +76,7 @@ _HOMES = {
     "depth": "._cases",
     "load_cases": "._cases",
     "DEFAULT_MIN_Z": "._gate_report",
+    "MAX_LOSSES": "._gate_report",
     "CriterionFigures": "._gate_report",
     "GateOutcome": "._gate_report",
     "FixedGate": "._gate_report",
@@ -111,6 +113,7 @@ __all__ = [
     "INSTRUCTIONS_FILE",
     "MARK",
     "MAX_DEPTH",
+    "MAX_LOSSES",
     "MODEL_FILE",
     "TRUST_FILE",
     "UNRECORDED",

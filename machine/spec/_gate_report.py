@@ -20,6 +20,8 @@ GateOutcome = Literal["passed", "not passed", "not measured", "not enough eviden
 """The gate's decision: only "passed" may be committed without ``force``."""
 REASONS_KEPT = 3
 """A criterion's most common UNSCORED reasons kept per side (the count covers them all)."""
+MAX_LOSSES = 240
+"""The most per-step losses a report keeps."""
 REASON_CHARS = 200
 """A reason is kept as one line of at most this many characters."""
 
@@ -127,6 +129,11 @@ class TrainingSummary(Record):
     """Secrets replaced by a marker in the examples (keys, tokens, passwords the runs read or wrote)."""
     plan: TrainingPlan | None = None
     """The plan the training followed, as it was worked out before its first step."""
+    epoch_losses: list[float] = Field(default_factory=list)
+    """The mean loss of each epoch."""
+    losses: list[float] = Field(default_factory=list)
+    """The loss at each step, for the report's chart (at most ``MAX_LOSSES``, the means of equal runs of
+    steps beyond)."""
 
 
 class FixedGate(Record):

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ._gate import SideTally, empty_tally, gate, measured
     from ._lifecycle import VersionList, commit, current, live_history, revert, texts_of, update, versions
     from ._propose import Candidate, Job, check_fixed, plan_runs, propose
-    from ._report import format_report
+    from ._report import format_report, sparkline
     from ._written import write_candidate
 
 _HOMES = {
@@ -38,6 +38,7 @@ _HOMES = {
     "plan_runs": "._propose",
     "propose": "._propose",
     "format_report": "._report",
+    "sparkline": "._report",
     "write_candidate": "._written",
 }
 """The module each public name is defined in."""
@@ -59,6 +60,7 @@ __all__ = [
     "plan_runs",
     "propose",
     "revert",
+    "sparkline",
     "texts_of",
     "update",
     "versions",

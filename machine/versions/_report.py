@@ -41,7 +41,7 @@ def format_report(report: GateReport) -> str:
             f"{report.down} down, exact sign test p {p}"
         )
     if report.training is not None:
-        lines.extend(_training_lines(report.training))
+        lines.extend(_training_lines(report.training, report))
     if report.holdout is not None:
         h = report.holdout
         lines.append(
@@ -63,9 +63,35 @@ def _ran_on(side: SideFigures) -> str:
     return f"harness {side.harness}{at}, model {side.model}"
 
 
-def _training_lines(t: TrainingSummary) -> list[str]:
+SPARKS = "▁▂▃▄▅▆▇█"
+CHART_WIDTH = 60
+"""The most points a loss chart shows: longer trainings are drawn as the means of equal runs of steps."""
+
+
+def sparkline(values: list[float], width: int = CHART_WIDTH) -> str:
+    """``values`` as a row of block characters, lowest to highest (the means of equal runs of them when
+    there are more than ``width``)."""
+    if not values:
+        return ""
+    if len(values) > width:
+        size = len(values) / width
+        values = [
+            sum(part) / len(part)
+            for i in range(width)
+            if (part := values[round(i * size) : round((i + 1) * size)])
+        ]
+    low, high = min(values), max(values)
+    span = high - low or 1.0
+    return "".join(SPARKS[min(int((v - low) / span * len(SPARKS)), len(SPARKS) - 1)] for v in values)
+
+
+def _training_lines(t: TrainingSummary, report: GateReport) -> list[str]:
     loss = "-" if t.first_loss is None or t.last_loss is None else f"{t.first_loss:.4f} -> {t.last_loss:.4f}"
-    return [
+    if len(t.epoch_losses) > 1:
+        means = [f"{x:.4f}" for x in t.epoch_losses]
+        shown = means if len(means) <= 5 else [*means[:2], "...", *means[-2:]]
+        loss = " -> ".join(shown) + " (epoch means)"
+    lines = [
         f"training {t.record}: {t.trainer} on {t.base_model} ({t.renderer or 'default rendering'})",
         f"  data: {t.runs} runs ({t.sampled} sampled for it) -> {t.examples} examples -> {t.sequences} "
         f"sequences ({t.whole_run} whole runs, {t.per_step} split per step), {t.tokens} tokens, "
@@ -73,6 +99,26 @@ def _training_lines(t: TrainingSummary) -> list[str]:
         f"  {t.epochs} epochs, {t.steps} steps at learning rate {t.learning_rate:g}; loss {loss}; "
         f"{t.seconds:.1f} s, ${t.cost_usd:.4f}",
     ]
+    if t.losses:
+        lines.append(f"  loss per step {sparkline(t.losses)}")
+    return lines + _gain_lines(t, report)
+
+
+def _gain_lines(t: TrainingSummary, report: GateReport) -> list[str]:
+    """The held-out gain the training bought: before and after with the standard error and z, and what
+    each point of it cost (a point: 0.01 of the mean)."""
+    if report.diff is None or report.before.mean is None or report.after.mean is None:
+        return []
+    se = "-" if report.se is None else f"{report.se:.3f}"
+    z = "-" if report.z is None else f"{report.z:.2f}"
+    line = (
+        f"  held-out mean {report.before.mean:.3f} -> {report.after.mean:.3f} ({report.diff:+.3f}, "
+        f"standard error {se}, z {z})"
+    )
+    spent = t.cost_usd + report.cost_usd + (report.gate.cost_usd if report.gate else 0.0)
+    if report.diff > 0:
+        line += f"; ${spent / (report.diff * 100):.4f} per point of held-out gain"
+    return [line]
 
 
 def _criteria_lines(report: GateReport) -> list[str]:

@@ -84,7 +84,7 @@ def test_train_prints_its_phases_steps_and_the_report(
     assert f"caps: candidate v2 ({checkpoint}) against live v1 ({BASE})" in out
     assert f"training {record.name}: counting on {BASE} (characters/4)" in out
     assert "3 runs (3 sampled for it) -> 3 examples -> 3 sequences" in out
-    assert "2 epochs, 4 steps at learning rate 0.0001; loss 2.0000 -> 0.5000" in out
+    assert "2 epochs, 4 steps at learning rate 0.0001; loss 1.5000 -> 0.5833 (epoch means)" in out
     # the scripted harness answers the same whichever model it is given: no gain, so no pass
     assert "v2 is pending but did not pass the gate: `machine commit caps` refuses it" in out
     assert counting.steps == [1, 2, 3, 4]
@@ -286,3 +286,36 @@ def test_a_smoke_run_trains_two_steps_and_keeps_no_record(
     assert "discarded: no training record, no candidate, no run stored" in smoke.stdout
     assert [p.name for p in (root / ".machine" / "training").iterdir()] == [record.name]
     assert "spent $" in smoke.stderr
+
+
+def test_training_list_and_show_read_the_records(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    assert invoke(*TRAIN, *common(root)).exit_code == 0
+    [record] = (root / ".machine" / "training").iterdir()
+    listed = invoke("training", "list", "--workspace", str(root))
+    assert listed.exit_code == 0, listed.output
+    assert listed.stdout.startswith(f"{record.name}  caps  counting on {BASE}  30/30 steps  candidate v2: ")
+    assert "pending, not passed" in listed.stdout  # the script answers the held-out cases wrongly
+    assert (
+        json.loads(invoke("training", "list", "caps", "--json", "--workspace", str(root)).stdout)[0]["id"]
+        == record.name
+    )
+    assert invoke("training", "list", "other", "--workspace", str(root)).stdout == (
+        "no training records of machine 'other'\n"
+    )
+    shown = invoke("training", "show", record.name, "--workspace", str(root))
+    assert shown.exit_code == 0, shown.output
+    out = shown.stdout
+    assert f"training {record.name}: caps, the counting trainer on {BASE}" in out
+    assert "  schedule: 30 optimizer steps (15 epochs x 2 batches of 2 over 3 sequences)" in out
+    assert (
+        "  gate: machines/caps/holdout.json (sha256 " in out and "v1 baseline mean 0.000 over 6 runs" in out
+    )
+    assert "  loss █" in out and "  loss by epoch: 1.5000 -> 0.5833 -> " in out
+    assert "  step  epoch  loss      tokens  seconds" in out and "    30     15  0.0667" in out
+    data = json.loads(invoke("training", "show", record.name, "--json", "--workspace", str(root)).stdout)
+    assert len(data["steps"]) == 30 and data["record"]["plan"]["steps"] == 30
+    missing = invoke("training", "show", "nope", "--workspace", str(root))
+    assert missing.exit_code == 2 and "there is no training record 'nope'" in missing.stderr
+    assert record.name in missing.stderr

@@ -11,6 +11,7 @@ from ._prepare import MakeTrainer
 from ._record import RecordFolder, TrainingRecord
 from ._sampling import pending
 from ._select import Funnel, Selection, TagFilter
+from ._shown import TrainingRow, TrainingShown, training_rows, training_shown
 from ._train import train
 
 __all__ = [
@@ -26,6 +27,8 @@ __all__ = [
     "TrainOptions",
     "TrainingCheck",
     "TrainingRecord",
+    "TrainingRow",
+    "TrainingShown",
     "check_training",
     "example_of",
     "export",
@@ -35,4 +38,6 @@ __all__ = [
     "plan_train",
     "rows_of",
     "train",
+    "training_rows",
+    "training_shown",
 ]

@@ -236,6 +236,16 @@ class RecordFolder:
         return f"resume it: {plain_spelling(again)}"
 
 
+def epoch_means(steps: list[StepMetrics]) -> list[float]:
+    """The mean loss of each epoch, in order: what says whether training went down, where the first and
+    last batch alone may differ by which examples they held."""
+    by_epoch: dict[int, list[float]] = {}
+    for m in steps:
+        if m.loss is not None:
+            by_epoch.setdefault(m.epoch, []).append(m.loss)
+    return [sum(v) / len(v) for _epoch, v in sorted(by_epoch.items())]
+
+
 def differences(before: dict[str, Any], after: dict[str, Any], where: str = "") -> list[str]:
     """Each field that differs between two identities, in words."""
     found = []

@@ -27,6 +27,7 @@ from machine.runs import (
     library_version,
 )
 from machine.spec import (
+    MAX_LOSSES,
     VERSIONS_FILE,
     FixedGate,
     Machine,
@@ -41,7 +42,7 @@ from machine.workspace import Workspace
 
 from ._options import TrainOptions
 from ._prepare import MakeTrainer, Target, ready, target, trainer_for
-from ._record import Pin, RecordFolder, TrainingRecord, differences, examples_text
+from ._record import Pin, RecordFolder, TrainingRecord, differences, epoch_means, examples_text
 from ._sampling import grade_pending, sample
 from ._schedule import refuse_unreachable
 
@@ -276,7 +277,8 @@ def _summary(
     runs: int,
     seconds: float,
 ) -> TrainingSummary:
-    losses = [m.loss for m in folder.metrics() if m.loss is not None]
+    steps = folder.metrics()
+    losses = [m.loss for m in steps if m.loss is not None]
     return TrainingSummary(
         record=folder.id,
         trainer=record.trainer,
@@ -298,7 +300,18 @@ def _summary(
         seconds=seconds,
         redacted=record.redacted,
         plan=record.plan,
+        epoch_losses=epoch_means(steps),
+        losses=_kept(losses),
     )
+
+
+def _kept(losses: list[float]) -> list[float]:
+    """At most ``MAX_LOSSES`` of them: the means of equal runs of steps beyond."""
+    if len(losses) <= MAX_LOSSES:
+        return losses
+    size = len(losses) / MAX_LOSSES
+    parts = [losses[round(i * size) : round((i + 1) * size)] for i in range(MAX_LOSSES)]
+    return [sum(p) / len(p) for p in parts if p]
 
 
 def _with_training(

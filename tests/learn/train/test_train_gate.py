@@ -55,7 +55,11 @@ async def test_a_better_checkpoint_passes_and_its_report_says_what_it_learned(tm
     text = format_report(report)
     assert f"training {t.record}: counting on {BASE} (characters/4)" in text
     assert f"{t.runs} runs (6 sampled for it) -> 6 examples -> 6 sequences" in text
-    assert "loss 2.0000 -> 0.0667" in text
+    # each epoch's mean loss, not the first and last batch; a chart of every step; the gain and its cost
+    assert "loss 1.2222 -> 0.4111 -> ... -> 0.0770 -> 0.0690 (epoch means)" in text
+    assert "  loss per step █▄▃▂▂▂▁▁" in text
+    assert "  held-out mean 0.000 -> 1.000 (+1.000, standard error 0.000, z -); $" in text
+    assert t.epoch_losses[0] == pytest.approx((2.0 + 1.0 + 2.0 / 3) / 3) and len(t.losses) == 30
     # versions.json keeps the training section with the candidate
     stored = json.loads((ws.machines_dir / "caps" / "versions.json").read_text(encoding="utf-8"))
     assert stored["versions"][1]["report"]["training"]["record"] == t.record
