@@ -116,7 +116,7 @@ def _gain_lines(t: TrainingSummary, report: GateReport) -> list[str]:
         f"standard error {se}, z {z})"
     )
     spent = t.cost_usd + report.cost_usd + (report.gate.cost_usd if report.gate else 0.0)
-    if report.diff > 0:
+    if report.diff > 0 and spent > 0:
         line += f"; ${spent / (report.diff * 100):.4f} per point of held-out gain"
     return [line]
 
