@@ -9,7 +9,7 @@ on this machine; and the held-out comparison measures the base and the checkpoin
 cases (left as they are, near misses among them). It prints the held-out means before and after, each
 held-out case's result on both sides, the training tokens, steps and time. Loopback only: no network.
 
-    .venv/bin/python benchmarks/teach_red.py [--pairs 32] [--epochs 1] [--lr 3e-3] [--batch-size 4]
+    .venv/bin/python benchmarks/teach_red.py [--pairs 32] [--epochs E] [--lr 3e-3] [--batch-size B]
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from red_cases import checked, generated  # noqa: E402
 def options() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--pairs", type=int, default=32, help="generated pairs of training cases")
-    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--epochs", type=int, default=None, help="default: the training plan's")
     parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=None, help="default: the training plan's")
     parser.add_argument("--rank", type=int, default=16)
     parser.add_argument("--target-modules", default=None, help="comma-separated (default: the trainer's)")
     parser.add_argument("--trials", type=int, default=1, help="held-out runs per case and side")

@@ -221,8 +221,8 @@ class TinkerTrainer:
 
         def create() -> list[Any]:
             service = self.service()
-            if resume is not None and resume.state is not None:
-                return [service.create_training_client_from_state(resume.state)]
+            if resume is not None and resume.state is not None:  # the weights and Adam's moments both
+                return [service.create_training_client_from_state_with_optimizer(resume.state)]
             base, rank, seed = settings.base_model, settings.rank or DEFAULT_RANK, settings.seed
             return [service.create_lora_training_client(base, rank=rank, seed=seed)]
 

@@ -75,7 +75,7 @@ def test_train_prints_its_phases_steps_and_the_report(
     assert "schedule: 4 optimizer steps (2 epochs x 2 batches of 2 over 3 sequences) (at least 30" in err
     assert f"sampling 1 runs of each case on {BASE}" in err
     [record] = (root / ".machine" / "training").iterdir()
-    assert f"training record {record.name}: 3 examples from 3 runs" in err
+    assert f"training record {record.name}: 3 examples from 3 runs (3 of {BASE} on scripted)" in err
     assert "  step 1 (epoch 1): loss 2.0000" in err and "  step 4 (epoch 2): loss 0.5000" in err
     assert "step 5" not in err  # 3 sequences, 2 a step, 2 epochs
     checkpoint = f"good:{record.name}:4"

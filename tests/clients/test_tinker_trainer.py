@@ -92,6 +92,7 @@ def shape(function: Any) -> list[tuple[str, Any, Any]]:
     [
         (StandInServiceClient, tinker.ServiceClient, "create_lora_training_client"),
         (StandInServiceClient, tinker.ServiceClient, "create_training_client_from_state"),
+        (StandInServiceClient, tinker.ServiceClient, "create_training_client_from_state_with_optimizer"),
         (StandInTrainingClient, tinker.TrainingClient, "forward_backward"),
         (StandInTrainingClient, tinker.TrainingClient, "optim_step"),
         (StandInTrainingClient, tinker.TrainingClient, "save_state"),
@@ -254,11 +255,11 @@ async def test_resume_skips_the_steps_done(
         state="tinker://run-1/weights/t-0001-step2",
     )
     service.calls.clear()
-    service.applied = 0  # a new client knows only what the saved state holds
+    service.applied = service.moments = 0  # a new client knows only what the saved state holds
     checkpoint, steps = await train(service, prepared, tmp_path, resume=saved)
     assert service.methods() == [
         "ServiceClient",
-        "create_training_client_from_state",
+        "create_training_client_from_state_with_optimizer",
         *["forward_backward", "optim_step"] * 4,
         "save_state",
         "save_weights_for_sampler",
@@ -267,6 +268,19 @@ async def test_resume_skips_the_steps_done(
     assert [s.step for s in steps] == [3, 4, 5, 6]
     assert [s.loss for s in steps] == pytest.approx([2.0 * 0.5**n for n in range(2, 6)])
     assert checkpoint.step == 6 and checkpoint.model.endswith("/sampler_weights/t-0001-step6")
+    # Adam's moments came back with the weights: the optimizer went on from its 2 steps, not from none
+    assert (service.applied, service.moments) == (6, 6)
+
+
+def test_the_stand_in_keeps_weights_and_optimizer_state_apart() -> None:
+    """As the service does: a client made from a state has its weights back, its optimizer state only
+    when asked for, so a trainer resuming the wrong way is caught."""
+    service = StandInService(applied=3, moments=3, saved={"s": 2}, saved_moments={"s": 2})
+    client = service()
+    client.create_training_client_from_state("tinker://run-1/weights/s").result()
+    assert (service.applied, service.moments) == (2, 0)
+    client.create_training_client_from_state_with_optimizer("tinker://run-1/weights/s").result()
+    assert (service.applied, service.moments) == (2, 2)
 
 
 async def test_resume_needs_a_saved_state(

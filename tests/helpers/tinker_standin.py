@@ -63,12 +63,17 @@ class StandInFuture:
 @dataclass
 class StandInService:
     """The ServiceClient factory and the service's state: every call in order, the optimizer steps
-    applied, and the saved states (name -> steps applied when saved)."""
+    applied to the weights, the optimizer's own state (the steps its Adam moments were built over), and
+    the saved states (name -> steps applied when saved, and the optimizer's state then). As on the
+    service, a training client made from a state gets its weights back, and its optimizer state only from
+    ``create_training_client_from_state_with_optimizer``."""
 
     script: dict[str, list[object]] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     applied: int = 0
+    moments: int = 0
     saved: dict[str, int] = field(default_factory=dict)
+    saved_moments: dict[str, int] = field(default_factory=dict)
     release: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -122,11 +127,24 @@ class StandInServiceClient:
         weights_access_token: str | None = None,
         optimizer: Any = None,
     ) -> StandInFuture:
+        return self._from_state("create_training_client_from_state", path, with_optimizer=False)
+
+    def create_training_client_from_state_with_optimizer(
+        self,
+        path: str,
+        base_model: str | None = None,
+        user_metadata: dict[str, str] | None = None,
+        weights_access_token: str | None = None,
+    ) -> StandInFuture:
+        return self._from_state("create_training_client_from_state_with_optimizer", path, with_optimizer=True)
+
+    def _from_state(self, method: str, path: str, *, with_optimizer: bool) -> StandInFuture:
         name = path.rsplit("/", 1)[-1]
         assert name in self.service.saved, f"no state saved at {path}"
         self.service.applied = self.service.saved[name]
+        self.service.moments = self.service.saved_moments[name] if with_optimizer else 0
         client = StandInTrainingClient(self.service)
-        return self.service.future("create_training_client_from_state", {"path": path}, client)
+        return self.service.future(method, {"path": path}, client)
 
 
 class StandInTrainingClient:
@@ -160,6 +178,7 @@ class StandInTrainingClient:
             future.outcome = self.failed_backward
         if future.outcome is None:
             self.service.applied += 1
+            self.service.moments += 1
             future.reply = types.OptimStepResponse(metrics={})
         return future
 
@@ -173,6 +192,7 @@ class StandInTrainingClient:
         future = self.service.future("save_state", {"name": name}, None)
         if future.outcome is None:
             self.service.saved[name] = self.service.applied
+            self.service.saved_moments[name] = self.service.moments
             future.reply = types.SaveWeightsResponse(path=f"tinker://run-1/weights/{name}")
         return future
 

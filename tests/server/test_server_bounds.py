@@ -25,6 +25,7 @@ REQUIRED: dict[str, dict[str, Any]] = {
     "specialize": {"parent": "red", "focus": "noting red", "budget_usd": 1},
     "optimize": {"name": "red", "budget_usd": 1},
     "train": {"name": "red", "budget_usd": 1},
+    "plan_training": {"name": "red"},
 }
 """A call each tool takes, to which one oversized argument is added."""
 

@@ -60,6 +60,18 @@ class TrainOptions(Options):
         description="Modules the adapter wraps (local; default: q_proj,k_proj,v_proj,o_proj).",
     )
     any_model: bool = Field(False, description="Learn from other models' runs too (distillation).")
+    from_model: str | None = Field(
+        None,
+        min_length=1,
+        max_length=1_000,
+        description="Learn only from this model's runs (a teacher's, say), whatever harness ran them.",
+    )
+    from_suite: str | None = Field(
+        None, min_length=1, max_length=100, description="Learn only from the runs of this suite (its id)."
+    )
+    all_sources: bool = Field(
+        False, description="With any_model, learn from runs of several models or harnesses at once."
+    )
     force: bool = Field(False, description="Train on a plan too short to learn (under 30 steps).")
     resume: str | None = Field(None, description="Continue the stopped training with this record id.")
     min_z: float = Field(

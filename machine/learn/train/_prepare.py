@@ -29,7 +29,7 @@ from ._examples import example_of
 from ._options import TrainOptions
 from ._record import Chosen
 from ._schedule import applied, refuse_short, schedule
-from ._select import Funnel, Selection
+from ._select import Funnel, Selection, sources
 
 MakeTrainer = Callable[[str | None, str, Path], Trainer]
 """Makes the trainer named (None: the one for the base model) for a base model in a workspace (its root)."""
@@ -137,23 +137,48 @@ def _examples(
         min_score=o.min_score,
         best=o.best_of,
         held_out=at.held,
-        own_model=None if o.any_model else at.own_model,
+        own_model=None if o.any_model or o.from_model else at.own_model,
+        from_model=o.from_model,
+        since=o.from_suite,
     )
     funnel = Funnel()
     runs = list(selection.from_store(ws.store, spec.name, funnel))
     examples = [e for e in (example_of(run, spec, redactor=redactor) for run in runs) if e is not None]
     if not examples:
         raise funnel.empty_error(spec.name)
+    found = sources(runs)
+    _one_source(spec.name, found, o)
     chose = Chosen(
         samples=o.samples,
         min_score=o.min_score,
         best_of=o.best_of,
         any_model=o.any_model,
         own_model=selection.own_model,
+        from_model=o.from_model,
+        from_suite=o.from_suite,
+        sources=found,
         held_out=sorted(c.id for c in at.held),
         run_ids=[e.run_id for e in examples],
     )
     return runs, examples, chose, redactor.count
+
+
+def _one_source(name: str, found: dict[str, int], o: TrainOptions) -> None:
+    """With ``any_model`` and nothing naming the source, runs of several models or harnesses are refused,
+    naming each: throwaway runs of another experiment must not make up what the model learns."""
+    if len(found) < 2 or not o.any_model or o.from_model or o.from_suite or o.all_sources:
+        return
+    listed = ", ".join(f"{count} of {source}" for source, count in found.items())
+    biggest = next(iter(found)).rsplit(" on ", 1)[0]
+    raise BadInputError(
+        f"the runs selected to train {name!r} come from {len(found)} sources ({listed}): name the one to "
+        "learn from",
+        fixes=[
+            Fix("from_model", biggest, "to learn from that model's runs alone"),
+            Fix("from_suite", "ID", "to learn from one suite's runs"),
+            Fix("all_sources", None, "to learn from all of them"),
+        ],
+    )
 
 
 def _at_their_effort(settings: TrainSettings, examples: list[TrainExample]) -> TrainSettings:

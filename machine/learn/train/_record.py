@@ -67,6 +67,10 @@ class Chosen(Model):
     best_of: int | None
     any_model: bool
     own_model: str | None
+    from_model: str | None = None
+    from_suite: str | None = None
+    sources: dict[str, int] = Field(default_factory=dict)
+    """The runs kept by where they came from: ``{"teacher on scripted": 16}``."""
     held_out: list[str] = Field(default_factory=list)
     """The held-out case ids kept out (their inputs were kept out too)."""
     run_ids: list[str] = Field(default_factory=list)

@@ -7,6 +7,7 @@ kept, so an empty selection says which filter emptied it."""
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -84,6 +85,8 @@ class Selection:
     held_out: Sequence[Case] = ()
     tags: TagFilter = "all"
     own_model: str | None = None
+    from_model: str | None = None
+    """Only runs of this model (a teacher's too: whatever harness made them)."""
 
     def _filters(self) -> list[tuple[str, str, tuple[Fix, ...]]]:
         """Each filter: what it keeps, how to widen it in words, and the arguments that do it."""
@@ -109,6 +112,14 @@ class Selection:
             found.append(("runs of the cases given", "check the case ids of the cases given", ()))
         if self.held_out:
             found.append(("runs of cases not held out", "run cases that are not in holdout.json", ()))
+        if self.from_model:
+            found.append(
+                (
+                    f"runs of model {self.from_model}",
+                    "name a model whose runs are stored (machine runs NAME lists them)",
+                    (Fix("from_model", "MODEL", "to learn from another model's runs"),),
+                )
+            )
         if self.own_model:
             found.append(
                 (
@@ -174,6 +185,8 @@ class Selection:
             if self.held_out:  # by id, then (only for a run every filter before kept) by input
                 unseen = all(checks) and run.case_id not in held_ids and held_inputs.match(run.input) is None
                 checks.append(unseen)
+            if self.from_model:
+                checks.append(run.model == self.from_model)
             if self.own_model:
                 checks.append(run.model == self.own_model and run.harness not in REPLAYED)
             step = 2
@@ -196,6 +209,12 @@ class Selection:
         if mark is not None:
             return mark == "good"
         return score is not None and score >= self.min_score
+
+
+def sources(runs: Iterable[Run]) -> dict[str, int]:
+    """The runs by where they came from (``teacher on scripted``), most first."""
+    counted = Counter(f"{run.model} on {run.harness}" for run in runs)
+    return dict(counted.most_common())
 
 
 def _best_of(runs: Iterable[Run], k: int) -> list[Run]:

@@ -90,7 +90,8 @@ async def train(
         library_version=library_version(), revision=git_revision(ws.root),
     )  # fmt: skip
     folder, record, done = _open_record(ws, root, earlier, fresh, got.examples, at.held_path)
-    say(f"training record {folder.id}: {_went_in(len(got.examples), len(got.runs), got.redacted)}")
+    went_in = _went_in(len(got.examples), len(got.runs), got.redacted, got.chose.sources)
+    say(f"training record {folder.id}: {went_in}")
     gate = await _gate(ws, at, o, folder, record, on_run, say)
     prepared, settings = got.prepared, got.settings
     record.renderer, record.status = prepared.renderer, "training"
@@ -166,10 +167,12 @@ async def _gather(
     return sampled
 
 
-def _went_in(examples: int, runs: int, redacted: int) -> str:
-    """What the record holds, in words: a count of redacted secrets only when there were some."""
-    hidden = f" ({redacted} secrets redacted)" if redacted else ""
-    return f"{examples} examples from {runs} runs{hidden}"
+def _went_in(examples: int, runs: int, redacted: int, found: dict[str, int]) -> str:
+    """What the record holds, in words: where the runs came from, and a count of redacted secrets only
+    when there were some."""
+    hidden = f"; {redacted} secrets redacted" if redacted else ""
+    came = ", ".join(f"{count} of {source}" for source, count in found.items())
+    return f"{examples} examples from {runs} runs ({came}{hidden})"
 
 
 def _earlier(root: Path, resume: str | None, name: str) -> RecordFolder | None:

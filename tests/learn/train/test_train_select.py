@@ -90,11 +90,29 @@ async def test_only_the_live_models_own_runs_unless_any_model(tmp_path: Path) ->
     await train(ws, "caps", trials=1, options=SETTINGS, trainer=own)
     assert [(r.model, r.case_id) for r in runs_of(ws, learned(own))] == [(BASE, "bob")]
     distilled = Counting("good")
-    candidate = await train(ws, "caps", trials=1, any_model=True, options=SETTINGS, trainer=distilled)
-    assert Counter(r.model for r in runs_of(ws, learned(distilled))) == {"teacher": 3, BASE: 1}
+    # other models' runs too, from two sources: refused, naming each, until one is named or all are taken
+    with pytest.raises(BadInputError) as mixed:
+        await train(ws, "caps", trials=1, any_model=True, options=SETTINGS, trainer=distilled)
+    assert (
+        "come from 2 sources (3 of teacher on tutored, 1 of " + BASE + " on tutored)" in mixed.value.message
+    )
+    fixes = [(f.argument, f.value) for f in mixed.value.fixes]
+    assert fixes == [("from_model", "teacher"), ("from_suite", "ID"), ("all_sources", None)]
+    assert distilled.prepared == []
+    taught = await train(ws, "caps", trials=1, from_model="teacher", options=SETTINGS, trainer=distilled)
+    assert Counter(r.model for r in runs_of(ws, learned(distilled))) == {"teacher": 3}
+    assert taught.report.training is not None
+    chose = record_of(ws, taught.report.training.record).selection
+    assert (chose.from_model, chose.sources) == ("teacher", {"teacher on tutored": 3})
+    everything = Counting("good")
+    candidate = await train(
+        ws, "caps", trials=1, any_model=True, all_sources=True, options=SETTINGS, trainer=everything
+    )
+    assert Counter(r.model for r in runs_of(ws, learned(everything))) == {"teacher": 3, BASE: 1}
     assert candidate.report.training is not None
     record = record_of(ws, candidate.report.training.record)
     assert (record.selection.any_model, record.selection.own_model) == (True, None)
+    assert record.selection.sources == {"teacher on tutored": 3, f"{BASE} on tutored": 1}
 
 
 async def test_a_replayed_run_is_never_the_models_own(tmp_path: Path) -> None:
@@ -171,3 +189,21 @@ async def test_runs_are_judged_by_the_current_rubric(tmp_path: Path) -> None:
     cards = [r.scorecard for r in ws.store.iter_runs("caps")]
     assert all(card is not None and card.rubric_fingerprint == fingerprint for card in cards)
     assert trainer.prepared == []
+
+
+async def test_from_suite_learns_from_that_suites_runs_alone(tmp_path: Path) -> None:
+    make_caps(tmp_path)
+    ws = open_workspace(tmp_path, harness=Tutored())
+    spec = ws.load("caps")
+    cases = [Case.model_validate(c) for c in TRAIN_CASES]
+    for trial, suite in enumerate(("old", "chosen")):
+        for case in cases:
+            run = await ws.run(spec, case.input, case=case, trial=trial, model="teacher", grade=True)
+            ws.store.put(run.model_copy(update={"suite_id": suite}))
+    trainer = Counting("good")
+    await train(ws, "caps", trials=1, from_suite="chosen", any_model=True, options=SETTINGS, trainer=trainer)
+    assert {r.suite_id for r in runs_of(ws, learned(trainer))} == {"chosen"}
+    with pytest.raises(BadInputError, match="no run of machine 'caps' is left once only runs since nope"):
+        await train(
+            ws, "caps", trials=1, from_suite="nope", any_model=True, options=SETTINGS, trainer=trainer
+        )
