@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import copy
 import json
-import random
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from machine.errors import BadInputError
+from machine.runs import epoch_order
 
 from ._local_models import LocalModel
 from ._local_train_data import IGNORE, TrainSequence
@@ -61,8 +61,7 @@ def plan(count: int, batch_size: int, epochs: int, seed: int) -> list[Batch]:
     size = max(batch_size, 1)
     steps: list[Batch] = []
     for epoch in range(1, epochs + 1):
-        order = list(range(count))
-        random.Random(f"{seed}:{epoch}").shuffle(order)
+        order = epoch_order(count, seed, epoch)
         for start in range(0, count, size):
             steps.append(Batch(len(steps) + 1, epoch, order[start : start + size]))
     return steps

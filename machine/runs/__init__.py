@@ -75,6 +75,7 @@ if TYPE_CHECKING:
         TrainExample,
         TrainingPlan,
         TrainSettings,
+        epoch_order,
         refuse_untaken,
     )
 
@@ -160,6 +161,7 @@ _HOMES = {
     "TrainExample": "._trainer",
     "TrainSettings": "._trainer",
     "TrainingPlan": "._trainer",
+    "epoch_order": "._trainer",
     "refuse_untaken": "._trainer",
 }
 """The module each public name is defined in."""
@@ -221,6 +223,7 @@ __all__ = [
     "call_tool",
     "check_name",
     "confined",
+    "epoch_order",
     "final_files",
     "git_revision",
     "hub_access",

@@ -6,6 +6,7 @@ per-step metrics come out. It sits beside the Harness protocol: trainers are ada
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -175,6 +176,15 @@ class Checkpoint(Model):
     step: int
     state: str | None = None
     """Where the trainer's state (weights and optimizer) was saved, to resume from."""
+
+
+def epoch_order(count: int, seed: int, epoch: int) -> list[int]:
+    """The order epoch ``epoch`` walks ``count`` sequences in: a shuffle drawn from the training's seed
+    and the epoch, so every trainer shuffles alike, and a resumed training has the batches it would have
+    had."""
+    order = list(range(count))
+    random.Random(f"{seed}:{epoch}").shuffle(order)
+    return order
 
 
 ADAPTER_SHAPE = {

@@ -30,7 +30,7 @@ from helpers.weather_runs import weather_machine, weather_run
 from machine.clients.tinker import TinkerTrainer
 from machine.errors import BadInputError, BudgetExceeded, TrainingError, UnknownPriceError
 from machine.learn.train import example_of
-from machine.runs import Budget, Checkpoint, Prepared, StepMetrics, TrainSettings, price_of
+from machine.runs import Budget, Checkpoint, Prepared, StepMetrics, TrainSettings, epoch_order, price_of
 
 pytestmark = pytest.mark.anyio
 
@@ -125,7 +125,11 @@ async def test_the_calls_in_order(service: StandInService, prepared: Prepared, t
     assert [(s.step, s.epoch) for s in steps] == [(1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 2)]
     assert [s.loss for s in steps] == pytest.approx([2.0 * 0.5**n for n in range(6)])
     sent = [c.args["tokens"] for c in service.calls if c.method == "forward_backward"]
-    assert [s.tokens for s in steps] == sent == [d.model_input.length for d in prepared.data] * 2
+    # each epoch walks every sequence once, in the order the seed draws for it (the local trainer's too)
+    lengths = [d.model_input.length for d in prepared.data]
+    in_order = [lengths[i] for epoch in (1, 2) for i in epoch_order(len(lengths), 0, epoch)]
+    assert [s.tokens for s in steps] == sent == in_order
+    assert sorted(sent[:3]) == sorted(sent[3:]) == sorted(lengths)
     assert sum(s.cost_usd for s in steps) == pytest.approx(sum(sent) * PRICE)
     assert budget.spent_by_kind["training"] == pytest.approx(sum(sent) * PRICE)
     assert all(s.learning_rate == 2e-4 and s.sequences == 1 and s.seconds >= 0 for s in steps)
@@ -165,7 +169,7 @@ async def test_a_persistent_server_error_stops_with_the_step_named(
     assert [s.step for s in steps] == [1]  # the failed step reported nothing
     assert service.methods().count("forward_backward") == 4
     assert "save_weights_for_sampler" not in service.methods() and "save_state" not in service.methods()
-    first = prepared.data[0].model_input.length
+    first = prepared.data[epoch_order(len(prepared.data), 0, 1)[0]].model_input.length
     assert budget.spent_by_kind["training"] == pytest.approx(first * PRICE)  # nothing for the failed one
     assert budget.reserved == 0.0
 

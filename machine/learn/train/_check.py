@@ -127,7 +127,7 @@ async def _smoke(
     data = list(prepared.data or [])
     batch = max(1, min(settings.batch_size, len(data) // 2 or 1))
     two = (data * 2)[: 2 * batch]  # one sequence is used twice: still two steps
-    one_step = settings.model_copy(update={"epochs": 1, "batch_size": batch})
+    one_epoch = settings.model_copy(update={"epochs": 1, "batch_size": batch})
     steps: list[StepMetrics] = []
 
     def seen(metrics: StepMetrics) -> None:
@@ -139,10 +139,10 @@ async def _smoke(
     folder = Path(tempfile.mkdtemp(prefix=SMOKE_DIR + "-", dir=ws.data_dir))
     try:
         first = await trainer.train(
-            _part(prepared, two[:batch]), one_step, folder=folder, budget=ws.budget, on_step=seen
+            _part(prepared, two[:batch]), one_epoch, folder=folder, budget=ws.budget, on_step=seen
         )
         last = await trainer.train(
-            _part(prepared, two), one_step, folder=folder, budget=ws.budget, on_step=seen, resume=first
+            _part(prepared, two), one_epoch, folder=folder, budget=ws.budget, on_step=seen, resume=first
         )
         if len(steps) != 2:
             raise MachineError(f"the smoke run trained {len(steps)} steps, not 2: the trainer did not resume")
