@@ -33,7 +33,7 @@ async def fix_gate(
     spec = ws.load(name)
     live = require_live(open_book(ws.machines_dir / name, spec), spec, "have a gate fixed")
     sides = {live.label: tally_for(live, ws.harness)}
-    jobs = plan_runs(ws, name, cases, sides, trials, pass_score)
+    jobs = plan_runs(ws, name, cases, sides, trials, pass_score, live=live.label)
     spent = ws.budget.spent
     stopped = await run_jobs(ws, spec, sides, jobs, concurrency, pass_score, on_run)
     if stopped:

@@ -69,10 +69,17 @@ def holdout_of(
 
 
 def _reusable(
-    ws: Workspace, name: str, chosen: list[Case], sides: dict[str, SideTally], trials: int, fingerprint: str
+    ws: Workspace,
+    name: str,
+    chosen: list[Case],
+    sides: dict[str, SideTally],
+    trials: int,
+    fingerprint: str,
+    live: str | None = None,
 ) -> tuple[dict[tuple[str, str], list[Run]], dict[tuple[str, str], list[Run]]]:
     """Stored runs of either version on these cases, made the same way (harness, model, effort, input):
-    graded under the current rubric (reused as they are) or not (graded again), at most ``trials`` a case."""
+    graded under the current rubric (reused as they are) or not (graded again), at most ``trials`` a case;
+    a run that records no version (stored before versions.json) as side ``live``'s, labelled so."""
     by_id = {c.id: c for c in chosen}
     instructions = ws.load(name).instructions
     effort = None if ws.effort is None else ws.effort.value
@@ -80,6 +87,8 @@ def _reusable(
     graded: dict[tuple[str, str], list[Run]] = {}
     stale: dict[tuple[str, str], list[Run]] = {}
     for run in ws.store.iter_runs(name):
+        if run.version is None and live is not None:
+            run = run.model_copy(update={"version": live})
         side = sides.get(run.version or "")
         case = by_id.get(run.case_id or "")
         if (
@@ -147,7 +156,7 @@ async def propose(
         ws.budget.price_as.setdefault(model, base_model)
     candidate = _record_candidate(ws.machines_dir / name, book, live, model, base_model, note)
     sides = {live.label: tally_for(live, ws.harness), candidate.label: tally_for(candidate, ws.harness)}
-    jobs = plan_runs(ws, name, chosen, sides, trials, pass_score)
+    jobs = plan_runs(ws, name, chosen, sides, trials, pass_score, live=live.label)
     spent_before = ws.budget.spent
     stopped = await run_jobs(ws, spec, sides, jobs, concurrency, pass_score, on_run)
     report = measured(spec, live, candidate, sides, chosen, cases_file, trials, min_z, stopped)
@@ -270,11 +279,16 @@ def plan_runs(
     trials: int,
     pass_score: float,
     on_reused: Callable[[Run], None] | None = None,
+    *,
+    live: str | None = None,
 ) -> list[Job]:
     """The runs still to make (or stale ones to grade again), interleaved by trial, case and side;
     stored graded runs of a side (a version's label) are counted into ``sides`` at once (and handed to
-    ``on_reused``). A side whose label no stored run records (a proposal) gets every run new."""
-    graded, stale = _reusable(ws, name, chosen, sides, trials, ws.load(name).rubric.fingerprint)
+    ``on_reused``). A side whose label no stored run records (a proposal) gets every run new. A run stored
+    before the machine had versions records none: it counts as side ``live``'s (the live version's label)
+    when it was made the same way, as every reused run must be."""
+    fingerprint = ws.load(name).rubric.fingerprint
+    graded, stale = _reusable(ws, name, chosen, sides, trials, fingerprint, live)
     jobs: list[Job] = []
     for trial in range(trials):
         for case in chosen:

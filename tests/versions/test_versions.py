@@ -152,6 +152,20 @@ async def test_stored_runs_of_the_live_version_are_reused(ws: Workspace, harness
     assert again.label == candidate.label and again.report.after.reused == 21
 
 
+async def test_runs_stored_before_versions_existed_count_as_the_live_versions(
+    ws: Workspace, harness: ByModel
+) -> None:
+    spec = ws.load("caps")
+    assert version_label(spec) is None  # no versions.json yet
+    for case in ws.cases("caps", "holdout.json"):
+        run = await ws.run(spec, case.input, case=case, trial=0, grade=True)
+        assert run.version is None
+    harness.calls.clear()
+    candidate = await propose(ws, "caps", model="good", trials=1)  # records v1 from the files: the same
+    assert harness.calls == {"good": 7}  # the live side's 7 runs were the ones stored before v1
+    assert (candidate.report.before.reused, candidate.report.before.new) == (7, 0)
+
+
 async def test_runs_graded_under_an_older_rubric_are_graded_again(ws: Workspace, harness: ByModel) -> None:
     versions(ws, "caps")
     await propose(ws, "caps", model="good", trials=1)

@@ -74,7 +74,9 @@ class Measure:
             if key == "cases":
                 by_label[run.version or ""].graded.setdefault(run.case_id or "", []).append(run)
 
-        jobs = plan_runs(self.ws, self.name, cases, sides, self.trials, self.pass_score, reused)
+        jobs = plan_runs(
+            self.ws, self.name, cases, sides, self.trials, self.pass_score, reused, live=self.live
+        )
         self.calls.reused += sum(side.figures.reused for side in sides.values())
         writer = BatchWriter(self.ws.store)
 
