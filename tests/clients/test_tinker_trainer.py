@@ -320,3 +320,33 @@ async def test_without_a_key_the_real_sdk_refuses_at_the_start(
             prepared, settings(), folder=tmp_path / "t", budget=Budget(), on_step=steps.append
         )
     assert caught.value.step == 0 and steps == []
+
+
+def test_the_loss_is_the_cookbooks_mean_per_target_token(prepared: Prepared) -> None:
+    """The step's loss is tinker-cookbook's ``compute_mean_nll`` (its supervised recipe's train_mean_nll):
+    each target token weighs the same across the batch, so a long example counts more than a short one.
+    Checked on log-probabilities that differ by sequence and by token."""
+    from tinker import types
+    from tinker_cookbook.supervised.common import compute_mean_nll
+
+    from machine.clients.tinker import Batch, loss_of
+
+    data = list(prepared.data or [])[:3]
+    logprobs = [
+        types.TensorData(data=[-(0.1 + i + t / 100) for t in range(d.model_input.length)], dtype="float32")
+        for i, d in enumerate(data)
+    ]
+    output = types.ForwardBackwardOutput(
+        loss_fn_output_type="ArrayRecord", loss_fn_outputs=[{"logprobs": lp} for lp in logprobs], metrics={}
+    )
+    ours = loss_of(output, Batch(1, 1, data))
+    theirs = compute_mean_nll(logprobs, [d.loss_fn_inputs["weights"] for d in data])
+    assert ours == pytest.approx(theirs)
+    per_example = (
+        sum(
+            compute_mean_nll([lp], [d.loss_fn_inputs["weights"]])
+            for lp, d in zip(logprobs, data, strict=True)
+        )
+        / 3
+    )
+    assert ours != pytest.approx(per_example)  # not a mean of per-example means
