@@ -331,6 +331,7 @@ SUBPACKAGES = {
         "revert",
         "sparkline",
         "texts_of",
+        "thinned",
         "update",
         "versions",
         "write_candidate",

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ._gate import SideTally, empty_tally, gate, measured
     from ._lifecycle import VersionList, commit, current, live_history, revert, texts_of, update, versions
     from ._propose import Candidate, Job, check_fixed, plan_runs, propose
-    from ._report import format_report, sparkline
+    from ._report import format_report, sparkline, thinned
     from ._written import write_candidate
 
 _HOMES = {
@@ -39,6 +39,7 @@ _HOMES = {
     "propose": "._propose",
     "format_report": "._report",
     "sparkline": "._report",
+    "thinned": "._report",
     "write_candidate": "._written",
 }
 """The module each public name is defined in."""
@@ -62,6 +63,7 @@ __all__ = [
     "revert",
     "sparkline",
     "texts_of",
+    "thinned",
     "update",
     "versions",
     "write_candidate",

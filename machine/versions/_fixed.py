@@ -9,11 +9,11 @@ from pathlib import Path
 
 from machine.errors import BudgetExceeded
 from machine.runs import Run
-from machine.spec import Case, FixedGate, open_book, require_live
+from machine.spec import Case, FixedGate, open_book, require_live, sha256_of
 from machine.workspace import Workspace
 
 from ._gate import tally_for
-from ._propose import plan_runs, run_jobs, sha256_of
+from ._propose import plan_runs, run_jobs
 
 
 async def fix_gate(
@@ -44,7 +44,7 @@ async def fix_gate(
     means = [sum(scores) / len(scores) for scores in tally.scores.values() if scores]
     return FixedGate(
         file=_relative(path, ws.root),
-        sha256=sha256_of(path),
+        sha256=sha256_of(path) or "",  # the cases were just read from it
         cases=len(cases),
         trials=trials,
         min_z=min_z,

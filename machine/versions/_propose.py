@@ -4,7 +4,6 @@ in versions.json. The machine's files are not changed until the candidate is com
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from machine.spec import (
     model_json,
     open_book,
     require_live,
+    sha256_of,
     sha256_text,
     write_book,
 )
@@ -172,7 +172,7 @@ async def propose(
 def check_fixed(ws: Workspace, gate: FixedGate, what: str, *, fixes: Sequence[Fix] = ()) -> Path:
     """The held-out file of ``gate``, refused (naming both hashes) when it changed since it was fixed."""
     path = ws.root / gate.file
-    now = sha256_of(path) if path.is_file() else "none (the file is gone)"
+    now = sha256_of(path) or "none (the file cannot be read)"
     if now != gate.sha256:
         raise BadInputError(
             f"{gate.file} changed since the gate was fixed for {what} (sha256 {gate.sha256} then, {now} "
@@ -181,10 +181,6 @@ def check_fixed(ws: Workspace, gate: FixedGate, what: str, *, fixes: Sequence[Fi
             fixes=list(fixes),
         )
     return path
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _checked(model: str, trials: int, concurrency: int, min_z: float) -> str:

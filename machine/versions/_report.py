@@ -68,18 +68,21 @@ CHART_WIDTH = 60
 """The most points a loss chart shows: longer trainings are drawn as the means of equal runs of steps."""
 
 
+def thinned(values: list[float], most: int) -> list[float]:
+    """``values`` as they are when there are at most ``most``, else the means of ``most`` equal runs."""
+    if len(values) <= most:
+        return values
+    size = len(values) / most
+    parts = [values[round(i * size) : round((i + 1) * size)] for i in range(most)]
+    return [sum(part) / len(part) for part in parts if part]
+
+
 def sparkline(values: list[float], width: int = CHART_WIDTH) -> str:
     """``values`` as a row of block characters, lowest to highest (the means of equal runs of them when
     there are more than ``width``)."""
     if not values:
         return ""
-    if len(values) > width:
-        size = len(values) / width
-        values = [
-            sum(part) / len(part)
-            for i in range(width)
-            if (part := values[round(i * size) : round((i + 1) * size)])
-        ]
+    values = thinned(values, width)
     low, high = min(values), max(values)
     span = high - low or 1.0
     return "".join(SPARKS[min(int((v - low) / span * len(SPARKS)), len(SPARKS) - 1)] for v in values)

@@ -37,7 +37,7 @@ from machine.spec import (
     require_live,
     write_book,
 )
-from machine.versions import Candidate, check_fixed, fix_gate, propose
+from machine.versions import Candidate, check_fixed, fix_gate, propose, thinned
 from machine.workspace import Workspace
 
 from ._options import TrainOptions
@@ -304,17 +304,8 @@ def _summary(
         redacted=record.redacted,
         plan=record.plan,
         epoch_losses=epoch_means(steps),
-        losses=_kept(losses),
+        losses=thinned(losses, MAX_LOSSES),
     )
-
-
-def _kept(losses: list[float]) -> list[float]:
-    """At most ``MAX_LOSSES`` of them: the means of equal runs of steps beyond."""
-    if len(losses) <= MAX_LOSSES:
-        return losses
-    size = len(losses) / MAX_LOSSES
-    parts = [losses[round(i * size) : round((i + 1) * size)] for i in range(MAX_LOSSES)]
-    return [sum(p) / len(p) for p in parts if p]
 
 
 def _with_training(
