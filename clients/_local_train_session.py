@@ -84,7 +84,9 @@ def micro_batches(sequences: list[TrainSequence], max_tokens: int) -> list[list[
 class Session:
     """A peft model training on one device, with its optimizer; ``done`` steps are behind it."""
 
-    def __init__(self, loaded: LocalModel, lora: Lora, learning_rate: float, seed: int) -> None:
+    def __init__(
+        self, loaded: LocalModel, lora: Lora, learning_rate: float, seed: int, *, kl: float = 0.0
+    ) -> None:
         import torch
         from peft import get_peft_model
 
@@ -94,6 +96,7 @@ class Session:
         self.model.train()
         self.device, self.pad_id = loaded.device, loaded.pad_id
         self.learning_rate = learning_rate
+        self.kl = kl
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(trainable, lr=learning_rate, weight_decay=0.0)
         self.done = 0
@@ -106,8 +109,8 @@ class Session:
         self.optimizer.zero_grad(set_to_none=True)
         total = 0.0
         for group in micro_batches(sequences, max_tokens):
-            loss = self._loss_sum(group)
-            (loss / targets).backward()
+            loss, drift = self._loss_sum(group)
+            ((loss + self.kl * drift) / targets).backward()
             total += float(loss.detach())
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
@@ -115,9 +118,10 @@ class Session:
         self.done += 1
         return total / targets
 
-    def _loss_sum(self, group: list[TrainSequence]) -> Any:
-        """The summed cross-entropy of the group's target tokens: the head runs on those positions only,
-        not on every position of every padded row."""
+    def _loss_sum(self, group: list[TrainSequence]) -> tuple[Any, Any]:
+        """The summed cross-entropy of the group's target tokens (the head runs on those positions only,
+        not on every position of every padded row) and, with a KL weight, the summed divergence there of
+        the trained model's next-token distribution from the base's (the adapter switched off), else 0."""
         import torch
         import torch.nn.functional as F
 
@@ -133,13 +137,22 @@ class Session:
         ids, labels, mask = ids.to(self.device), labels.to(self.device), mask.to(self.device)
         wanted = labels[:, 1:]  # the token at t+1 is predicted at t
         keep = wanted != IGNORE
+        logits = self._logits(ids, mask, keep)
+        loss = F.cross_entropy(logits, wanted[keep], reduction="sum")
+        if not self.kl:
+            return loss, torch.zeros((), device=self.device)
+        with torch.no_grad(), self.model.disable_adapter():
+            base = F.log_softmax(self._logits(ids, mask, keep), dim=-1)
+        trained = F.log_softmax(logits, dim=-1)
+        return loss, F.kl_div(base, trained, log_target=True, reduction="sum")
+
+    def _logits(self, ids: Any, mask: Any, keep: Any) -> Any:
+        """The next-token logits at the ``keep`` positions, in float32."""
         inner = self.model.get_base_model()
         if getattr(inner.config, "final_logit_softcapping", None):  # the head alone would skip the cap
-            logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1][keep]
-        else:
-            hidden = inner.get_decoder()(input_ids=ids, attention_mask=mask).last_hidden_state
-            logits = inner.get_output_embeddings()(hidden[:, :-1][keep])
-        return F.cross_entropy(logits.float(), wanted[keep], reduction="sum")
+            return self.model(input_ids=ids, attention_mask=mask).logits[:, :-1][keep].float()
+        hidden = inner.get_decoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+        return inner.get_output_embeddings()(hidden[:, :-1][keep]).float()
 
     def save_adapter(self, folder: Path, base_model: str) -> Path:
         """The adapter (peft's files), naming ``base_model`` so ``local:FOLDER`` alone finds its base."""

@@ -66,8 +66,8 @@ class LocalTrainer:
     """The workspace root: the checkpoint's paths inside it are recorded relative to it, and relative
     paths (a base, a state to resume from) are read from it. None: the current folder, paths absolute."""
     name: str = field(default="local", init=False)
-    takes: ClassVar[tuple[str, ...]] = ("lora_alpha", "lora_dropout", "target_modules")
-    """The settings beyond the common ones this trainer honours (the adapter's shape)."""
+    takes: ClassVar[tuple[str, ...]] = ("lora_alpha", "lora_dropout", "target_modules", "kl")
+    """The settings beyond the common ones this trainer honours (the adapter's shape, a KL penalty)."""
 
     def lora(self, settings: TrainSettings) -> Lora:
         """The adapter's shape: each part from the settings, else this trainer's, else the default."""
@@ -162,7 +162,7 @@ class LocalTrainer:
 
     def _open(self, settings: TrainSettings, learning_rate: float, state: Path | None) -> Session:
         loaded: LocalModel = load(settings.base_model, self.root)
-        session = Session(loaded, self.lora(settings), learning_rate, settings.seed)
+        session = Session(loaded, self.lora(settings), learning_rate, settings.seed, kl=settings.kl or 0.0)
         if state is not None:
             session.restore(state)
         return session

@@ -13,6 +13,7 @@ the checkpoint a harness samples.
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -283,13 +284,16 @@ class TinkerTrainer:
         self, what: str, submit: Callable[[], list[Any]], *, step: int, saved: Checkpoint | None
     ) -> list[Any]:
         """Submit the calls (back to back) and wait for every reply, in a worker thread under the
-        timeout; failures worth retrying are tried again after a growing pause."""
+        timeout. A failure the service reports is tried again after a growing pause; a call with no
+        reply yet is never sent again (a step would be trained twice, a start would open a second
+        training run): the next try waits on the same request."""
         tries = self.retries + 1
         reasons: list[str] = []
+        flight = _Flight(submit)
         for attempt in range(tries):
             try:
                 with anyio.fail_after(self.timeout_s):
-                    return await anyio.to_thread.run_sync(self._wait, submit, abandon_on_cancel=True)
+                    return await anyio.to_thread.run_sync(flight.wait, self.timeout_s, abandon_on_cancel=True)
             except Exception as error:
                 reason = retry_reason(error, self.timeout_s)
                 if reason is None:
@@ -297,17 +301,50 @@ class TinkerTrainer:
                 reasons.append(reason)
             if attempt + 1 < tries:
                 await anyio.sleep(self.backoff_s * 2**attempt)
+        unanswered = (
+            "; it was sent once and may still land, so resume from the last saved state (its weights "
+            "and optimizer state come from before it)"
+            if flight.futures is not None
+            else ""
+        )
         raise TrainingError(
-            f"{what} failed {attempt_note(reasons)}; Tinker may be busy or down, try again later",
+            f"{what} failed {attempt_note(reasons)}; Tinker may be busy or down, try again later"
+            + unanswered,
             step=step,
             checkpoint=saved,
         )
 
-    def _wait(self, submit: Callable[[], list[Any]]) -> list[Any]:
-        """In a worker thread: submit, then wait for each reply within the timeout."""
-        futures = submit()
-        deadline = time.monotonic() + self.timeout_s
-        return [f.result(timeout=max(deadline - time.monotonic(), 0.0)) for f in futures]
+
+class _Flight:
+    """One call's requests, submitted once and waited on by every try until the service answers them or
+    reports their failure (then the next try submits them again)."""
+
+    def __init__(self, submit: Callable[[], list[Any]]) -> None:
+        self.submit = submit
+        self.futures: list[Any] | None = None
+        self.lock = threading.Lock()
+
+    def wait(self, timeout_s: float) -> list[Any]:
+        """In a worker thread: submit unless a submission is in flight, then wait for each reply within
+        the timeout. A reply that does not come leaves the submission in flight."""
+        with self.lock:
+            if self.futures is None:
+                self.futures = self.submit()
+            futures = self.futures
+        deadline = time.monotonic() + timeout_s
+        try:
+            replies = [f.result(timeout=max(deadline - time.monotonic(), 0.0)) for f in futures]
+        except TimeoutError:
+            raise
+        except BaseException:
+            with self.lock:  # the service answered with a failure: nothing is in flight any more
+                if self.futures is futures:
+                    self.futures = None
+            raise
+        with self.lock:
+            if self.futures is futures:
+                self.futures = None
+        return replies
 
 
 def _rate_is(base_model: str) -> str:

@@ -1,8 +1,8 @@
 """The MCP tools that improve machines: specialize (the author writes a child and its cases), optimize
-(rewrites of the instructions, kept only when measured better) and train (a fine-tuned checkpoint as a
-pending candidate). Each is a thin face over the operation ``machine specialize``/``optimize``/``train``
-call: it checks the call, asks for the person's consent as ``rehearse`` does, runs the operation under the
-server's lock with its per-run progress, settles the spend and returns the operation's own report.
+(rewrites of the instructions, kept only when measured better), and the training tools (``_train_tools``).
+Each is a thin face over the operation ``machine specialize``/``optimize`` call: it checks the call, asks
+for the person's consent as ``rehearse`` does, runs the operation under the server's lock with its
+per-run progress, settles the spend and returns the operation's own report.
 
 No ``from __future__ import annotations`` here: the SDK reads the tools' resolver annotations with
 ``typing.get_type_hints``.
@@ -21,62 +21,21 @@ from machine.learn import (
     OptimizeOptions,
     Specialization,
     SpecializeOptions,
-    TrainingCheck,
-    TrainOptions,
-    check_training,
     optimize,
     specialize,
-    train,
 )
-from machine.ops import make_trainer, plan_learning
-from machine.versions import Candidate
 from machine.workspace import Workspace, folder_cases_file
 
-from ._bounds import CasesFile, Focus, HarnessName, MachineName, ModelId, RecordId, Slug, TrainerName
+from ._asking import askable, asked, planned, spent_of
+from ._bounds import CasesFile, Focus, HarnessName, MachineName, ModelId, Slug
 from ._options import option_arguments, options_of
-from ._results import Approval, NotAsked, OptimizeResult, SpecializeResult, TrainResult
-from ._service import OnRun, can_elicit, tool_error, usd
+from ._results import Approval, NotAsked, OptimizeResult, SpecializeResult
+from ._service import OnRun, tool_error, usd
 from ._tools import USD, service
+from ._train_tools import register_training
 
 SPECIALIZE_ARGUMENTS = ("budget_usd", "slug", "model", "author_model", "harness")
 OPTIMIZE_ARGUMENTS = ("budget_usd", "cases", "holdout", "model", "optimizer_model", "harness")
-TRAIN_ARGUMENTS = ("budget_usd", "trainer", "resume", "harness")
-
-
-def _asked(question: str, plan: str = "") -> Elicit[Approval]:
-    return Elicit(f"{question}{plan} Allow it?", Approval)
-
-
-def _planned(ws: Workspace, operation: str, name: str, **fields: Any) -> str:
-    """The operation's plan as the form shows it, after the question (empty when it cannot be planned:
-    the tool itself then refuses the call)."""
-    try:
-        return f" The plan: {plan_learning(ws, operation, name, **fields).describe()}."
-    except MachineError:
-        return ""
-
-
-def _askable(
-    ctx: Context,
-    name: str,
-    budget_usd: float,
-    model: str | None,
-    harness: str | None,
-    *,
-    own_model: bool = True,
-) -> Workspace | NotAsked:
-    """The call's workspace when the person can be asked and the call is one the tool would take; else
-    why they are not asked (the tool then says what is wrong itself)."""
-    if not can_elicit(ctx):
-        return NotAsked(reason="the client cannot ask the person")
-    try:
-        return service(ctx).spending(name, budget_usd, model, harness, (), own_model=own_model)
-    except ToolError:
-        return NotAsked(reason="bad input: the tool refuses it")
-
-
-def _spent(ws: Workspace) -> dict[str, float]:
-    return {"budget_usd": ws.budget.usd or 0.0, "spent_usd": ws.budget.spent}
 
 
 # -- specialize -------------------------------------------------------------------------------------
@@ -93,7 +52,7 @@ async def ask_specialize(
     harness: str | None,
     ctx: Context,
 ) -> Elicit[Approval] | NotAsked:
-    ws = _askable(ctx, parent, budget_usd, None, harness, own_model=False)
+    ws = askable(ctx, parent, budget_usd, None, harness, own_model=False)
     if isinstance(ws, NotAsked):
         return ws
     if not focus.strip():
@@ -101,11 +60,11 @@ async def ask_specialize(
     child = f"{parent}/{slug}" if slug else f"a child of {parent!r}"
     writes = "its machine files (keeping its cases)" if reuse_cases else f"its files and up to {cases} cases"
     author = author_model or "its own model"
-    return _asked(
+    return asked(
         f"Specialize machine {parent!r} for {focus.strip()!r}: the author machine ({author}) writes "
         f"{child}, {writes}, into the workspace (nothing is committed to git), spending at most "
         f"{usd(ws.budget.usd or 0.0)}.",
-        _planned(
+        planned(
             ws,
             "specialize",
             parent,
@@ -154,7 +113,7 @@ async def specialize_machine(
     report, info = await state.spend(
         ctx, ws, consent, tool="specialize", name=parent, what=what, work=work, accepts=SPECIALIZE_ARGUMENTS
     )
-    return SpecializeResult(**dict(report), **_spent(ws), consent=info)
+    return SpecializeResult(**dict(report), **spent_of(ws), consent=info)
 
 
 # -- optimize ---------------------------------------------------------------------------------------
@@ -172,7 +131,7 @@ async def ask_optimize(
     harness: str | None,
     ctx: Context,
 ) -> Elicit[Approval] | NotAsked:
-    ws = _askable(ctx, name, budget_usd, model, harness)
+    ws = askable(ctx, name, budget_usd, model, harness)
     if isinstance(ws, NotAsked):
         return ws
     try:
@@ -184,12 +143,12 @@ async def ask_optimize(
         if held
         else "with no held-out cases, so a rewrite that memorized the cases cannot be told apart"
     )
-    return _asked(
+    return asked(
         f"Optimize machine {name!r}: ask the optimizer machine for {candidates} rewrites of its "
         f"instructions in each of {rounds} rounds, shown the cases of {shown}; measure each on them "
         f"({trials} trials a case) and {unseen}; and write one measured better to instructions.md as a "
         f"pending candidate (nothing is committed), spending at most {usd(ws.budget.usd or 0.0)}.",
-        _planned(
+        planned(
             ws,
             "optimize",
             name,
@@ -254,83 +213,7 @@ async def optimize_machine(
     result, info = await state.spend(
         ctx, ws, consent, tool="optimize", name=name, what=what, work=work, accepts=OPTIMIZE_ARGUMENTS
     )
-    return OptimizeResult(**dict(result.report), **_spent(ws), consent=info)
-
-
-# -- train ------------------------------------------------------------------------------------------
-
-
-async def ask_train(
-    name: str,
-    budget_usd: USD,
-    samples: int,
-    trials: int,
-    trainer: str | None,
-    resume: str | None,
-    harness: str | None,
-    ctx: Context,
-) -> Elicit[Approval] | NotAsked:
-    ws = _askable(ctx, name, budget_usd, None, harness)
-    if isinstance(ws, NotAsked):
-        return ws
-    sampling = f"sample {samples} new runs of each case, then " if samples else ""
-    who = f"the {trainer} trainer" if trainer else "its trainer"
-    return _asked(
-        f"Train machine {name!r}: {sampling}fine-tune its model on its good runs with {who} and measure "
-        "the checkpoint on holdout.json, proposing it as a pending candidate (the live version is "
-        f"unchanged), spending at most {usd(ws.budget.usd or 0.0)}.",
-        _planned(ws, "train", name, samples=samples, trials=trials, resume=resume),
-    )
-
-
-@option_arguments(TrainOptions, leave=("concurrency", "effort"))
-async def train_machine(
-    name: MachineName,
-    budget_usd: USD,
-    ctx: Context,
-    consent: Annotated[ElicitationResult[Approval], Resolve(ask_train)],
-    trainer: TrainerName | None = None,
-    resume: RecordId | None = None,
-    harness: HarnessName | None = None,
-    **options: Any,
-) -> TrainResult:
-    """Fine-tune the machine's model on its good runs (sampling `samples` more of each case first), then
-    measure the checkpoint against the live version on holdout.json: a pending candidate, which commit
-    makes live only if it passed the gate. Spends at most `budget_usd` (required; capped per call).
-    `trainer` is tinker or local (default: local for a local: model, else tinker); `resume` continues a
-    stopped training by its record id. Needs the person's consent: they are asked, or their configured
-    allowance must cover the budget. Reports progress per finished run; returns the candidate's gate
-    report."""
-    state = service(ctx)
-    ws = state.spending(name, budget_usd, None, harness, TRAIN_ARGUMENTS)
-    chosen = options_of(TrainOptions, TRAIN_ARGUMENTS, resume=resume, **options)
-
-    def work(on_run: OnRun) -> Awaitable[Candidate]:
-        return train(ws, name, chosen, trainer=trainer, make_trainer=make_trainer, on_run=on_run)
-
-    what = f"train {name!r} (at most {usd(ws.budget.usd or 0.0)})"
-    candidate, info = await state.spend(
-        ctx, ws, consent, tool="train", name=name, what=what, work=work, accepts=TRAIN_ARGUMENTS
-    )
-    return TrainResult(**dict(candidate.report), model=candidate.version.model, **_spent(ws), consent=info)
-
-
-@option_arguments(TrainOptions, leave=("samples", "trials", "concurrency", "min_z", "pass_score", "resume"))
-async def plan_training(
-    name: MachineName, ctx: Context, trainer: TrainerName | None = None, **options: Any
-) -> TrainingCheck:
-    """Plan a training of the machine as `train` would, without training (a dry run): render every
-    example the stored runs give, check it, count sequences, tokens and targets, price it and work out
-    the plan (batch size, epochs, steps, learning rate, time), with why `train` would refuse it if it
-    would. Samples, grades, spends and writes nothing."""
-    state = service(ctx)
-    state.known(name)
-    chosen = options_of(TrainOptions, ("trainer",), **options)
-    try:
-        async with state.lock:
-            return await check_training(state.ws, name, chosen, trainer=trainer, make_trainer=make_trainer)
-    except MachineError as error:
-        raise tool_error(error, accepts=("trainer",)) from error
+    return OptimizeResult(**dict(result.report), **spent_of(ws), consent=info)
 
 
 def register_learning(server: MCPServer) -> None:
@@ -350,18 +233,4 @@ def register_learning(server: MCPServer) -> None:
             title="Optimize a machine's instructions (spends)", destructive_hint=True, **learning
         ),
     )(optimize_machine)
-    server.tool(
-        name="plan_training",
-        annotations=ToolAnnotations(
-            title="Plan a training without training (a dry run)",
-            read_only_hint=True,
-            destructive_hint=False,
-            open_world_hint=False,
-        ),
-    )(plan_training)
-    server.tool(
-        name="train",
-        annotations=ToolAnnotations(
-            title="Train a machine's model (spends)", destructive_hint=False, **learning
-        ),
-    )(train_machine)
+    register_training(server, learning)

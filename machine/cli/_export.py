@@ -45,6 +45,7 @@ def export_command(
     examples = f"{report.rows} example{'' if report.rows == 1 else 's'}"
     runs = f"{report.runs} run{'' if report.runs == 1 else 's'}"
     click.echo(f"wrote {examples} from {runs} to {report.out} (readable only by you)")
+    click.echo("from: " + ", ".join(f"{n} of {source}" for source, n in report.sources.items()))
     if report.held_out:
         held = f"{report.held_out} held-out case{'' if report.held_out == 1 else 's'}"
         click.echo(f"left out the runs of {held}, which the gate measures (--include-holdout exports them)")

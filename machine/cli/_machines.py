@@ -74,7 +74,8 @@ def show(ctx: click.Context, /, name: str, with_instructions: bool, as_json: boo
     click.echo("  criteria:")
     for c in info.criteria:
         inherited = f"  (from {c.origin})" if c.origin != name else ""
-        click.echo(f"    {c.name}  ×{c.weight:g}  {c.grader}{inherited}")
+        required = "  required" if c.required else ""
+        click.echo(f"    {c.name}  ×{c.weight:g}  {c.grader}{required}{inherited}")
         click.secho(f"      {c.description}", dim=True)
     click.echo("  tools:" + ("" if info.tools else " none"))
     for t in info.tools:

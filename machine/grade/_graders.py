@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from ._rubric import Criterion
 
-CheckResult = bool | float | int | tuple[bool | float | int, str]
+CheckResult = bool | float | int | tuple[bool | float | int | None, str]
 CheckFn = Callable[..., CheckResult | Awaitable[CheckResult]]
 
 
@@ -93,15 +93,18 @@ class CheckGrader:
                 criterion, definition, self, f"check {self.name!r} raised {type(error).__name__}: {error}"
             )
         reason = ""
+        value: object = result
         if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
-            result, reason = result
-        score = _as_score(result)
+            value, reason = result
+            if value is None:  # the check says why it cannot grade this run
+                return unscored(criterion, definition, self, reason or f"check {self.name!r} cannot grade it")
+        score = _as_score(value)
         if score is None:
             return unscored(
                 criterion,
                 definition,
                 self,
-                f"check {self.name!r} returned {result!r}: a check must return a bool or a number in [0, 1]",
+                f"check {self.name!r} returned {value!r}: a check must return a bool or a number in [0, 1]",
             )
         return CriterionScore(
             criterion=criterion,
@@ -122,7 +125,8 @@ def _as_score(value: Any) -> float | None:
 
 def check(name: str, fn: CheckFn) -> CheckGrader:
     """A deterministic grader. ``fn(run)`` or ``fn(run, case)`` returns a bool, a score in [0, 1],
-    or ``(score, reason)``; an exception makes the criterion UNSCORED with the error as reason."""
+    or ``(score, reason)``; ``(None, reason)`` or an exception makes the criterion UNSCORED with that
+    reason."""
     if not isinstance(name, str) or not name:
         raise DefinitionError("check(name, fn) needs a non-empty name")
     if not callable(fn):

@@ -22,6 +22,9 @@ class Criterion:
 
     description: str
     weight: float = 1.0
+    required: bool = False
+    """Whether the promotion gate holds a candidate to it: one worse on a required criterion is refused
+    whatever its mean gained. With no criterion marked, the gate holds every criterion."""
 
 
 class Rubric(Mapping[str, Criterion]):
@@ -52,6 +55,12 @@ class Rubric(Mapping[str, Criterion]):
         )
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
+    @property
+    def held(self) -> list[str]:
+        """The criteria the promotion gate holds a candidate to: those marked required, else all."""
+        required = [name for name, c in self._criteria.items() if c.required]
+        return required or list(self._criteria)
+
     def merged(self, other: Rubric) -> Rubric:
         clash = [name for name in other if name in self._criteria]
         if clash:
@@ -77,13 +86,13 @@ def _criterion(name: str, value: Criterion | Mapping[str, Any] | str) -> Criteri
     if isinstance(value, str):
         value = Criterion(value)
     elif isinstance(value, Mapping):
-        unknown = set(value) - {"description", "weight"}
+        unknown = set(value) - {"description", "weight", "required"}
         if unknown or "description" not in value:
             raise DefinitionError(
-                f"criterion {name!r} needs a 'description' and an optional 'weight'"
+                f"criterion {name!r} needs a 'description' and an optional 'weight' and 'required'"
                 + (f"; unknown keys: {sorted(unknown)}" if unknown else "")
             )
-        value = Criterion(value["description"], value.get("weight", 1.0))
+        value = Criterion(value["description"], value.get("weight", 1.0), value.get("required", False))
     if not isinstance(value, Criterion):
         raise DefinitionError(f"criterion {name!r} must be a Criterion, a mapping or a description string")
     if not isinstance(value.description, str) or not value.description.strip():
@@ -95,4 +104,6 @@ def _criterion(name: str, value: Criterion | Mapping[str, Any] | str) -> Criteri
         or not (weight > 0 and math.isfinite(weight))
     ):
         raise DefinitionError(f"criterion {name!r} has weight {weight!r}: a weight must be a positive number")
-    return Criterion(value.description.strip(), float(weight))
+    if not isinstance(value.required, bool):
+        raise DefinitionError(f"criterion {name!r} has required {value.required!r}: use true or false")
+    return Criterion(value.description.strip(), float(weight), value.required)

@@ -24,6 +24,9 @@ class CriterionInfo(Model):
     weight: float
     grader: str
     origin: str = Field(alias="from", description="The machine that declares the criterion.")
+    required: bool = Field(
+        default=False, description="Whether the promotion gate refuses a candidate worse on it."
+    )
 
 
 class ToolInfo(Model):
@@ -72,6 +75,7 @@ def describe(ws: Workspace, name: str) -> MachineInfo:
                 weight=spec.rubric[c].weight,
                 grader=f"{spec.evaluator.graders[c].kind}:{spec.evaluator.graders[c].name}",
                 origin=spec.origin(c),
+                required=spec.rubric[c].required,
             )
             for c in spec.rubric
         ],

@@ -53,7 +53,10 @@ async def stand_in(ws: Workspace, name: str) -> Machine:
             machine=name,
         )
     rubric = define_rubric(
-        {c.name: {"description": c.description, "weight": c.weight} for c in described.criteria}
+        {
+            c.name: {"description": c.description, "weight": c.weight, "required": c.required}
+            for c in described.criteria
+        }
     )
     return define_child(
         parent,

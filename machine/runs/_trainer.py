@@ -55,6 +55,9 @@ class TrainSettings(Model):
     """The dropout on the LoRA layers' input (None: the trainer's default, 0.05 on a local model)."""
     target_modules: list[str] | None = None
     """The modules the adapter wraps, by name (None: the trainer's default, the attention projections)."""
+    kl: float | None = None
+    """The weight of a penalty on the trained model's divergence from its base (KL per target token),
+    which holds what the examples do not teach in place (None or 0: none)."""
 
 
 class Prepared(Model):
@@ -191,19 +194,21 @@ ADAPTER_SHAPE = {
     "lora_alpha": "a LoRA alpha",
     "lora_dropout": "a LoRA dropout",
     "target_modules": "target modules",
+    "kl": "a KL penalty",
 }
-"""Settings that shape the adapter beyond its rank, which only some trainers take (their ``takes``)."""
+"""Settings beyond the common ones (the adapter's shape past its rank, a KL penalty), which only some
+trainers take (their ``takes``)."""
 
 
 def refuse_untaken(trainer: Trainer, settings: TrainSettings) -> None:
     """A setting the trainer cannot honour is an error before anything runs, never silently ignored."""
     takes = set(getattr(trainer, "takes", ()))
-    given = [key for key in ADAPTER_SHAPE if getattr(settings, key) is not None and key not in takes]
+    given = [key for key in ADAPTER_SHAPE if getattr(settings, key) not in (None, 0) and key not in takes]
     if given:
         shown = ", ".join(ADAPTER_SHAPE[key] for key in given)
         raise BadInputError(
-            f"the {trainer.name} trainer does not take {shown} (it shapes its adapter by rank only): leave "
-            "them out, or train a local: model with the local trainer",
+            f"the {trainer.name} trainer does not take {shown} (it trains a rank-r adapter on the "
+            "examples' cross-entropy alone): leave them out, or train a local: model with the local trainer",
         )
 
 

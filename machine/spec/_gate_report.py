@@ -90,6 +90,17 @@ class CriterionFigures(Record):
     unscored_after: int = 0
     unscored_reasons_before: list[ReasonCount] = Field(default_factory=list)
     unscored_reasons_after: list[ReasonCount] = Field(default_factory=list)
+    diff: float | None = None
+    """The mean over cases of the candidate's per-case mean minus the live version's (None: no case
+    graded on both sides, or a report written before it was kept)."""
+    se: float | None = None
+    z: float | None = None
+    paired_cases: int = 0
+    held: bool = False
+    """Whether the gate held the candidate to it (marked required, or none was and every one is)."""
+    worse: bool = False
+    """Held, and fell by ``min_z`` standard errors or more (or on every case alike): the candidate is
+    refused for it."""
 
     @property
     def measured_before(self) -> bool:
@@ -138,9 +149,10 @@ class TrainingSummary(Record):
 
 class FixedGate(Record):
     """The gate a trained candidate faces, fixed before the training's first step and kept in its training
-    record and report: the held-out file (by path in the workspace and sha256), trials, ``min_z`` and the
-    pass score, and the baseline (the live version on those cases) as it was measured then. The candidate
-    is measured on exactly this gate, and committed only while the file is unchanged."""
+    record and report: the held-out file (by path in the workspace and sha256), trials, ``min_z``, the
+    pass score and the criteria held, and the baseline (the live version on those cases) as it was
+    measured then. The candidate is measured on exactly this gate, and committed only while the file is
+    unchanged."""
 
     file: str
     """The held-out cases file, relative to the workspace root."""
@@ -149,6 +161,9 @@ class FixedGate(Record):
     trials: int
     min_z: float = DEFAULT_MIN_Z
     pass_score: float = 1.0
+    held: list[str] | None = None
+    """The criteria no candidate may be worse on (those marked required, else all); None in a gate
+    fixed before it was kept, which holds the rubric's at measuring time."""
     baseline: str
     """The live version's label it was measured against (``v1``)."""
     baseline_mean: float | None = None

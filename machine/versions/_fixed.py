@@ -49,6 +49,7 @@ async def fix_gate(
         trials=trials,
         min_z=min_z,
         pass_score=pass_score,
+        held=spec.rubric.held,
         baseline=live.label,
         baseline_mean=sum(means) / len(means) if means else None,
         baseline_runs=tally.figures.runs,

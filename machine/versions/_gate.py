@@ -11,6 +11,10 @@ standard errors of the per-case difference, on evidence enough to tell a gain fr
   exact one-sided sign test to reach the level ``min_z`` stands for (``level``: 0.023 at 2, which takes
   6 cases that changed), else the decision is "not enough evidence". A standard error of 0 never passes
   by itself; the sign test's p-value is reported with the decision.
+- No criterion the gate holds may get worse: a candidate whose per-case mean on a held criterion fell by
+  ``min_z`` standard errors or more (or fell on every case alike) is refused, whatever its overall mean
+  gained. The rubric's criteria marked ``required`` are held, or every criterion when none is marked: a
+  rubric that checks only the form must not let a candidate through that forgot the answers.
 - A comparison the budget cut short never passes."""
 
 from __future__ import annotations
@@ -89,6 +93,10 @@ class SideTally:
     """Failed runs: each a 0 of its case, and of every criterion."""
     harnesses: set[str] = field(default_factory=set)
     """The harnesses the side's runs ran on."""
+    by_case: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    """Each criterion's scored grades by case (a failed run's 0s are in ``failed_cases``)."""
+    failed_cases: dict[str, int] = field(default_factory=dict)
+    """Failed runs by case."""
 
     def add(self, run: Run, *, how: Literal["reused", "regraded", "new"], pass_score: float) -> None:
         f = self.figures
@@ -99,6 +107,7 @@ class SideTally:
         if run.status == "error":  # a failure of this side, not a run to leave out
             f.errors += 1
             self.failed += 1
+            self.failed_cases[run.case_id or ""] = self.failed_cases.get(run.case_id or "", 0) + 1
             self.scores.setdefault(run.case_id or "", []).append(0.0)
             self.scored += 1
             return
@@ -118,8 +127,16 @@ class SideTally:
                 self.criteria_reasons.setdefault(criterion, []).append(grade.reason)
                 continue
             self.criteria.setdefault(criterion, []).append(grade.score)
+            self.by_case.setdefault(criterion, {}).setdefault(run.case_id or "", []).append(grade.score)
             if passes(grade.score, pass_score):
                 self.criteria_passes[criterion] = self.criteria_passes.get(criterion, 0) + 1
+
+    def case_scores(self, criterion: str) -> dict[str, list[float]]:
+        """One criterion's grades by case, a failed run counting as a 0 of it."""
+        found = {case: list(scores) for case, scores in self.by_case.get(criterion, {}).items()}
+        for case, failed in self.failed_cases.items():
+            found.setdefault(case, []).extend([0.0] * failed)
+        return found
 
     def finish(self, cases: Sequence[Case] | None = None) -> None:
         values = [s for scores in self.scores.values() for s in scores]
@@ -155,10 +172,12 @@ def gate(
     unmeasured: Sequence[str] = (),
     data: str = "held-out",
     thin: Sequence[str] = (),
+    worse: Sequence[str] = (),
 ) -> tuple[GateOutcome, str]:
     """The promotion gate's decision and the reason in words (see the module). ``unmeasured`` says, for
     each criterion with no scored grade on a side, which and why; ``thin``, each side scored on too few
-    of the cases: either makes the decision "not measured". ``data`` names the cases in the reasons
+    of the cases: either makes the decision "not measured". ``worse`` says how each held criterion the
+    candidate is worse on fell: any makes it "not passed". ``data`` names the cases in the reasons
     (``held-out``; ``optimize`` applies the rule to the cases it shows)."""
     kind = f"{data} " if data else ""
     if unmeasured:
@@ -173,6 +192,11 @@ def gate(
         return "not measured", (
             f"{'; '.join(thin)}: the gate cannot judge a side on the few cases that were scored; make "
             "the grader score (the report lists why it did not) and propose again"
+        )
+    if worse:
+        return "not passed", (
+            f"{'; '.join(worse)}: the gate refuses a candidate worse on a criterion it holds, whatever "
+            "its mean gained"
         )
     if paired is None or paired.cases == 0:
         return (
@@ -246,10 +270,12 @@ def measured(
     min_z: float,
     stopped: str | None,
     data: str = "held-out",
+    held: Sequence[str] | None = None,
 ) -> GateReport:
     """The report of a finished comparison: each side's figures, each criterion before and after, the
     paired difference and the gate's decision. ``live`` and ``candidate`` are versions, or the labels
-    their sides are kept under."""
+    their sides are kept under; ``held`` the criteria no candidate may be worse on (the rubric's
+    ``held``: those marked required, else all)."""
     live_label = live if isinstance(live, str) else live.label
     candidate_label = candidate if isinstance(candidate, str) else candidate.label
     before, after = sides[live_label], sides[candidate_label]
@@ -258,10 +284,16 @@ def measured(
     paired = None
     if any(before.scores.get(c.id) and after.scores.get(c.id) for c in chosen):
         paired = _stats.paired(before.scores, after.scores)
-    criteria = {name: _criterion(before, after, name, c.weight) for name, c in spec.rubric.items()}
+    holds = set(spec.rubric.held if held is None else held)
+    criteria = {
+        name: _criterion(before, after, name, c.weight, held=name in holds, min_z=min_z)
+        for name, c in spec.rubric.items()
+    }
     labels = (f"live {live_label}", f"candidate {candidate_label}")
     thin = _thin(((labels[0], before), (labels[1], after)), chosen, data)
-    outcome, decision = gate(paired, min_z, stopped, _unmeasured(criteria, labels), data, thin)
+    worse = [_fell(name, f, data) for name, f in criteria.items() if f.worse]
+    unmeasured = _unmeasured(criteria, labels)
+    outcome, decision = gate(paired, min_z, stopped, unmeasured, data, thin, worse)
     return GateReport(
         machine=spec.name,
         live=live_label,
@@ -287,11 +319,15 @@ def measured(
     )
 
 
-def _criterion(before: SideTally, after: SideTally, criterion: str, weight: float) -> CriterionFigures:
+def _criterion(
+    before: SideTally, after: SideTally, criterion: str, weight: float, *, held: bool, min_z: float
+) -> CriterionFigures:
     """One criterion's mean and pass rate on each side, with its UNSCORED grades counted apart and
-    their commonest reasons."""
+    their commonest reasons, and its paired difference by case (``worse``: held, and fell by ``min_z``
+    standard errors, or on every case alike)."""
     figures = CriterionFigures(
         weight=weight,
+        held=held,
         unscored_before=before.criteria_unscored.get(criterion, 0),
         unscored_after=after.criteria_unscored.get(criterion, 0),
         unscored_reasons_before=count_reasons(before.criteria_reasons.get(criterion, [])),
@@ -305,7 +341,23 @@ def _criterion(before: SideTally, after: SideTally, criterion: str, weight: floa
         if values:
             setattr(figures, mean_field, _stats.mean(values))
             setattr(figures, rate_field, side.criteria_passes.get(criterion, 0) / len(values))
+    before_cases, after_cases = before.case_scores(criterion), after.case_scores(criterion)
+    if before_cases.keys() & after_cases.keys():
+        p = _stats.paired(before_cases, after_cases)
+        figures.diff, figures.se, figures.z, figures.paired_cases = p.diff, p.se, p.z, p.cases
+        fell = p.cases >= 2 and p.diff < -_stats.MOVED
+        figures.worse = held and fell and (p.z is None or p.z <= -min_z + Z_TOLERANCE)
     return figures
+
+
+def _fell(name: str, f: CriterionFigures, data: str) -> str:
+    """How a held criterion fell, in words."""
+    by = "alike on every case (standard error 0)" if f.z is None else f"{-f.z:.2f} standard errors"
+    kind = f"{data} " if data else ""
+    return (
+        f"criterion {name!r} fell from {f.before or 0:.3f} to {f.after or 0:.3f} ({f.diff or 0:+.3f} "
+        f"over {f.paired_cases} {kind}cases, {by})"
+    )
 
 
 def _unmeasured(criteria: dict[str, CriterionFigures], labels: tuple[str, str]) -> list[str]:

@@ -134,7 +134,8 @@ async def propose(
     when they were graded under an older rubric), so only the missing trials run. Both are graded with
     the current evaluator; the report, with the gate's decision, is kept with the candidate in
     versions.json. The machine's files are not changed. With ``gate`` (fixed before a training), its
-    held-out file (refused if it changed since), trials, ``min_z`` and pass score are the ones used.
+    held-out file (refused if it changed since), trials, ``min_z``, pass score and held criteria are
+    the ones used.
     """
     model = _checked(model, trials, concurrency, min_z)
     spec = ws.reload(name)
@@ -159,7 +160,8 @@ async def propose(
     jobs = plan_runs(ws, name, chosen, sides, trials, pass_score, live=live.label)
     spent_before = ws.budget.spent
     stopped = await run_jobs(ws, spec, sides, jobs, concurrency, pass_score, on_run)
-    report = measured(spec, live, candidate, sides, chosen, cases_file, trials, min_z, stopped)
+    held = None if gate is None else gate.held
+    report = measured(spec, live, candidate, sides, chosen, cases_file, trials, min_z, stopped, held=held)
     report.gate = gate
     report.cost_usd = ws.budget.spent - spent_before
     book = open_book(ws.machines_dir / name, spec)  # read again: runs may have recorded versions meanwhile

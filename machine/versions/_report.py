@@ -129,7 +129,10 @@ def _criteria_lines(report: GateReport) -> list[str]:
     their commonest reasons; a criterion with no scored grade on a side is marked NOT MEASURED."""
     if not report.criteria:
         return []
-    lines = ["criteria (weight; mean before -> after, pass rate before -> after):"]
+    lines = [
+        "criteria (weight; mean before -> after, pass rate before -> after; change by case, z; "
+        "held: no worse allowed):"
+    ]
     width = max(len(c) for c in report.criteria)
     sides = (f"live {report.live}", f"candidate {report.candidate}")
     unmeasured = report.unmeasured
@@ -137,12 +140,21 @@ def _criteria_lines(report: GateReport) -> list[str]:
         weight = "" if f.weight is None else f"x{f.weight:g}"
         missing = unmeasured.get(criterion, [])
         flag = f"   NOT MEASURED on {' and '.join(missing)}" if missing else ""
+        flag += "   WORSE" if f.worse else ""
         lines.append(
             f"  {criterion:<{width}}  {weight:>4}  {_score(f.before):>5} -> {_score(f.after):<5}   "
-            f"{_rate(f.before_pass_rate):>4} -> {_rate(f.after_pass_rate):<4}{flag}".rstrip()
+            f"{_rate(f.before_pass_rate):>4} -> {_rate(f.after_pass_rate):<4}   {_change(f)}"
+            f"{'  held' if f.held else ''}{flag}".rstrip()
         )
         lines.extend(_unscored_lines(f, sides))
     return lines
+
+
+def _change(f: CriterionFigures) -> str:
+    """A criterion's paired change by case and its z, or ``-`` where none was compared."""
+    if f.diff is None:
+        return "-"
+    return f"{f.diff:+.3f}, z {'-' if f.z is None else f'{f.z:.2f}'}"
 
 
 def _unscored_lines(figures: CriterionFigures, sides: tuple[str, str]) -> list[str]:

@@ -69,9 +69,10 @@ def test_export_prints_the_funnel_and_what_it_wrote(sampled: WorkspaceFolder, in
     assert done.stdout.splitlines() == [
         "of 3 stored runs: 3 that finished, 1 scoring at least 1, 1 graded under the current rubric",
         f"wrote 1 example from 1 run to {out} (readable only by you)",
+        "from: 1 of Qwen/Qwen3.8-27B on scripted",
     ]
     [row] = rows(out)
-    assert row["metadata"]["case"] == "ann"
+    assert (row["metadata"]["case"], row["metadata"]["harness"]) == ("ann", "scripted")
     assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
     assert row["tools"][0]["function"]["name"] == "shout"
     assert stat.S_IMODE(out.stat().st_mode) == 0o600

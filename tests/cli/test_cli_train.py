@@ -230,13 +230,16 @@ def test_the_adapter_shape_is_recorded_and_a_resume_must_keep_it(
 
 
 @pytest.mark.parametrize(
-    "shape", [["--target-modules", "q_proj"], ["--lora-alpha", "4", "--lora-dropout", "0.1"]]
+    "shape",
+    [["--target-modules", "q_proj"], ["--lora-alpha", "4", "--lora-dropout", "0.1"], ["--kl", "0.5"]],
 )
 def test_a_trainer_that_does_not_take_the_adapter_shape_refuses_it(
     machine_cmd: Command, root: Path, shape: list[str]
 ) -> None:
     result = machine_cmd("train", "caps", "--any-model", *shape, *common(root))  # Tinker's model: its trainer
-    shown = "target modules" if "--target-modules" in shape else "a LoRA alpha, a LoRA dropout"
+    shown = {"--target-modules": "target modules", "--kl": "a KL penalty"}.get(
+        shape[0], "a LoRA alpha, a LoRA dropout"
+    )
     one_error_line(result, f"the tinker trainer does not take {shown}", "train a local: model")
     assert not (root / ".machine" / "training").exists()
 

@@ -92,6 +92,14 @@ async def test_the_loss_falls_and_every_step_is_reported(tiny: str, tmp_path: Pa
     assert first.learning_rate == 3e-2 and first.seconds > 0
 
 
+async def test_a_kl_penalty_holds_the_model_near_its_base(tiny: str, tmp_path: Path) -> None:
+    _, free = await fit(lora(), tiny, tmp_path / "free", epochs=4)
+    _, held = await fit(lora(), tiny, tmp_path / "held", epochs=4, kl=5.0)
+    assert free[0].loss == pytest.approx(held[0].loss)  # the same start: the penalty is 0 at the base
+    last = [s.loss for s in (free[-1], held[-1])]
+    assert last[1] is not None and last[0] is not None and last[1] > 1.5 * last[0], last
+
+
 async def test_the_adapter_is_the_checkpoint_the_local_harness_samples(tiny: str, tmp_path: Path) -> None:
     checkpoint, _ = await fit(lora(), tiny, tmp_path, epochs=10, learning_rate=5e-2)
     adapter = tmp_path / "adapter"

@@ -18,6 +18,7 @@ import tinker
 from helpers.renderers import INKLING, inkling
 from helpers.tinker_standin import (
     HANG,
+    Late,
     StandInFuture,
     StandInService,
     StandInServiceClient,
@@ -186,7 +187,7 @@ async def test_a_refused_request_is_not_retried(
 async def test_a_hang_past_the_timeout_is_cut_off_without_blocking_the_loop(
     service: StandInService, prepared: Prepared, tmp_path: Path
 ) -> None:
-    service.script = {"forward_backward": [HANG, HANG]}
+    service.script = {"forward_backward": [HANG]}
     ticks = 0
 
     async def tick() -> None:
@@ -204,16 +205,36 @@ async def test_a_hang_past_the_timeout_is_cut_off_without_blocking_the_loop(
         group.cancel_scope.cancel()
     assert time.monotonic() - started < 10  # bounded: the hung calls block for up to 20 s each
     assert ticks >= 10  # the event loop ran on while the calls hung
+    assert service.methods().count("forward_backward") == 1  # waited on, never sent again
 
 
-async def test_a_hang_then_an_answer_trains_on(
+async def test_a_step_that_timed_out_is_waited_on_never_sent_twice(
     service: StandInService, prepared: Prepared, tmp_path: Path
 ) -> None:
-    service.script = {"forward_backward": [HANG]}
+    service.script = {"forward_backward": [Late(0.5)]}  # step 1 lands at once, its answer comes late
     checkpoint, steps = await train(
-        service, prepared, tmp_path, epochs=1, trainer_args={"timeout_s": 0.2, "retries": 1}
+        service, prepared, tmp_path, epochs=1, trainer_args={"timeout_s": 0.2, "retries": 3}
     )
     assert [s.step for s in steps] == [1, 2, 3] and checkpoint.step == 3
+    assert service.methods().count("forward_backward") == 3
+    assert service.applied == 3  # resent, step 1 would have been trained twice
+
+
+async def test_a_start_that_timed_out_opens_one_training_run(
+    service: StandInService, prepared: Prepared, tmp_path: Path
+) -> None:
+    service.script = {"create_lora_training_client": [Late(0.5)]}
+    await train(service, prepared, tmp_path, epochs=1, trainer_args={"timeout_s": 0.2, "retries": 3})
+    assert service.methods().count("create_lora_training_client") == 1
+
+
+async def test_a_step_never_answered_stops_saying_it_was_sent_once(
+    service: StandInService, prepared: Prepared, tmp_path: Path
+) -> None:
+    service.script = {"forward_backward": [Late(5.0)]}
+    with pytest.raises(TrainingError, match="it was sent once and may still land") as stopped:
+        await train(service, prepared, tmp_path, epochs=1, trainer_args={"timeout_s": 0.1, "retries": 1})
+    assert service.methods().count("forward_backward") == 1 and stopped.value.step == 1
 
 
 async def test_the_budget_refuses_a_step_before_it_is_sent(

@@ -73,6 +73,12 @@ async def test_raising_check_is_unscored_not_zero() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_check_that_says_why_it_cannot_grade_is_unscored_with_that_reason() -> None:
+    result = await grade(check("needs_case", lambda run: (None, "no expected answer")))
+    assert (result.score, result.reason) == (None, "no expected answer")
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("value", [1.5, -0.1, float("nan"), 2, "yes", None])
 async def test_out_of_range_or_wrong_type_is_unscored(value: object) -> None:
     result = await grade(check("odd", lambda run: value))

@@ -90,3 +90,21 @@ def test_merged_keeps_both_in_order() -> None:
 def test_merged_rejects_clash_naming_criterion() -> None:
     with pytest.raises(DefinitionError, match="criterion 'a' is defined twice"):
         define_rubric({"a": "A"}).merged(define_rubric({"a": "other"}))
+
+
+def test_the_gate_holds_the_required_criteria_or_every_one() -> None:
+    none_marked = define_rubric({"form": "Ends with a sign-off.", "answer": "Answers the question."})
+    assert none_marked.held == ["form", "answer"]
+    marked = define_rubric({"form": "Ends.", "answer": {"description": "Answers.", "required": True}})
+    assert marked.held == ["answer"] and marked["answer"].required and not marked["form"].required
+
+
+def test_required_is_not_part_of_the_fingerprint_as_it_changes_no_grade() -> None:
+    plain = define_rubric({"x": "one"}).fingerprint
+    assert define_rubric({"x": {"description": "one", "required": True}}).fingerprint == plain
+
+
+@pytest.mark.parametrize("required", ["yes", 1, None])
+def test_rejects_a_required_that_is_not_true_or_false(required: object) -> None:
+    with pytest.raises(DefinitionError, match="'x' has required"):
+        define_rubric({"x": {"description": "one", "required": required}})

@@ -21,7 +21,7 @@ RUN_COST = 0.186
 
 TOOLS = {
     *("list_machines", "show_machine", "recent_runs", "rehearse", "commit", "revert"),
-    *("specialize", "optimize", "plan_training", "train", "trust_machine"),
+    *("specialize", "optimize", "plan_training", "smoke_training", "train", "trust_machine"),
 }
 """Every tool ``machine serve`` lists."""
 

@@ -3,12 +3,15 @@ and a TrainingClient with exactly the methods the Tinker trainer calls (their si
 real SDK's), checking that they are given the SDK's own types and answering with them.
 
 Each call takes its outcome from a script (per method, in order): a reply, an SDK error raised from the
-future's ``result`` as the SDK raises it, or HANG, a future that never answers (until the test ends).
-An ``optim_step`` submitted after a failed ``forward_backward`` fails with it (it has no gradients)."""
+future's ``result`` as the SDK raises it, HANG, a future that never answers (until the test ends: the
+request never reached the service), or ``Late(seconds)``: the service does the work at once and its
+answer comes that much later (a wait shorter than that times out, as the SDK's future does). An
+``optim_step`` submitted after a failed or hung ``forward_backward`` fails with it (it has no gradients)."""
 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +41,13 @@ def capacity_pause() -> tinker.APIStatusError:
     return status_error(429, {"queue_state": "paused_capacity"})
 
 
+@dataclass(frozen=True)
+class Late:
+    """The service does the work now and answers ``seconds`` later."""
+
+    seconds: float
+
+
 @dataclass
 class Call:
     method: str
@@ -50,8 +60,16 @@ class StandInFuture:
 
     def __init__(self, outcome: object, reply: Any, release: threading.Event) -> None:
         self.outcome, self.reply, self.release = outcome, reply, release
+        self.answers_at = time.monotonic() + outcome.seconds if isinstance(outcome, Late) else 0.0
 
     def result(self, timeout: float | None = None) -> Any:
+        if isinstance(self.outcome, Late):
+            left = self.answers_at - time.monotonic()
+            if timeout is not None and timeout < left:
+                time.sleep(timeout)
+                raise TimeoutError(f"no answer within {timeout} s")
+            time.sleep(max(left, 0.0))
+            return self.reply
         if self.outcome == HANG:
             self.release.wait(HANG_CAP_S)
             raise RuntimeError("a hung call was released when its test ended")
@@ -167,7 +185,7 @@ class StandInTrainingClient:
         )
         args = {"sequences": len(data), "tokens": sum(d.model_input.length for d in data)}
         future = self.service.future("forward_backward", args, reply)
-        self.failed_backward = future.outcome
+        self.failed_backward = None if isinstance(future.outcome, Late) else future.outcome
         return future
 
     def optim_step(self, optim_params: Any = None, *, adam_params: Any = None) -> StandInFuture:
@@ -176,7 +194,7 @@ class StandInTrainingClient:
         future = self.service.future("optim_step", {"learning_rate": params.learning_rate}, None)
         if future.outcome is None and self.failed_backward is not None:
             future.outcome = self.failed_backward
-        if future.outcome is None:
+        if future.outcome is None or isinstance(future.outcome, Late):
             self.service.applied += 1
             self.service.moments += 1
             future.reply = types.OptimStepResponse(metrics={})

@@ -22,12 +22,14 @@ def ws(tmp_path: Path) -> Workspace:
     return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
-def graded(ws: Workspace, output: str) -> tuple[float | None, str]:
-    run = Run(machine="signoff", model="m", harness="echo", input="q", output=output)
+def graded(
+    ws: Workspace, output: str, criterion: str = "signs_off", case: dict[str, object] | None = None
+) -> tuple[float | None, str]:
+    run = Run(machine="signoff", model="m", harness="echo", input="q", output=output, case=case)
     grade = anyio.run(lambda: ws.grade(run, store=False)).scorecard
     assert grade is not None
-    criterion = grade.criteria["signs_off"]
-    return criterion.score, criterion.reason
+    found = grade.criteria[criterion]
+    return found.score, found.reason
 
 
 @pytest.mark.parametrize(
@@ -44,6 +46,37 @@ def graded(ws: Workspace, output: str) -> tuple[float | None, str]:
 )
 def test_the_check(ws: Workspace, output: str, score: float) -> None:
     assert graded(ws, output)[0] == score
+
+
+FIRE = {"id": "fire", "input": "Is fire hot or cold?", "answer": ["hot"], "wrong": ["cold"]}
+
+
+@pytest.mark.parametrize(
+    ("output", "score"),
+    [
+        ("Fire is hot. Aye!", 1.0),
+        ("Fire is very HOT.", 1.0),
+        ("Fire is cold. Aye!", 0.0),
+        ("Fire is hot, never cold. Aye!", 0.0),
+        ("A bicycle has eight wheels. Aye!", 0.0),
+        ("Aye!", 0.0),
+    ],
+)
+def test_the_answer_check(ws: Workspace, output: str, score: float) -> None:
+    assert graded(ws, output, "answers", FIRE)[0] == score
+
+
+def test_an_answer_with_no_case_to_check_is_unscored(ws: Workspace) -> None:
+    assert graded(ws, "Fire is hot. Aye!", "answers") == (
+        None,
+        "the run's case names no answer to check against",
+    )
+
+
+def test_every_case_names_its_answer() -> None:
+    for name in ("cases.json", "holdout.json"):
+        cases = json.loads((SIGNOFF / name).read_text(encoding="utf-8"))
+        assert all(c["answer"] and all(isinstance(w, str) for w in c["answer"]) for c in cases), name
 
 
 def test_the_model_is_the_bundled_local_one(ws: Workspace) -> None:

@@ -26,6 +26,7 @@ REQUIRED: dict[str, dict[str, Any]] = {
     "optimize": {"name": "red", "budget_usd": 1},
     "train": {"name": "red", "budget_usd": 1},
     "plan_training": {"name": "red"},
+    "smoke_training": {"name": "red", "budget_usd": 1},
 }
 """A call each tool takes, to which one oversized argument is added."""
 

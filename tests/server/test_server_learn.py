@@ -161,17 +161,24 @@ async def test_train_proposes_the_checkpoint_as_a_pending_candidate(
     assert not (root / "machines" / "caps" / "model.json").exists()  # pending, not live
 
 
-async def test_plan_training_is_a_dry_run_that_spends_and_writes_nothing(
-    tmp_path: Path, tinker: StandInService
-) -> None:
+TRAINED = {"name": "caps", "budget_usd": 2, "samples": 1, "trials": 1, "any_model": True}
+
+
+def caps_server(tmp_path: Path) -> tuple[Path, SpendingPolicy, Any]:
+    """``caps`` with its script, under an allowance of $5: its root, the policy and the server."""
     root = tmp_path / "caps"
     script = caps_workspace(root)
     policy = SpendingPolicy(allowance=5, log_path=root / ".machine" / "spending.jsonl")
-    server = build_server(root, harness="scripted", script=script, policy=policy)
-    trained = {"name": "caps", "budget_usd": 2, "samples": 1, "trials": 1, "any_model": True}
+    return root, policy, build_server(root, harness="scripted", script=script, policy=policy)
+
+
+async def test_plan_training_is_a_dry_run_that_spends_and_writes_nothing(
+    tmp_path: Path, tinker: StandInService
+) -> None:
+    root, policy, server = caps_server(tmp_path)
     with anyio.fail_after(LIMIT):
         async with Client(server) as client:
-            assert not (await client.call_tool("train", trained)).is_error
+            assert not (await client.call_tool("train", TRAINED)).is_error
             records = sorted((root / ".machine" / "training").iterdir())
             left, calls = policy.allowance_left, len(tinker.calls)
             planned = await client.call_tool("plan_training", {"name": "caps", "any_model": True})
@@ -190,6 +197,29 @@ async def test_plan_training_is_a_dry_run_that_spends_and_writes_nothing(
     assert policy.allowance_left == left and len(tinker.calls) == calls  # nothing spent, nothing sent
     assert tools["plan_training"].annotations.read_only_hint is True
     assert "samples" not in tools["plan_training"].input_schema["properties"]
+
+
+async def test_smoke_training_trains_two_steps_samples_once_and_keeps_nothing(
+    tmp_path: Path, tinker: StandInService
+) -> None:
+    root, policy, server = caps_server(tmp_path)
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:
+            assert not (await client.call_tool("train", TRAINED)).is_error
+            records = sorted((root / ".machine" / "training").iterdir())
+            versions = (root / "machines" / "caps" / "versions.json").read_bytes()
+            left, steps = policy.allowance_left, tinker.methods().count("forward_backward")
+            smoked = await client.call_tool(
+                "smoke_training", {"name": "caps", "budget_usd": 1, "any_model": True}
+            )
+    assert not smoked.is_error, text(smoked)
+    smoke = smoked.structured_content["smoke"]
+    assert [s["step"] for s in smoke["steps"]] == [1, 2] and smoke["resumed_at"] == 1
+    assert tinker.methods().count("forward_backward") == steps + 2
+    assert "create_training_client_from_state_with_optimizer" in tinker.methods()  # the second step resumed
+    assert sorted((root / ".machine" / "training").iterdir()) == records  # no record kept
+    assert (root / "machines" / "caps" / "versions.json").read_bytes() == versions  # no candidate
+    assert 0 < left - policy.allowance_left <= 1  # the two steps cost, within the budget
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])

@@ -7,6 +7,7 @@ number of runs."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from machine.spec import Case, Machine
 from machine.workspace import Workspace, held_out
 
 from ._options import ExportOptions
-from ._select import Funnel, Selection
+from ._select import Funnel, Selection, source_of
 
 
 class FunnelStep(Model):
@@ -47,6 +48,8 @@ class ExportReport(Model):
     """Held-out cases whose runs were kept out (by id or input, as ``train`` keeps them out)."""
     include_holdout: bool = False
     """Whether held-out runs were asked for by name and exported too."""
+    sources: dict[str, int] = Field(default_factory=dict)
+    """The exported runs by where they came from (``teacher on scripted``: model on harness), most first."""
 
 
 def answer_of(run: Run) -> str | None:
@@ -103,6 +106,7 @@ def rows_of(
         "trial": run.trial,
         "score": run.score,
         "model": run.model,
+        "harness": run.harness,
     }
     if source is not None:
         metadata["as"] = target.name
@@ -149,6 +153,7 @@ def export(
         include_holdout=include_holdout,
     )  # fmt: skip
     totals: list[list[Any]] = []
+    exported: Counter[str] = Counter()
     redactor = Redactor.here(ws.root)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,6 +172,7 @@ def export(
                         redactor=redactor,
                     )  # fmt: skip
                     handle.writelines(_line(row, tools) for row in rows)
+                    exported[source_of(run)] += 1
                     report.runs += 1
                     report.rows += len(rows)
                 _add(totals, report, funnel)
@@ -176,6 +182,7 @@ def export(
         raise _unwritable(path, error) from None
     report.funnel = [FunnelStep(keeps=what, left=left) for what, left, *_ in totals]
     report.redacted = redactor.count
+    report.sources = dict(exported.most_common())
     return report
 
 

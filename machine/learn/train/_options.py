@@ -59,6 +59,13 @@ class TrainOptions(Options):
         max_length=50,
         description="Modules the adapter wraps (local; default: q_proj,k_proj,v_proj,o_proj).",
     )
+    kl: float | None = Field(
+        None,
+        ge=0,
+        le=10,
+        description="Weight of a penalty on drifting from the base model, per target token (local; "
+        "default: none).",
+    )
     any_model: bool = Field(False, description="Learn from other models' runs too (distillation).")
     from_model: str | None = Field(
         None,
@@ -103,6 +110,7 @@ class TrainOptions(Options):
             lora_alpha=self.lora_alpha,
             lora_dropout=self.lora_dropout,
             target_modules=self.target_modules,
+            kl=self.kl,
         )
 
 

@@ -211,10 +211,14 @@ class Selection:
         return score is not None and score >= self.min_score
 
 
+def source_of(run: Run) -> str:
+    """Where a run came from: its model on its harness (``teacher on scripted``)."""
+    return f"{run.model} on {run.harness}"
+
+
 def sources(runs: Iterable[Run]) -> dict[str, int]:
     """The runs by where they came from (``teacher on scripted``), most first."""
-    counted = Counter(f"{run.model} on {run.harness}" for run in runs)
-    return dict(counted.most_common())
+    return dict(Counter(source_of(run) for run in runs).most_common())
 
 
 def _best_of(runs: Iterable[Run], k: int) -> list[Run]:

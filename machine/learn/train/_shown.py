@@ -59,6 +59,8 @@ class TrainingShown(Model):
                 f"  gate: {g.file} (sha256 {g.sha256[:12]}), {g.trials} trials, min_z {g.min_z:g}; "
                 f"{g.baseline} baseline mean {baseline} over {g.baseline_runs} runs"
             )
+            if g.held:
+                said.append(f"  no worse on: {', '.join(g.held)}")
         losses = [m.loss for m in self.steps if m.loss is not None]
         if losses:
             said.append(f"  loss {sparkline(losses)}  {losses[0]:.4f} at step 1 -> {losses[-1]:.4f}")

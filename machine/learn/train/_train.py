@@ -124,7 +124,8 @@ async def _gate(
     if record.gate is not None:
         check_fixed(ws, record.gate, f"training {folder.id}")
         return record.gate
-    fixing = f"{at.held_path.name}, {o.trials} trials, min_z {o.min_z:g}"
+    held = ", ".join(at.spec.rubric.held)
+    fixing = f"{at.held_path.name}, {o.trials} trials, min_z {o.min_z:g}, no worse on {held}"
     say(f"fixing the gate before training ({fixing}): measuring the live version")
     try:
         record.gate = await fix_gate(

@@ -76,6 +76,7 @@ async def test_row_shape(ws: Workspace, tmp_path: Path) -> None:
         "trial": 0,
         "score": 1.0,
         "model": "Qwen/Qwen3.8-27B",
+        "harness": "scripted",
     }
     # the failed divide by zero stays in the conversation, as its error result
     half = rows["half"]["messages"]

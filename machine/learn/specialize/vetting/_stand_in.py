@@ -45,6 +45,7 @@ class CriterionNote(Model):
     description: Short
     weight: Annotated[float, Field(ge=0, le=1_000, allow_inf_nan=False)]
     grader: Name
+    required: bool = False
     how: Literal["judge", "hidden_tests", "sandbox"]
     judge_model: Name | None = None
     judge_effort: Annotated[str, Field(max_length=40)] | None = None

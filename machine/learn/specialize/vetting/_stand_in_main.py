@@ -32,9 +32,13 @@ def _criterion(name: str, child: Machine) -> CriterionNote:
     definition = child.rubric[name]
     kind, module = type(grader).__name__, type(grader).__module__
     note = CriterionNote(
-        name=name, description=definition.description, weight=definition.weight, grader=grader.name,
+        name=name,
+        description=definition.description,
+        weight=definition.weight,
+        grader=grader.name,
+        required=definition.required,
         how="sandbox",
-    )  # fmt: skip
+    )
     if module == "machine.grade._judge" and kind in ("JudgeGrader", "PanelGrader"):
         settings = getattr(grader, "batch", grader)
         note.how, note.judge_model = "judge", getattr(settings, "model", None)
