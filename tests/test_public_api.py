@@ -337,6 +337,8 @@ SUBPACKAGES = {
         "write_candidate",
     ],
     "machine.learn": [
+        "ALL_SOURCES",
+        "ChooseSource",
         "ExportOptions",
         "ExportReport",
         "Optimization",
@@ -386,6 +388,8 @@ SUBPACKAGES = {
         "read_reply",
     ],
     "machine.learn.train": [
+        "ALL_SOURCES",
+        "ChooseSource",
         "ExportOptions",
         "ExportReport",
         "Funnel",

@@ -7,6 +7,7 @@ and the command ends here. A second Ctrl-C, while that is under way, stops it at
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -76,7 +77,27 @@ def end(status: int, lines: Iterable[str] = ()) -> NoReturn:
 
         signal.signal(signal.SIGINT, signal.SIG_DFL)
     say(lines)
+    if status == INTERRUPTED and _working_threads():
+        _quit_now(status)
     sys.exit(status)
+
+
+def _working_threads() -> bool:
+    """Whether a thread other than the main one is still alive: a local model's generator, or a worker
+    abandoned mid-call by the cancel."""
+    import threading
+
+    return any(t.is_alive() for t in threading.enumerate() if t is not threading.main_thread())
+
+
+def _quit_now(status: int) -> NoReturn:
+    """Exit without the interpreter's teardown, everything kept already written. Tearing down under a
+    thread still in a model library's native code aborts the process (``terminate called without an
+    active exception``, status 134) instead of ending it with ``status``."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status)
 
 
 def resume_command(ctx: click.Context, name: str, suite_id: str, *, leave_out: Iterable[str] = ()) -> str:

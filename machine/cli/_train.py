@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from machine.learn import TrainingCheck, TrainOptions, check_training, train
+from machine.learn import ALL_SOURCES, TrainingCheck, TrainOptions, check_training, train
 from machine.ops import make_trainer
 from machine.runs import Run, StepMetrics
 from machine.versions import Candidate, format_report
@@ -80,6 +80,7 @@ def train_command(
     ws = workspace_from(ctx, **spending)
     print_plan(ws, "train", name, options)
     loud = not as_json
+    asked = _ask_source if loud and _on_a_terminal() else None
     candidate = ws.call(
         lambda: train(
             ws,
@@ -89,6 +90,7 @@ def train_command(
             make_trainer=make_trainer,
             on_run=_run_line if loud and sys.stderr.isatty() else None,
             on_step=_step_echo if loud else None,
+            choose_source=asked,
             on_phase=_phase_echo if loud else None,
         )
     )
@@ -121,6 +123,7 @@ def _check(
             trainer=trainer,
             make_trainer=make_trainer,
             on_step=_step_echo if smoke and not as_json else None,
+            choose_source=None if as_json or not _on_a_terminal() else _ask_source,
         )
     )
     if as_json:
@@ -129,6 +132,27 @@ def _check(
         click.echo("\n".join(check.lines()))
     if smoke:
         print_spend(ws.budget)
+
+
+def _on_a_terminal() -> bool:
+    """Whether a person at a terminal can be asked (and not a script, which is refused instead)."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def _ask_source(found: dict[str, int]) -> str | None:
+    """Which of the sources the selected runs come from to learn from, asked at the terminal: a number,
+    ``a`` for all of them, or nothing to stop with the error that names them."""
+    click.echo(f"the runs selected come from {len(found)} sources:", err=True)
+    sources = list(found)
+    for number, source in enumerate(sources, 1):
+        click.echo(f"  {number}. {found[source]} runs of {source}", err=True)
+    click.echo("  a. all of them", err=True)
+    answer = click.prompt("learn from", default="", show_default=False, err=True).strip().lower()
+    if answer == "a":
+        return ALL_SOURCES
+    if answer.isdigit() and 1 <= int(answer) <= len(sources):
+        return sources[int(answer) - 1]
+    return None
 
 
 def _run_line(run: Run) -> None:

@@ -9,6 +9,8 @@ from .optimize import Optimization, OptimizeOptions, OptimizeReport, optimize
 from .specialize import RubricDraft, Specialization, SpecializeOptions, draft_rubric, specialize
 from .specialize.vetting import Vetting
 from .train import (
+    ALL_SOURCES,
+    ChooseSource,
     ExportOptions,
     ExportReport,
     Selection,
@@ -27,6 +29,8 @@ from .train import (
 )
 
 __all__ = [
+    "ALL_SOURCES",
+    "ChooseSource",
     "ExportOptions",
     "ExportReport",
     "Optimization",

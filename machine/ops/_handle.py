@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from machine.learn import (
+    ChooseSource,
     Optimization,
     OptimizeOptions,
     Options,
@@ -215,15 +216,22 @@ class MachineHandle:
         return await self._spending("draft-rubric", work)
 
     async def train(
-        self, options: TrainOptions | None = None, *, trainer: Trainer | str | None = None, **fields: Any
+        self,
+        options: TrainOptions | None = None,
+        *,
+        trainer: Trainer | str | None = None,
+        choose_source: ChooseSource | None = None,
+        **fields: Any,
     ) -> Candidate:
         """Fine-tune the model on the good runs, as ``machine train`` does, with ``options`` (a
         ``TrainOptions``, or its fields as keywords: ``samples=4, epochs=2, lr=1e-4``): a pending
         candidate measured on the held-out cases; ``commit`` makes it live only if it passed. ``trainer``
-        is one, or its name (default: the one for the model)."""
+        is one, or its name (default: the one for the model); ``choose_source`` is asked which source to
+        learn from when ``any_model`` selects runs of several (without it, that is refused)."""
         work = train_machine(
-            self.workspace, self.name, options, trainer=trainer, make_trainer=make_trainer, **fields
-        )
+            self.workspace, self.name, options, trainer=trainer, make_trainer=make_trainer,
+            choose_source=choose_source, **fields,
+        )  # fmt: skip
         return await self._spending("train", work)
 
     async def check_training(

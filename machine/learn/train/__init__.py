@@ -7,7 +7,7 @@ from ._examples import example_of, failed_steps
 from ._export import ExportReport, FunnelStep, export, iter_rows, rows_of
 from ._options import ExportOptions, TrainOptions
 from ._plan import plan_train
-from ._prepare import MakeTrainer
+from ._prepare import ALL_SOURCES, ChooseSource, MakeTrainer
 from ._record import RecordFolder, TrainingRecord
 from ._sampling import pending
 from ._select import Funnel, Selection, TagFilter
@@ -15,6 +15,8 @@ from ._shown import TrainingRow, TrainingShown, training_rows, training_shown
 from ._train import train
 
 __all__ = [
+    "ALL_SOURCES",
+    "ChooseSource",
     "ExportOptions",
     "ExportReport",
     "Funnel",

@@ -29,7 +29,7 @@ from machine.spec import Case
 from machine.workspace import Workspace
 
 from ._options import TrainOptions
-from ._prepare import MakeTrainer, Target, ready, target, trainer_for
+from ._prepare import ChooseSource, MakeTrainer, Target, ready, target, trainer_for
 from ._sampling import pending
 from ._schedule import refuse_short
 
@@ -91,6 +91,7 @@ async def check_training(
     trainer: Trainer | str | None = None,
     make_trainer: MakeTrainer | None = None,
     on_step: Callable[[StepMetrics], None] | None = None,
+    choose_source: ChooseSource | None = None,
     **fields: Any,
 ) -> TrainingCheck:
     """The plan ``train`` would follow for ``name`` with ``options`` (a dry run), and with ``smoke`` two
@@ -101,7 +102,7 @@ async def check_training(
     chosen = trainer_for(trainer, make_trainer, settings, ws.root)
     if smoke:
         ws.budget.probe_price(TRAINING + at.base)  # an unknown training price is refused before a step
-    got = ready(ws, at, o, chosen, settings, refuse=False)
+    got = ready(ws, at, o, chosen, settings, refuse=False, choose=choose_source)
     refused: str | None = None
     try:
         refuse_short(got.plan, o)

@@ -34,6 +34,11 @@ from ._select import Funnel, Selection, sources
 MakeTrainer = Callable[[str | None, str, Path], Trainer]
 """Makes the trainer named (None: the one for the base model) for a base model in a workspace (its root)."""
 
+ChooseSource = Callable[[dict[str, int]], str | None]
+"""Asked when the runs selected come from several sources and nothing named one, with each source's count
+(``teacher on scripted``): the source to learn from, ``ALL_SOURCES``, or None to refuse."""
+ALL_SOURCES = "all"
+
 
 @dataclass(frozen=True)
 class Target:
@@ -113,10 +118,12 @@ def ready(
     settings: TrainSettings,
     *,
     refuse: bool = True,
+    choose: ChooseSource | None = None,
 ) -> Ready:
     """Select the runs, make and render the examples, and plan the training; with ``refuse``, a plan too
-    short to learn is refused here (unless ``force``), before the first step."""
-    runs, examples, chose, redacted = _examples(ws, at, o)
+    short to learn is refused here (unless ``force``), before the first step. ``choose`` is asked which
+    source to learn from when the selection mixes several."""
+    runs, examples, chose, redacted = _examples(ws, at, o, choose)
     settings = _at_their_effort(settings, examples)
     prepared = trainer.prepare(examples, settings)
     plan = schedule(prepared, o, at.base, price=price_of(TRAINING + at.base))
@@ -126,7 +133,7 @@ def ready(
 
 
 def _examples(
-    ws: Workspace, at: Target, o: TrainOptions
+    ws: Workspace, at: Target, o: TrainOptions, choose: ChooseSource | None
 ) -> tuple[list[Run], list[TrainExample], Chosen, int]:
     """The runs selected, the examples made of them, the selection as the record pins it, and how many
     secrets were redacted from the examples (those of the environment and the workspace's .env)."""
@@ -147,7 +154,9 @@ def _examples(
     if not examples:
         raise funnel.empty_error(spec.name)
     found = sources(runs)
-    _one_source(spec.name, found, o)
+    named = _one_source(spec.name, found, o, choose)
+    if named is not o:
+        return _examples(ws, at, named, None)
     chose = Chosen(
         samples=o.samples,
         min_score=o.min_score,
@@ -163,11 +172,19 @@ def _examples(
     return runs, examples, chose, redactor.count
 
 
-def _one_source(name: str, found: dict[str, int], o: TrainOptions) -> None:
+def _one_source(
+    name: str, found: dict[str, int], o: TrainOptions, choose: ChooseSource | None
+) -> TrainOptions:
     """With ``any_model`` and nothing naming the source, runs of several models or harnesses are refused,
-    naming each: throwaway runs of another experiment must not make up what the model learns."""
+    naming each, unless ``choose`` names one (the options returned then say so): throwaway runs of another
+    experiment must not make up what the model learns."""
     if len(found) < 2 or not o.any_model or o.from_model or o.from_suite or o.all_sources:
-        return
+        return o
+    picked = choose(found) if choose is not None else None
+    if picked == ALL_SOURCES:
+        return o.model_copy(update={"all_sources": True})
+    if picked is not None and picked in found:
+        return o.model_copy(update={"from_model": picked.rsplit(" on ", 1)[0]})
     listed = ", ".join(f"{count} of {source}" for source, count in found.items())
     biggest = next(iter(found)).rsplit(" on ", 1)[0]
     raise BadInputError(

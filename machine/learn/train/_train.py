@@ -41,7 +41,7 @@ from machine.versions import Candidate, check_fixed, fix_gate, propose, thinned
 from machine.workspace import Workspace
 
 from ._options import TrainOptions
-from ._prepare import MakeTrainer, Target, ready, target, trainer_for
+from ._prepare import ChooseSource, MakeTrainer, Target, ready, target, trainer_for
 from ._record import Pin, RecordFolder, TrainingRecord, differences, epoch_means, examples_text
 from ._sampling import grade_pending, sample
 from ._schedule import refuse_unreachable
@@ -62,6 +62,7 @@ async def train(
     make_trainer: MakeTrainer | None = None,
     on_run: Callable[[Run], None] | None = None,
     on_step: Callable[[StepMetrics], None] | None = None,
+    choose_source: ChooseSource | None = None,
     on_phase: Callable[[str], None] | None = None,
     **fields: Any,
 ) -> Candidate:
@@ -81,7 +82,7 @@ async def train(
     if o.samples and not earlier:  # before sampling, a training that could not reach its steps is refused
         refuse_unreachable(o, len(ws.cases(name)))
     sampled = await _gather(ws, at.spec, live, 0 if earlier else o.samples, o, on_run, say)
-    got = ready(ws, at, o, chosen, settings)
+    got = ready(ws, at, o, chosen, settings, choose=choose_source)
     for line in got.plan.lines():
         say(line)
     fresh = TrainingRecord(
@@ -134,6 +135,11 @@ async def _gate(
         )  # fmt: skip
     except BudgetExceeded as refused:
         raise _stopped(folder, record, refused) from refused
+    except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):  # stopped before its first step
+        with anyio.CancelScope(shield=True):
+            folder.interrupted(record)
+            say(folder.resume(record))
+        raise
     folder.write(record)
     return record.gate
 
@@ -258,6 +264,7 @@ async def _fit(
     except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
         with anyio.CancelScope(shield=True):
             folder.interrupted(record)
+            say(folder.resume(record))
         raise
     except BudgetExceeded as refused:
         raise _stopped(folder, record, refused) from refused

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from helpers.training import BASE, HELD_OUT, TRAIN_CASES, Counting, Tutored, mak
 
 from machine import BadInputError, Workspace, open_workspace
 from machine.clients.scripted import ScriptedHarness
-from machine.learn import TrainingRecord, TrainOptions, train
+from machine.learn import ALL_SOURCES, TrainingRecord, TrainOptions, train
 from machine.runs import Run, TrainExample
 from machine.spec import Case
 from machine.versions import update
@@ -113,6 +114,52 @@ async def test_only_the_live_models_own_runs_unless_any_model(tmp_path: Path) ->
     record = record_of(ws, candidate.report.training.record)
     assert (record.selection.any_model, record.selection.own_model) == (True, None)
     assert record.selection.sources == {"teacher on tutored": 3, f"{BASE} on tutored": 1}
+
+
+async def test_a_chooser_asked_for_the_source_picks_one_all_or_none(tmp_path: Path) -> None:
+    make_caps(tmp_path)
+    ws = open_workspace(tmp_path, harness=Tutored())
+    spec = ws.load("caps")
+    cases = [Case.model_validate(c) for c in TRAIN_CASES]
+    for case in cases:
+        await ws.run(spec, case.input, case=case, trial=0, model="teacher", grade=True)
+    await ws.run(spec, "bob", case=cases[1], trial=1, grade=True)
+    both = {"teacher on tutored": 3, f"{BASE} on tutored": 1}
+    asked: list[dict[str, int]] = []
+
+    def choosing(answer: str | None) -> Callable[[dict[str, int]], str | None]:
+        def choose(found: dict[str, int]) -> str | None:
+            asked.append(found)
+            return answer
+
+        return choose
+
+    one = Counting("good")
+    picked = choosing("teacher on tutored")
+    taught = await train(
+        ws, "caps", trials=1, any_model=True, choose_source=picked, options=SETTINGS, trainer=one
+    )
+    assert asked == [both] and Counter(r.model for r in runs_of(ws, learned(one))) == {"teacher": 3}
+    assert taught.report.training is not None
+    assert record_of(ws, taught.report.training.record).selection.from_model == "teacher"
+    every = Counting("good")
+    await train(
+        ws,
+        "caps",
+        trials=1,
+        any_model=True,
+        choose_source=choosing(ALL_SOURCES),
+        options=SETTINGS,
+        trainer=every,
+    )
+    assert Counter(r.model for r in runs_of(ws, learned(every))) == {"teacher": 3, BASE: 1}
+    for answer in (None, "nobody on tutored"):  # no answer, or one that is not a source: refused as before
+        with pytest.raises(BadInputError, match="come from 2 sources"):
+            await train(
+                ws, "caps", trials=1, any_model=True, choose_source=choosing(answer), options=SETTINGS,
+                trainer=Counting("good"),
+            )  # fmt: skip
+    assert asked == [both] * 4
 
 
 async def test_a_replayed_run_is_never_the_models_own(tmp_path: Path) -> None:
