@@ -13,6 +13,7 @@ tinker, tinker_cookbook and torch are imported inside the functions: ``import ma
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,16 +152,19 @@ def _message(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def conversation(example: TrainExample, renderer: Any) -> tuple[list[dict[str, Any]], list[int]]:
-    """The example as the cookbook's messages (the renderer's own prefix for the system prompt and the
+    """The example as the cookbook's messages (the renderer's own prefix for the system prompt and any
     tools, then the rest converted from OpenAI's shape), and the positions of its targets in them."""
     from tinker_cookbook.third_party.openai_compat import openai_messages_to_tinker, openai_tools_to_tinker
 
     messages = example.messages
     system = 1 if messages and messages[0].get("role") == "system" else 0
     prompt = str(messages[0].get("content") or "") if system else ""
-    prefix = renderer.create_conversation_prefix_with_tools(
-        openai_tools_to_tinker(example.tools), system_prompt=prompt
-    )
+    if example.tools:
+        prefix = renderer.create_conversation_prefix_with_tools(
+            openai_tools_to_tinker(example.tools), system_prompt=prompt
+        )
+    else:  # the system prompt as it is: Qwen3's prefix appends a tools separator even with no tools
+        prefix = [{"role": "system", "content": prompt}] if prompt else []
     body = openai_messages_to_tinker([_message(m) for m in messages[system:]])
     shift = len(prefix) - system
     targets = sorted({t + shift for t in example.targets if t >= system})
@@ -221,3 +225,59 @@ def render(example: TrainExample, rendering: Rendering) -> RenderedExample:
     if extends(rendering, conv, targets, whole):
         return RenderedExample(sequences=[whole], whole_run=True)
     return RenderedExample(sequences=[_last_step(rendering, conv, end) for end in targets], whole_run=False)
+
+
+def template_check(rendering: Rendering, examples: Iterable[TrainExample]) -> tuple[str, bool]:
+    """Whether the renderer writes the prompt the sampler will: Tinker's OpenAI-compatible endpoint
+    samples a checkpoint on the base model's own chat template, so a renderer that differs from it trains
+    the model on prompts it is never shown. The generation prompt of the first target step is compared,
+    token for token, for the first example and the first with tools. Returns the finding in words and
+    whether they differ; Inkling's sampler renders with the same renderer, so it is not compared."""
+    tokenizer = getattr(rendering.renderer, "tokenizer", None)
+    if "inkling" in str(getattr(tokenizer, "name_or_path", "")).lower() or rendering.name == "tml_v0":
+        return "", False
+    if not getattr(tokenizer, "chat_template", None):
+        return f"renderer {rendering.name}: the tokenizer has no chat template to check it against", False
+    checked = 0
+    for example in _shapes(examples):
+        differs = _differs(rendering, tokenizer, example)
+        if differs:
+            return f"renderer {rendering.name} differs from the base model's chat template: {differs}", True
+        checked += 1
+    return (
+        f"renderer {rendering.name}: token for token the chat template's ({checked} prompts checked)",
+        False,
+    )
+
+
+def _shapes(examples: Iterable[TrainExample]) -> list[TrainExample]:
+    """The first example with a target, and the first with tools when that is another."""
+    chosen: dict[bool, TrainExample] = {}
+    for example in examples:
+        if example.targets:
+            chosen.setdefault(bool(example.tools), example)
+        if len(chosen) == 2:
+            break
+    return list(chosen.values())
+
+
+def _differs(rendering: Rendering, tokenizer: Any, example: TrainExample) -> str:
+    """Where the renderer's prompt for the example's first target step leaves the template's, in words
+    ("" where they agree)."""
+    conv, targets = conversation(example, rendering.renderer)
+    ours = _tokens(rendering.renderer.build_generation_prompt(conv[: targets[0]], **rendering.options()))
+    first = min(example.targets)
+    made = tokenizer.apply_chat_template(
+        example.messages[:first], tools=example.tools or None, add_generation_prompt=True, tokenize=True
+    )
+    theirs = list(made["input_ids"] if isinstance(made, dict) or hasattr(made, "keys") else made)
+    if ours == theirs:
+        return ""
+    at = next(
+        (i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b), min(len(ours), len(theirs))
+    )
+    shown = [repr(tokenizer.decode(t[max(0, at - 6) : at + 10])) for t in (ours, theirs)]
+    return (
+        f"run {example.run_id}'s prompt ({len(ours)} tokens rendered, {len(theirs)} by the template) "
+        f"parts at token {at}: the renderer writes {shown[0]}, the template {shown[1]}"
+    )

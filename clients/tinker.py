@@ -37,7 +37,7 @@ from machine.runs import (
 )
 
 from ._tinker_calls import attempt_note, retry_reason
-from ._tinker_render import Rendering, learning_rate_for, render, rendering_for
+from ._tinker_render import Rendering, learning_rate_for, render, rendering_for, template_check
 
 LOSS = "cross_entropy"
 DEFAULT_RANK = 32
@@ -134,6 +134,7 @@ class TinkerTrainer:
 
         rendering = self.rendering or rendering_for(settings.base_model, settings.effort)
         lr = learning_rate_for(settings.base_model, settings.learning_rate)
+        checked = template_check(rendering, examples)
         data: list[Any] = []
         whole = per_step = dropped = 0
         for example in examples:
@@ -162,6 +163,8 @@ class TinkerTrainer:
             target_tokens=int(sum(_weight_sum(d) for d in data)),
             learning_rate=lr,
             learning_rate_is=_rate_is(settings.base_model),
+            template=checked[0],
+            template_differs=checked[1],
             data=data,
         )
 

@@ -81,6 +81,11 @@ class Prepared(Model):
     learning_rate: float
     learning_rate_is: str = ""
     """Where the learning rate came from, in words, when it was not given (``the cookbook's for …``)."""
+    template: str = ""
+    """What the renderer's prompts were checked against (the sampler's chat template), in words."""
+    template_differs: bool = False
+    """The renderer writes prompts the sampler does not: a checkpoint would be sampled on prompts it never
+    learned (train refuses it unless forced)."""
     seconds_per_token: float | None = None
     """The trainer's rough wall time per token trained, for the plan's estimate (None: it has none)."""
     data: Any = Field(default=None, exclude=True)
@@ -117,6 +122,11 @@ class TrainingPlan(Model):
     """A rough estimate of the training's wall time (None: the trainer gives none)."""
     chosen: list[str] = Field(default_factory=list)
     """How each value not given was chosen, in words."""
+    template: str = ""
+    """What the renderer's prompts were checked against (the sampler's chat template), in words."""
+    template_differs: bool = False
+    """The renderer writes prompts the sampler does not: a checkpoint would be sampled on prompts it never
+    learned (train refuses it unless forced)."""
 
     @property
     def enough(self) -> bool:
@@ -145,6 +155,7 @@ class TrainingPlan(Model):
             f"  schedule: {self.schedule()} (at least {self.min_steps} to learn)",
             f"  learning rate {self.learning_rate:g}; {self.trained_tokens} tokens trained, {price}{time_s}",
             *(f"  {line}" for line in self.chosen),
+            *([f"  {self.template}"] if self.template else []),
         ]
 
 

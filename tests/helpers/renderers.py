@@ -69,3 +69,45 @@ def weighted_text(rendering: Any, sequence: Any) -> str:
     """The text of a rendered sequence's weighted tokens."""
     tokens = sequence.model_input.to_ints()
     return decode(rendering, [t for t, w in zip(tokens, sequence.weights.tolist(), strict=True) if w > 0])
+
+
+CHATML = (
+    "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+"""The prompt format of Qwen3's renderer, as a chat template."""
+CHATML_WITH_DEFAULT_SYSTEM = (
+    "{% if messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif %}" + CHATML
+)
+"""ChatML that writes a system prompt of its own when a conversation has none (Qwen2.5's does)."""
+
+
+class TemplatedTokenizer(BundledTokenizer):
+    """A bundled tokenizer with a chat template, applied as Hugging Face's ``apply_chat_template`` is (with
+    jinja2), for the check of a renderer against the sampler's template."""
+
+    def __init__(self, inner: Any, name: str, template: str) -> None:
+        super().__init__(inner, name)
+        self.chat_template = template
+
+    def apply_chat_template(
+        self, messages: list[dict[str, Any]], *, add_generation_prompt: bool = False, **_: Any
+    ) -> list[int]:
+        import jinja2
+
+        text = jinja2.Template(self.chat_template).render(
+            messages=messages, add_generation_prompt=add_generation_prompt
+        )
+        return self.encode(text)
+
+
+def qwen3_templated(template: str) -> Any:
+    """``qwen3``'s renderer over a tokenizer whose chat template is ``template``."""
+    from tinker_cookbook.renderers import get_renderer
+    from tml_renderers import tokenizers
+
+    from machine.clients.tinker import Rendering
+
+    tokenizer = TemplatedTokenizer(tokenizers.Qwen3Tokenizer(), "Qwen/Qwen3-8B", template)
+    return Rendering(name="qwen3", renderer=get_renderer("qwen3", tokenizer))

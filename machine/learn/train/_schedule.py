@@ -60,6 +60,8 @@ def schedule(
         trainer=prepared.trainer,
         base_model=base_model,
         renderer=prepared.renderer,
+        template=prepared.template,
+        template_differs=prepared.template_differs,
         examples=prepared.examples,
         sequences=prepared.sequences,
         whole_run=prepared.whole_run,
@@ -100,9 +102,17 @@ def refuse_unreachable(options: TrainOptions, cases: int) -> None:
 
 
 def refuse_short(plan: TrainingPlan, options: TrainOptions, *, at_most: bool = False) -> None:
-    """Refuse a plan below ``MIN_STEPS`` unless forced, with the flags that reach it (more epochs, a smaller
-    batch, more data) or ``force``; ``at_most``: the plan is a bound, worked out before sampling."""
-    if plan.enough or options.force:
+    """Refuse a plan that cannot teach, unless forced: one below ``MIN_STEPS``, with the flags that reach it
+    (more epochs, a smaller batch, more data) or ``force``, and one whose renderer writes prompts the
+    sampler does not; ``at_most``: the plan is a bound, worked out before sampling."""
+    if options.force:
+        return
+    if plan.template_differs:
+        raise BadInputError(
+            f"{plan.template}; a checkpoint trained on these prompts would be sampled on others",
+            fixes=[Fix("force", None, "to train on them anyway")],
+        )
+    if plan.enough:
         return
     fixes: list[Fix] = []
     epochs = math.ceil(plan.min_steps / plan.steps_per_epoch)
