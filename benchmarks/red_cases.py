@@ -63,6 +63,14 @@ PAIRS = [
     ("Does the {n} come in RED or black?", "Does the {n} come in REDUX or black?"),
     ("The sign on the {n} said red.", "The sign on the {n} said bored."),
     ("Turn the {n} light to red now.", "Turn the {n} light to redo now."),
+    ("Is red the right colour for the {n}?", "Is redness the right word for the {n}?"),
+    ("The {n} went red in the sun.", "The {n} reddened in the sun."),
+    ("A red {n} stood by the door.", "A redhead stood by the {n}."),
+    ("They made the {n} red.", "They made the {n} redesign."),
+    ("Paint the {n} red, then dry it.", "Redirect the {n}, then dry it."),
+    ("Is the {n} red or not?", "Is the {n} redacted or not?"),
+    ("I drew the {n} in red.", "I will redraw the {n}."),
+    ("RED {n} here", "REDIAL {n} here"),
 ]
 """(mentions red, does not): the same sentence but for the word. A positive may hold a near miss too."""
 

@@ -7,9 +7,10 @@ and with a near miss), each label checked against the teacher's pattern; the scr
 --any-model`` distils those runs (whole-run examples with their tool calls) into the local model with LoRA
 on this machine; and the held-out comparison measures the base and the checkpoint on red's held-out
 cases (left as they are, near misses among them). It prints the held-out means before and after, each
-held-out case's result on both sides, the training tokens, steps and time. Loopback only: no network.
+held-out case's result on both sides (with the tool calls and reply each wrote), the training tokens, steps and
+time. Loopback only: no network.
 
-    .venv/bin/python benchmarks/teach_red.py [--pairs 32] [--epochs E] [--lr 3e-3] [--batch-size B]
+    .venv/bin/python benchmarks/teach_red.py [--pairs 56] [--epochs E] [--lr 3e-3] [--batch-size B]
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from red_cases import checked, generated  # noqa: E402
 
 def options() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=32, help="generated pairs of training cases")
+    parser.add_argument("--pairs", type=int, default=56, help="generated pairs of training cases")
     parser.add_argument("--epochs", type=int, default=None, help="default: the training plan's")
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--batch-size", type=int, default=None, help="default: the training plan's")
@@ -82,9 +83,12 @@ def step_line(metrics: StepMetrics) -> None:
 def per_case(ws: Workspace) -> None:
     cases = {c.id: c.input for c in ws.cases("red", "holdout.json")}
     by_side: dict[str, dict[str, list[float]]] = {}
+    wrote: dict[str, str] = {}
     for run in ws.store.iter_runs("red"):
         if run.case_id in cases and run.score is not None and run.harness == "local":
             by_side.setdefault(run.version or "?", {}).setdefault(run.case_id, []).append(run.score)
+            calls = [c.name for m in run.trajectory for c in m.tool_calls]
+            wrote[f"{run.version}:{run.case_id}"] = f"{calls} {run.output[:50]!r}"
     for case_id, text in cases.items():
         row = "  ".join(
             f"{side} {sum(s) / len(s):.2f}"
@@ -92,6 +96,8 @@ def per_case(ws: Workspace) -> None:
             if (s := scores.get(case_id))
         )
         print(f"  {case_id:<12} {row}   {text[:60]!r}")
+        for side in sorted(by_side):
+            print(f"    {side} wrote {wrote.get(f'{side}:{case_id}', '-')}")
 
 
 def main() -> None:
