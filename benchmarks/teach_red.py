@@ -7,8 +7,8 @@ and with a near miss), each label checked against the teacher's pattern; the scr
 --any-model`` distils those runs (whole-run examples with their tool calls) into the local model with LoRA
 on this machine; and the held-out comparison measures the base and the checkpoint on red's held-out
 cases (left as they are, near misses among them). It prints the held-out means before and after, each
-held-out case's result on both sides (with the tool calls and reply each wrote), the training tokens, steps and
-time. Loopback only: no network.
+held-out case's result on both sides (with the tool calls and reply each wrote), the training tokens,
+steps and time. Loopback only: no network.
 
     .venv/bin/python benchmarks/teach_red.py [--pairs 56] [--epochs E] [--lr 3e-3] [--batch-size B]
 """
