@@ -15,9 +15,10 @@ from dataclasses import replace
 from typing import Any
 
 from machine.errors import BudgetExceeded, plain_spelling
-from machine.runs import Run, is_free
+from machine.runs import Run
 from machine.workspace import Workspace
 
+from .._helper_model import check_helper_model
 from ._arms import Arm, Measure, with_instructions
 from ._ask import ask
 from ._brief import brief
@@ -203,8 +204,7 @@ async def optimize(
         spec = replace(spec, model=o.model.strip())
     optimizer = ws.load(OPTIMIZER)
     opt_model = (o.optimizer_model or "").strip() or optimizer.model
-    if not is_free(ws.harness.name):
-        ws.budget.probe_price(opt_model)  # refused before the live version is paid for, not after
+    check_helper_model(ws, OPTIMIZER, opt_model, "optimizer_model")  # before the live version is measured
     report = OptimizeReport(
         machine=name,
         live=live.label,

@@ -11,10 +11,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from machine.errors import BadInputError, BudgetExceeded, Fix, plain_spelling
-from machine.runs import is_free
 from machine.spec import marked
 from machine.workspace import Workspace
 
+from .._helper_model import check_helper_model
 from ._authoring import AUTHOR, Authoring, sample_runs
 from ._brief import draft_brief
 from ._files import file_text, read_files
@@ -63,8 +63,7 @@ async def draft_rubric(
         )
     author = ws.load(AUTHOR)
     chosen = (o.author_model or "").strip() or author.model
-    if not is_free(ws.harness.name):
-        ws.budget.probe_price(chosen)
+    check_helper_model(ws, AUTHOR, chosen, "author_model")
     report = RubricDraft(
         machine=name, author=author.name, author_model=chosen, file=f"machines/{name}/{DRAFT_FILE}"
     )

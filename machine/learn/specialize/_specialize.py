@@ -15,10 +15,11 @@ import time
 from typing import Any
 
 from machine.errors import BadInputError, BudgetExceeded, Fix, plain_spelling
-from machine.runs import check_name, is_free
+from machine.runs import check_name
 from machine.spec import Machine
 from machine.workspace import Workspace
 
+from .._helper_model import check_helper_model
 from ._authoring import AUTHOR
 from ._cases import CaseWriter
 from ._job import Specializer
@@ -83,8 +84,7 @@ async def specialize(
     _room(ws, parent, chosen, reuse_cases)
     author = ws.load(AUTHOR)
     chosen_model = (o.author_model or "").strip() or author.model
-    if not is_free(ws.harness.name):
-        ws.budget.probe_price(chosen_model)  # an unpriced author is refused before anything is paid for
+    check_helper_model(ws, AUTHOR, chosen_model, "author_model")  # before anything is paid for
     report = Specialization(
         parent=parent, child=f"{parent}/{chosen}", folder=f"machines/{parent}/{chosen}", focus=focus.strip(),
         author=author.name, author_model=chosen_model, model=model, reused_cases=reuse_cases,
