@@ -23,6 +23,8 @@ from machine.clients import _local_models  # noqa: E402
 
 LONG = {"MACHINE_LOCAL_MAX_TOKENS": "400"}
 """Replies long enough that a Ctrl-C lands while the model is generating one."""
+BUNDLED_WAIT_S = 300.0
+"""Loading SmolLM2 and writing its first reply, on two busy cores (over a minute under the whole suite)."""
 ABORTED = ("terminate called", "Aborted", "core dumped")
 
 
@@ -45,9 +47,9 @@ def root(tmp_path: Path, tiny: Path) -> Path:
     return signoff_on(tmp_path, f"local:{tiny}")
 
 
-def wait_for(started: Started, text: str, *, out: bool = False) -> None:
-    """Poll the command's stderr (or stdout), bounded in time, until it says ``text``."""
-    deadline = time.monotonic() + WAIT_S
+def wait_for(started: Started, text: str, *, out: bool = False, within: float = WAIT_S) -> None:
+    """Poll the command's stderr (or stdout), for at most ``within`` seconds, until it says ``text``."""
+    deadline = time.monotonic() + within
     while text not in (started.out if out else started.err).read_text():
         assert started.process.poll() is None, ("ended early", started.err.read_text())
         assert time.monotonic() < deadline, (f"never said {text!r}", started.err.read_text())
@@ -57,7 +59,7 @@ def wait_for(started: Started, text: str, *, out: bool = False) -> None:
 def stopped_cleanly(started: Started) -> str:
     status, took, _out, err = started.stopped()
     assert status == 130, err
-    assert took < STOP_S * 2, took
+    assert took < STOP_S * 3, took
     assert not any(noise in err for noise in (*NOISE, *ABORTED)), err
     return err
 
@@ -76,7 +78,7 @@ def test_ctrl_c_in_a_suite_on_the_bundled_model_ends_with_130(tmp_path: Path) ->
     started = start(
         tmp_path, "suite", "signoff", "--verbose", "--workspace", root, env={"MACHINE_LOCAL_MAX_TOKENS": "64"}
     )
-    wait_for(started, "[1/", out=True)
+    wait_for(started, "[1/", out=True, within=BUNDLED_WAIT_S)
     assert "interrupted: suite " in stopped_cleanly(started)
 
 
