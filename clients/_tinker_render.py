@@ -24,6 +24,8 @@ from machine.runs import TrainExample, hub_access, offline_hub
 DEFAULT_EFFORT = 0.9
 """The effort an Inkling run is sampled at unless told otherwise (tinker-cookbook's default for tml_v0)."""
 
+INKLING_RENDERER = "tml_v0"
+"""The renderer of Inkling models, which Tinker's sampler renders with too."""
 INKLING_LEARNING_RATE = 2e-4
 """LoRA learning rate for Inkling models, which tinker-cookbook's ``get_lr`` has no formula for."""
 
@@ -233,9 +235,9 @@ def template_check(rendering: Rendering, examples: Iterable[TrainExample]) -> tu
     the model on prompts it is never shown. The generation prompt of the first target step is compared,
     token for token, for the first example and the first with tools. Returns the finding in words and
     whether they differ; Inkling's sampler renders with the same renderer, so it is not compared."""
-    tokenizer = getattr(rendering.renderer, "tokenizer", None)
-    if "inkling" in str(getattr(tokenizer, "name_or_path", "")).lower() or rendering.name == "tml_v0":
+    if rendering.name == INKLING_RENDERER:
         return "", False
+    tokenizer = getattr(rendering.renderer, "tokenizer", None)
     if not getattr(tokenizer, "chat_template", None):
         return f"renderer {rendering.name}: the tokenizer has no chat template to check it against", False
     checked = 0
@@ -270,7 +272,7 @@ def _differs(rendering: Rendering, tokenizer: Any, example: TrainExample) -> str
     made = tokenizer.apply_chat_template(
         example.messages[:first], tools=example.tools or None, add_generation_prompt=True, tokenize=True
     )
-    theirs = list(made["input_ids"] if isinstance(made, dict) or hasattr(made, "keys") else made)
+    theirs = list(made["input_ids"] if hasattr(made, "keys") else made)  # a BatchEncoding, or the ids
     if ours == theirs:
         return ""
     at = next(

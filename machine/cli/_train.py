@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from machine.learn import ALL_SOURCES, TrainingCheck, TrainOptions, check_training, train
+from machine.learn import ALL_SOURCES, ChooseSource, TrainingCheck, TrainOptions, check_training, train
 from machine.ops import make_trainer
 from machine.runs import Run, StepMetrics
 from machine.versions import Candidate, format_report
@@ -80,7 +80,6 @@ def train_command(
     ws = workspace_from(ctx, **spending)
     print_plan(ws, "train", name, options)
     loud = not as_json
-    asked = _ask_source if loud and _on_a_terminal() else None
     candidate = ws.call(
         lambda: train(
             ws,
@@ -90,7 +89,7 @@ def train_command(
             make_trainer=make_trainer,
             on_run=_run_line if loud and sys.stderr.isatty() else None,
             on_step=_step_echo if loud else None,
-            choose_source=asked,
+            choose_source=_chooser(as_json),
             on_phase=_phase_echo if loud else None,
         )
     )
@@ -123,7 +122,7 @@ def _check(
             trainer=trainer,
             make_trainer=make_trainer,
             on_step=_step_echo if smoke and not as_json else None,
-            choose_source=None if as_json or not _on_a_terminal() else _ask_source,
+            choose_source=_chooser(as_json),
         )
     )
     if as_json:
@@ -134,9 +133,10 @@ def _check(
         print_spend(ws.budget)
 
 
-def _on_a_terminal() -> bool:
-    """Whether a person at a terminal can be asked (and not a script, which is refused instead)."""
-    return sys.stdin.isatty() and sys.stderr.isatty()
+def _chooser(as_json: bool) -> ChooseSource | None:
+    """Ask which source to learn from where a person at a terminal can answer; a script (or ``--json``)
+    is refused instead, with the sources named."""
+    return None if as_json or not (sys.stdin.isatty() and sys.stderr.isatty()) else _ask_source
 
 
 def _ask_source(found: dict[str, int]) -> str | None:

@@ -136,12 +136,17 @@ async def _gate(
     except BudgetExceeded as refused:
         raise _stopped(folder, record, refused) from refused
     except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):  # stopped before its first step
-        with anyio.CancelScope(shield=True):
-            folder.interrupted(record)
-            say(folder.resume(record))
+        _interrupted(folder, record, say)
         raise
     folder.write(record)
     return record.gate
+
+
+def _interrupted(folder: RecordFolder, record: TrainingRecord, say: Callable[[str], None]) -> None:
+    """The record marked stopped from outside (Ctrl-C, a cancel), shielded from it, and how to go on."""
+    with anyio.CancelScope(shield=True):
+        folder.interrupted(record)
+        say(folder.resume(record))
 
 
 def _stopped(folder: RecordFolder, record: TrainingRecord, refused: BudgetExceeded) -> BudgetExceeded:
@@ -262,9 +267,7 @@ async def _fit(
             on_saved=folder.saved,
         )  # fmt: skip
     except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
-        with anyio.CancelScope(shield=True):
-            folder.interrupted(record)
-            say(folder.resume(record))
+        _interrupted(folder, record, say)
         raise
     except BudgetExceeded as refused:
         raise _stopped(folder, record, refused) from refused
