@@ -57,8 +57,9 @@ def tiny_tokenizer() -> Any:
     )
 
 
-def tiny_model_folder(folder: Path, *, seed: int = 0) -> Path:
-    """A tiny Llama and its tokenizer saved in ``folder`` (made if missing); returns ``folder``."""
+def tiny_model_folder(folder: Path, *, seed: int = 0, context: int = 2048) -> Path:
+    """A tiny Llama reading ``context`` tokens, and its tokenizer, saved in ``folder`` (made if missing);
+    returns ``folder``."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -70,7 +71,7 @@ def tiny_model_folder(folder: Path, *, seed: int = 0) -> Path:
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=2048,
+        max_position_embeddings=context,
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,

@@ -18,7 +18,7 @@ from machine.errors import BudgetExceeded, plain_spelling
 from machine.runs import Run
 from machine.workspace import Workspace
 
-from .._helper_model import check_helper_model
+from .._helper_model import INSTRUCTIONS_FORM, check_helper_model
 from ._arms import Arm, Measure, with_instructions
 from ._ask import ask
 from ._brief import brief
@@ -204,7 +204,8 @@ async def optimize(
         spec = replace(spec, model=o.model.strip())
     optimizer = ws.load(OPTIMIZER)
     opt_model = (o.optimizer_model or "").strip() or optimizer.model
-    check_helper_model(ws, OPTIMIZER, opt_model, "optimizer_model")  # before the live version is measured
+    # before the live version is measured
+    await check_helper_model(ws, optimizer, opt_model, "optimizer_model", INSTRUCTIONS_FORM, spec)
     report = OptimizeReport(
         machine=name,
         live=live.label,

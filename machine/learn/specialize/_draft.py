@@ -14,7 +14,7 @@ from machine.errors import BadInputError, BudgetExceeded, Fix, plain_spelling
 from machine.spec import marked
 from machine.workspace import Workspace
 
-from .._helper_model import check_helper_model
+from .._helper_model import FILE_FORM, check_helper_model
 from ._authoring import AUTHOR, Authoring, sample_runs
 from ._brief import draft_brief
 from ._files import file_text, read_files
@@ -63,7 +63,7 @@ async def draft_rubric(
         )
     author = ws.load(AUTHOR)
     chosen = (o.author_model or "").strip() or author.model
-    check_helper_model(ws, AUTHOR, chosen, "author_model")
+    await check_helper_model(ws, author, chosen, "author_model", FILE_FORM, spec)
     report = RubricDraft(
         machine=name, author=author.name, author_model=chosen, file=f"machines/{name}/{DRAFT_FILE}"
     )

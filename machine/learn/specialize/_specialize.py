@@ -19,7 +19,7 @@ from machine.runs import check_name
 from machine.spec import Machine
 from machine.workspace import Workspace
 
-from .._helper_model import check_helper_model
+from .._helper_model import FILE_FORM, check_helper_model
 from ._authoring import AUTHOR
 from ._cases import CaseWriter
 from ._job import Specializer
@@ -84,7 +84,7 @@ async def specialize(
     _room(ws, parent, chosen, reuse_cases)
     author = ws.load(AUTHOR)
     chosen_model = (o.author_model or "").strip() or author.model
-    check_helper_model(ws, AUTHOR, chosen_model, "author_model")  # before anything is paid for
+    await check_helper_model(ws, author, chosen_model, "author_model", FILE_FORM, spec)  # before any spending
     report = Specialization(
         parent=parent, child=f"{parent}/{chosen}", folder=f"machines/{parent}/{chosen}", focus=focus.strip(),
         author=author.name, author_model=chosen_model, model=model, reused_cases=reuse_cases,
