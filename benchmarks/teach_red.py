@@ -8,9 +8,10 @@ and with a near miss), each label checked against the teacher's pattern; the scr
 on this machine; and the held-out comparison measures the base and the checkpoint on red's held-out
 cases (left as they are, near misses among them). It prints the held-out means before and after, each
 held-out case's result on both sides (with the tool calls and reply each wrote), the training tokens,
-steps and time. Loopback only: no network.
+steps and time, and the curve: the held-out mean of the state saved every ``--curve-every`` steps (an
+adapter like the final one), between the base's and the end's. Loopback only: no network.
 
-    .venv/bin/python benchmarks/teach_red.py [--pairs 56] [--epochs E] [--lr 3e-3] [--batch-size B]
+    .venv/bin/python benchmarks/teach_red.py [--pairs 56] [--epochs E] [--lr 3e-3] [--curve-every 10]
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from pathlib import Path
 import anyio
 
 from machine import Workspace, open_workspace, run_suite
+from machine.clients import make_trainer as trainer_for
 from machine.learn import TrainOptions, train
-from machine.ops import make_trainer
-from machine.runs import StepMetrics
+from machine.runs import StepMetrics, Trainer
 
 REPO = Path(__file__).resolve().parents[1]
 RED = REPO / "machines" / "red"
@@ -48,6 +49,7 @@ def options() -> argparse.Namespace:
     parser.add_argument("--target-modules", default=None, help="comma-separated (default: the trainer's)")
     parser.add_argument("--trials", type=int, default=1, help="held-out runs per case and side")
     parser.add_argument("--max-tokens", default="64", help="MACHINE_LOCAL_MAX_TOKENS for the local runs")
+    parser.add_argument("--curve-every", type=int, default=10, help="held-out mean every N steps (0: none)")
     return parser.parse_args()
 
 
@@ -100,6 +102,27 @@ def per_case(ws: Workspace) -> None:
             print(f"    {side} wrote {wrote.get(f'{side}:{case_id}', '-')}")
 
 
+def curve(ws: Workspace, trials: int, before: float | None, after: float | None, last: int) -> None:
+    """The held-out mean of every state the training saved on its way, between the base's and the end's."""
+    states = sorted(
+        (int(path.name.removeprefix("step-")), path)
+        for path in (ws.data_dir / "training").glob("*/states/step-*")
+    )
+    spec = ws.load("red")
+    cases = ws.cases("red", "holdout.json")
+    points = [f"step 0: {before:.3f}" if before is not None else "step 0: -"]
+    for step, path in states:
+        if step >= last:
+            continue
+        model = f"local:smollm2-135m+{path}"
+        report = anyio.run(lambda: run_suite(ws, spec, cases, trials=trials, model=model))  # noqa: B023
+        mean = report.mean
+        points.append(f"step {step}: {mean:.3f}" if mean is not None else f"step {step}: -")
+        print(f"  held-out at {points[-1]}", flush=True)
+    points.append(f"step {last}: {after:.3f}" if after is not None else f"step {last}: -")
+    print("held-out curve: " + ", ".join(points))
+
+
 def main() -> None:
     args = options()
     os.environ.setdefault("MACHINE_LOCAL_MAX_TOKENS", args.max_tokens)
@@ -114,13 +137,17 @@ def main() -> None:
             epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, rank=args.rank,
             target_modules=modules, any_model=True, best_of=1, trials=args.trials,
         )  # fmt: skip
+
+        def make(name: str | None, base_model: str, at: Path | None = None) -> Trainer:
+            return trainer_for(name, base_model, at, save_every=args.curve_every or 10_000)
+
         started = time.monotonic()
         candidate = anyio.run(
             lambda: train(
                 ws,
                 "red",
                 chosen,
-                make_trainer=make_trainer,
+                make_trainer=make,
                 on_step=step_line,
             )
         )
@@ -138,6 +165,8 @@ def main() -> None:
         )
         print(f"train and held-out comparison together: {took:.1f} s")
         per_case(ws)
+        if args.curve_every:
+            curve(ws, args.trials, r.before.mean, r.after.mean, t.steps)
 
 
 if __name__ == "__main__":
