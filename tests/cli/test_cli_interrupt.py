@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from helpers.env import MACHINE_BIN, clean_env
 from helpers.openai_server import FakeOpenAI, hang, text
-from helpers.stopping import NOISE, STOP_S, WAIT_S, Started, start
+from helpers.stopping import NOISE, STOP_S, WAIT_S, Started, interruptible, start
 
 from machine import SQLiteStore
 from machine.runs import Run, Timings
@@ -179,7 +179,7 @@ def test_ctrl_c_during_a_chat_reply_cancels_only_that_reply(ws: WorkspaceFolder,
             [str(MACHINE_BIN), "run", "greet", "--harness", "openai", "--base-url", server.url + "/v1",
              "--workspace", str(ws.root)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=clean_env(), cwd=tmp_path,
+            env=clean_env(), cwd=tmp_path, preexec_fn=interruptible,
         )  # fmt: skip
         try:
             assert chat.stdin is not None and chat.stderr is not None

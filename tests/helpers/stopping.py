@@ -40,6 +40,13 @@ class Started:
         return status, took, self.out.read_text(), self.err.read_text()
 
 
+def interruptible() -> None:
+    """Run in the child before it starts: SIGINT back to its default. A shell that starts a background job
+    without job control (``make test &`` in a script) sets SIGINT to ignored, the child inherits that, and
+    Python then installs no Ctrl-C handler at all, so the tests' SIGINT would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(tmp_path: Path, *args: str | Path, env: dict[str, str] | None = None) -> Started:
     """Run `machine ARGS` in `tmp_path`, in the scrubbed environment plus `env`."""
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
@@ -51,5 +58,6 @@ def start(tmp_path: Path, *args: str | Path, env: dict[str, str] | None = None) 
             stderr=stderr,
             env=clean_env(env),
             cwd=tmp_path,
+            preexec_fn=interruptible,
         )
     return Started(process, out, err)
