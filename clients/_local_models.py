@@ -222,9 +222,9 @@ def _load_base(source: Source, where: str) -> tuple[Any, Any]:
     dtype = torch.float32 if where == "cpu" else torch.bfloat16
     gguf = Path(source.folder, source.gguf_file) if source.gguf_file else None
     keep_in = None if gguf is None else cached_folder(gguf, str(dtype))
-    folder, extra = source.folder, {"gguf_file": source.gguf_file} if source.gguf_file else {}
-    if (ready := converted(keep_in)) is not None:
-        folder, extra, keep_in = str(ready), {}, None
+    ready = converted(keep_in)
+    folder = source.folder if ready is None else str(ready)
+    extra: dict[str, Any] = {"gguf_file": source.gguf_file} if gguf is not None and ready is None else {}
     offline = _from_hub(source)
     try:
         with quiet_loading(), offline_hub(offline):
@@ -235,7 +235,7 @@ def _load_base(source: Source, where: str) -> tuple[Any, Any]:
             f"could not load the local model {source.folder}: {type(error).__name__}: {error}",
             fixes=LOCAL_FIXES,
         ) from None
-    if keep_in is not None and gguf is not None:
+    if gguf is not None and keep_in is not None and ready is None:
         keep(keep_in, model, tokenizer, gguf)
     return model.to(where).eval(), tokenizer
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.tiny_model import needs_local_stack, steer, tiny_model_folder
+from helpers.tiny_model import needs_local_stack, restored, steer, tiny_model_folder
 
 needs_local_stack()
 
@@ -57,11 +57,9 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def fresh(tiny: str) -> Iterator[str]:
     """The tiny model, with whatever a test did to its ``generate`` undone afterwards."""
-    loaded = _local_models.load(tiny)
-    real = loaded.model.generate
     SEEN.clear()
-    yield tiny
-    loaded.model.generate = real
+    with restored(_local_models.load(tiny)):
+        yield tiny
 
 
 def request(model: str, **options: Any) -> HarnessRequest:

@@ -125,6 +125,16 @@ def steer(loaded: Any, replies: Callable[[str], str]) -> list[int]:
 
 
 @contextmanager
+def restored(loaded: Any) -> Iterator[None]:
+    """Put ``loaded.model.generate`` back as it was when the block ends, whatever it was made (``steer``)."""
+    real = loaded.model.generate
+    try:
+        yield
+    finally:
+        loaded.model.generate = real
+
+
+@contextmanager
 def counting(loaded: Any) -> Iterator[list[int]]:
     """Count ``generate`` calls (each call's batch size) without changing what it makes."""
     real = loaded.model.generate
@@ -134,11 +144,9 @@ def counting(loaded: Any) -> Iterator[list[int]]:
         calls.append(int(kwargs["input_ids"].shape[0]))
         return real(**kwargs)
 
-    loaded.model.generate = generate
-    try:
+    with restored(loaded):
+        loaded.model.generate = generate
         yield calls
-    finally:
-        loaded.model.generate = real
 
 
 def needs_local_stack() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers.env import REPO
-from helpers.tiny_model import needs_local_stack, steer, tiny_model_folder
+from helpers.tiny_model import needs_local_stack, restored, steer, tiny_model_folder
 
 needs_local_stack()
 
@@ -36,10 +36,8 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def fresh(tiny: str) -> Iterator[str]:
     """The tiny model, with a steered ``generate`` undone afterwards."""
-    loaded = _local_models.load(tiny)
-    real = loaded.model.generate
-    yield tiny
-    loaded.model.generate = real
+    with restored(_local_models.load(tiny)):
+        yield tiny
 
 
 def signoff(tmp_path: Path) -> Path:
