@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import tempfile
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +41,11 @@ def cache_root() -> Path | None:
 
 def cached_folder(gguf: Path, dtype: str) -> Path | None:
     """The folder the converted ``gguf`` (loaded as ``dtype``) is kept in, or None when the cache is off."""
-    import transformers
-
     root = cache_root()
     if root is None:
         return None
     seen = gguf.stat()
-    identity = f"{gguf.resolve()}|{seen.st_size}|{seen.st_mtime_ns}|{dtype}|{transformers.__version__}"
+    identity = f"{gguf.resolve()}|{seen.st_size}|{seen.st_mtime_ns}|{dtype}|{version('transformers')}"
     return root / f"{gguf.stem}-{hashlib.sha256(identity.encode('utf-8')).hexdigest()[:16]}"
 
 

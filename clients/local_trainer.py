@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -28,6 +28,7 @@ import anyio.to_thread
 from machine.errors import BadInputError, MachineError, TrainingError
 from machine.runs import Budget, Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings, confined
 
+from ._local_light import light
 from ._local_models import LocalModel, load, portable
 from ._local_train_data import Renderer, TrainSequence, end_of_turn, render, renderer_name, truncated
 from ._local_train_session import Batch, Lora, Session, plan
@@ -79,9 +80,8 @@ class LocalTrainer:
 
     def prepare(self, examples: Sequence[TrainExample], settings: TrainSettings) -> Prepared:
         """Render every example (whole or per step, checked on its tokens) to ids and labels."""
-        loaded = load(settings.base_model, self.root)
-        _check_modules(loaded, self.lora(settings).target_modules)
-        renderer = Renderer(loaded.tokenizer, end_of_turn(loaded.tokenizer, loaded.stop_ids))
+        tokenizer, stop_ids, size = self._described(settings)
+        renderer = Renderer(tokenizer, end_of_turn(tokenizer, stop_ids))
         data: list[TrainSequence] = []
         whole = per_step = dropped = 0
         for example in examples:
@@ -96,7 +96,7 @@ class LocalTrainer:
             whole, per_step = (whole + 1, per_step) if rendered.whole_run else (whole, per_step + 1)
         return Prepared(
             trainer=self.name,
-            renderer=renderer_name(loaded.tokenizer),
+            renderer=renderer_name(tokenizer),
             examples=whole + per_step,
             sequences=len(data),
             whole_run=whole,
@@ -106,9 +106,20 @@ class LocalTrainer:
             target_tokens=sum(s.target_tokens for s in data),
             learning_rate=settings.learning_rate or DEFAULT_LEARNING_RATE,
             learning_rate_is="the local trainer's default for LoRA (measured on signoff)",
-            seconds_per_token=SECONDS_PER_TOKEN * _size(loaded) / SECONDS_MEASURED_AT,
+            seconds_per_token=SECONDS_PER_TOKEN * size / SECONDS_MEASURED_AT,
             data=data,
         )
+
+    def _described(self, settings: TrainSettings) -> tuple[Any, list[int], int]:
+        """The base's tokenizer, stop ids and parameter count: read from its files where they say it and
+        name every target module (``_local_light``), else from the model loaded."""
+        wanted = self.lora(settings).target_modules
+        shape = light(settings.base_model, self.root)
+        if shape is not None and all(_named(shape.modules, m) for m in wanted):
+            return shape.tokenizer, shape.stop_ids, shape.parameters
+        loaded = load(settings.base_model, self.root)
+        _check_modules(loaded, wanted)
+        return loaded.tokenizer, loaded.stop_ids, sum(p.numel() for p in loaded.model.parameters())
 
     async def train(
         self,
@@ -195,14 +206,14 @@ class LocalTrainer:
         return Checkpoint(model=model, base_model=settings.base_model, step=step, state=named)
 
 
-def _size(loaded: LocalModel) -> int:
-    return sum(p.numel() for p in loaded.model.parameters())
+def _named(names: Iterable[str], module: str) -> bool:
+    return any(n == module or n.endswith(f".{module}") for n in names)
 
 
 def _check_modules(loaded: LocalModel, wanted: Sequence[str]) -> None:
     """Every target module names a layer of the model, so a misspelt one is refused before training."""
     names = [name for name, _ in loaded.model.named_modules()]
-    missing = [m for m in wanted if not any(n == m or n.endswith(f".{m}") for n in names)]
+    missing = [m for m in wanted if not _named(names, m)]
     if missing:
         leaves = sorted({n.rsplit(".", 1)[-1] for n, m in loaded.model.named_modules() if _is_linear(m)})
         raise BadInputError(
