@@ -165,11 +165,22 @@ def _examples(
         own_model=selection.own_model,
         from_model=o.from_model,
         from_suite=o.from_suite,
+        all_sources=o.all_sources,
         sources=found,
         held_out=sorted(c.id for c in at.held),
         run_ids=[e.run_id for e in examples],
     )
     return runs, examples, chose, redactor.count
+
+
+def chosen_before(o: TrainOptions, before: Chosen) -> TrainOptions:
+    """The options of a resumed training, learning from the source its start chose, asked then and not
+    again (a terminal's answer is in its record, not in the flags given to resume)."""
+    if not o.any_model or o.from_model or o.from_suite or o.all_sources:
+        return o
+    if before.from_model is not None:
+        return o.model_copy(update={"from_model": before.from_model})
+    return o.model_copy(update={"all_sources": True}) if before.all_sources else o
 
 
 def _one_source(

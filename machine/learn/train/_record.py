@@ -69,6 +69,7 @@ class Chosen(Model):
     own_model: str | None
     from_model: str | None = None
     from_suite: str | None = None
+    all_sources: bool = False
     sources: dict[str, int] = Field(default_factory=dict)
     """The runs kept by where they came from: ``{"teacher on scripted": 16}``."""
     held_out: list[str] = Field(default_factory=list)

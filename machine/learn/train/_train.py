@@ -41,7 +41,7 @@ from machine.versions import Candidate, check_fixed, fix_gate, propose, thinned
 from machine.workspace import Workspace
 
 from ._options import TrainOptions
-from ._prepare import ChooseSource, MakeTrainer, Target, ready, target, trainer_for
+from ._prepare import ChooseSource, MakeTrainer, Target, chosen_before, ready, target, trainer_for
 from ._record import Pin, RecordFolder, TrainingRecord, differences, epoch_means, examples_text
 from ._sampling import grade_pending, sample
 from ._schedule import refuse_unreachable
@@ -75,6 +75,8 @@ async def train(
     ws.budget.probe_price(TRAINING + at.base)  # an unknown training price is refused before anything runs
     root = ws.data_dir / TRAINING_DIR
     earlier = _earlier(root, o.resume, name)
+    if earlier is not None:
+        o = chosen_before(o, earlier.read().selection)
     live = _live(ws, at.spec)
     say = on_phase or (lambda _line: None)
     spent_before = ws.budget.spent

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from helpers.training import BASE, HELD_OUT, TRAIN_CASES, Counting, Tutored, make_caps
 
-from machine import BadInputError, Workspace, open_workspace
+from machine import BadInputError, BudgetExceeded, Workspace, open_workspace
 from machine.clients.scripted import ScriptedHarness
 from machine.learn import ALL_SOURCES, TrainingRecord, TrainOptions, train
-from machine.runs import Run, TrainExample
+from machine.runs import Run, StepMetrics, TrainExample
 from machine.spec import Case
 from machine.versions import update
 
@@ -254,3 +254,41 @@ async def test_from_suite_learns_from_that_suites_runs_alone(tmp_path: Path) -> 
         await train(
             ws, "caps", trials=1, from_suite="nope", any_model=True, options=SETTINGS, trainer=trainer
         )
+
+
+async def test_a_resumed_training_learns_from_the_source_chosen_at_its_start(tmp_path: Path) -> None:
+    make_caps(tmp_path)
+    ws = open_workspace(tmp_path, harness=Tutored(), budget=5.0)
+    spec = ws.load("caps")
+    cases = [Case.model_validate(c) for c in TRAIN_CASES]
+    ws.budget.usd = None  # the teacher has no price
+    for case in cases:
+        await ws.run(spec, case.input, case=case, trial=0, model="teacher", grade=True)
+    await ws.run(spec, "bob", case=cases[1], trial=1, grade=True)
+    ws.budget.usd = 5.0
+    asked: list[dict[str, int]] = []
+
+    def choose(found: dict[str, int]) -> str:
+        asked.append(found)
+        return "teacher on tutored"
+
+    def stop(metrics: StepMetrics) -> None:
+        if metrics.step == 1:
+            ws.budget.usd = ws.budget.spent
+
+    first = Counting("good")
+    every_step = SETTINGS.model_copy(update={"batch_size": 1})
+    with pytest.raises(BudgetExceeded, match="stopped after step 1"):
+        await train(
+            ws, "caps", trials=1, any_model=True, choose_source=choose, options=every_step,
+            trainer=first, on_step=stop,
+        )  # fmt: skip
+    [record] = (ws.data_dir / "training").iterdir()
+    ws.budget.usd = None
+    again = Counting("good")
+    resumed = await train(
+        ws, "caps", trials=1, any_model=True, options=every_step, trainer=again, resume=record.name
+    )
+    assert len(asked) == 1  # not asked again, and not refused for want of an answer
+    assert Counter(r.model for r in runs_of(ws, learned(again))) == {"teacher": 3}
+    assert resumed.report.training is not None and resumed.report.training.record == record.name
