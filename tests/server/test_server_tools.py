@@ -71,7 +71,17 @@ async def test_read_only_tools(folder: Folder) -> None:
     assert recent.structured_content == {"machine": "red", "limit": 20, "runs": []}
 
 
-async def test_bad_input_is_a_clear_error(folder: Folder) -> None:
+async def test_a_free_harness_runs_a_model_the_price_table_does_not_know(folder: Folder) -> None:
+    server, _ = make_server(folder, allowance=5)
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:  # the teacher step: a scripted teacher, no price needed
+            taught = await client.call_tool("rehearse", {"name": "red", "budget_usd": 1, "model": "teacher"})
+    assert not taught.is_error and taught.structured_content is not None
+    assert taught.structured_content["spent_usd"] == 0.0 and len(taught.structured_content["run_ids"]) > 0
+
+
+async def test_bad_input_is_a_clear_error(folder: Folder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-never-sent")  # refused before any call is made
     server, _ = make_server(folder, allowance=5)
     with anyio.fail_after(LIMIT):
         async with Client(server) as client:
@@ -94,7 +104,8 @@ async def test_bad_input_is_a_clear_error(folder: Folder) -> None:
             trials = await client.call_tool("rehearse", {"name": "red", "budget_usd": 1, "trials": 0})
             harness = await client.call_tool("rehearse", {"name": "red", "budget_usd": 1, "harness": "warp"})
             unpriced = await client.call_tool(
-                "rehearse", {"name": "red", "budget_usd": 1, "model": "acme/unpriced"}
+                "rehearse",
+                {"name": "red", "budget_usd": 1, "model": "acme/unpriced", "harness": "openrouter"},
             )
             commit_unknown = await client.call_tool("commit", {"name": "blue"})
             still_listed = await client.call_tool("list_machines", {})
