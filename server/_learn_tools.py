@@ -27,15 +27,36 @@ from machine.learn import (
 from machine.workspace import Workspace, folder_cases_file
 
 from ._asking import askable, asked, planned, spent_of
-from ._bounds import CasesFile, Focus, HarnessName, MachineName, ModelId, Slug
-from ._options import option_arguments, options_of
+from ._bounds import (
+    AuthorModel,
+    ChildFocus,
+    ChildModel,
+    ChildSlug,
+    HoldoutCases,
+    MachineName,
+    OptimizerModel,
+    RunCases,
+    RunHarness,
+    RunModel,
+)
+from ._options import accepted, option_arguments, options_of
 from ._results import Approval, NotAsked, OptimizeResult, SpecializeResult
-from ._service import OnRun, tool_error, usd
+from ._service import OnProgress, tool_error, usd
 from ._tools import USD, service
 from ._train_tools import register_training
 
-SPECIALIZE_ARGUMENTS = ("budget_usd", "slug", "model", "author_model", "harness")
-OPTIMIZE_ARGUMENTS = ("budget_usd", "cases", "holdout", "model", "optimizer_model", "harness")
+SPECIALIZE_ARGUMENTS = accepted(SpecializeOptions, "budget_usd", "slug", "model", "author_model", "harness")
+OPTIMIZE_LEFT = ("concurrency",)
+OPTIMIZE_ARGUMENTS = accepted(
+    OptimizeOptions,
+    "budget_usd",
+    "cases",
+    "holdout",
+    "model",
+    "optimizer_model",
+    "harness",
+    leave=OPTIMIZE_LEFT,
+)
 
 
 # -- specialize -------------------------------------------------------------------------------------
@@ -80,14 +101,14 @@ async def ask_specialize(
 @option_arguments(SpecializeOptions)
 async def specialize_machine(
     parent: MachineName,
-    focus: Focus,
+    focus: ChildFocus,
     budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_specialize)],
-    slug: Slug | None = None,
-    model: ModelId | None = None,
-    author_model: ModelId | None = None,
-    harness: HarnessName | None = None,
+    slug: ChildSlug = None,
+    model: ChildModel = None,
+    author_model: AuthorModel = None,
+    harness: RunHarness = None,
     **options: Any,
 ) -> SpecializeResult:
     """Have the author machine write PARENT/SLUG, a child of `parent` for `focus`, and `cases` checked
@@ -106,7 +127,7 @@ async def specialize_machine(
         author_model=author_model, **options,
     )  # fmt: skip
 
-    def work(_on_run: OnRun) -> Awaitable[Specialization]:
+    def work(_on_run: OnProgress) -> Awaitable[Specialization]:
         return specialize(ws, parent, chosen)
 
     what = f"specialize {parent!r} (at most {usd(ws.budget.usd or 0.0)})"
@@ -175,17 +196,17 @@ def optimize_files(
     return shown, held.name
 
 
-@option_arguments(OptimizeOptions, leave=("concurrency",))
+@option_arguments(OptimizeOptions, leave=OPTIMIZE_LEFT)
 async def optimize_machine(
     name: MachineName,
     budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_optimize)],
-    cases: CasesFile | None = None,
-    holdout: CasesFile | None = None,
-    optimizer_model: ModelId | None = None,
-    model: ModelId | None = None,
-    harness: HarnessName | None = None,
+    cases: RunCases = None,
+    holdout: HoldoutCases = None,
+    optimizer_model: OptimizerModel = None,
+    model: RunModel = None,
+    harness: RunHarness = None,
     **options: Any,
 ) -> OptimizeResult:
     """Ask the optimizer machine for rewrites of the machine's instructions and keep one only if it scores
@@ -206,7 +227,7 @@ async def optimize_machine(
         model=model, **options,
     )  # fmt: skip
 
-    def work(on_run: OnRun) -> Awaitable[Optimization]:
+    def work(on_run: OnProgress) -> Awaitable[Optimization]:
         return optimize(ws, name, chosen, on_run=on_run)
 
     what = f"optimize {name!r} (at most {usd(ws.budget.usd or 0.0)})"

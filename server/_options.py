@@ -39,6 +39,12 @@ def option_arguments(model: type[Options], *, leave: Collection[str] = ()) -> Ca
     return apply
 
 
+def accepted(model: type[Options], *own: str, leave: Collection[str] = ()) -> tuple[str, ...]:
+    """Every argument a tool made with ``option_arguments(model, leave=leave)`` takes: its ``own`` and the
+    options', so an error's fixes that name any of them are spelt for the caller (``samples: 4``)."""
+    return (*own, *(name for name in model.model_fields if name not in leave))
+
+
 def _argument(model: type[Options], name: str) -> inspect.Parameter:
     """Field ``name`` as a tool argument: its type and bounds, its description, its default. A caller's
     JSON is read as leniently as any tool argument (``2.0`` for a whole number too)."""

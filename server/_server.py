@@ -1,43 +1,71 @@
 """The server class itself, kept thin: ``initialize`` needs nothing but the SDK and this, so ``machine serve``
 answers it without importing the tools, the operations behind them or their result models. Those come
-with the first ``tools/list`` or ``tools/call``; the ``Service`` (the workspace and its store) with the
-first call."""
+(with the resources and prompts) on the first request that lists or uses any of them; the ``Service``
+(the workspace and its store) with the first call or read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Iterable
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 
 if TYPE_CHECKING:
-    from mcp_types import CallToolResult, InputRequiredResult
+    from mcp.server.lowlevel.helper_types import ReadResourceContents
+    from mcp_types import (
+        CallToolResult,
+        GetPromptResult,
+        InputRequiredResult,
+        Prompt,
+        Resource,
+        ResourceTemplate,
+    )
     from mcp_types import Tool as MCPTool
 
     from ._service import Service
 
 INSTRUCTIONS = (
     "Machines are small agent loops with a rubric. list_machines and show_machine describe them, "
-    "recent_runs shows their graded runs, rehearse runs and grades a machine's cases; specialize has an "
+    "recent_runs lists their graded runs, show_run shows one whole (each grader's reason) and "
+    "show_training a training record; rehearse runs and grades a machine's cases; specialize has an "
     "author write a child machine and its cases, optimize rewrites a machine's instructions and keeps a "
     "rewrite measured better, train fine-tunes its model (each spends: give budget_usd; optimize and "
     "train leave a pending candidate); commit and revert change which version is live. Spending and "
     "changing tools need the person's consent: they are asked, or an allowance in the server's "
     "configuration covers it. Code a model wrote (a child from specialize) is not imported until the "
     "person trusts it: trust_machine shows it to them and asks; until then rehearse runs its own code "
-    "only in the sandbox."
+    "only in the sandbox. The same things are resources (machine://machines, machine://machines/NAME, "
+    "machine://runs/ID, machine://training/ID), and the prompts improve_machine, specialize_machine "
+    "and explain_run start those conversations."
 )
+
+
+def plain(doc: str | None) -> str:
+    """A docstring as a host shows it: its indentation gone and each paragraph on one line."""
+    paragraphs = inspect.cleandoc(doc or "").split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs).strip()
+
+
+def version() -> str:
+    """This library's version, as ``initialize`` reports it."""
+    try:
+        return metadata.version("machine")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
 
 
 class MachineServer(MCPServer):
     """An MCP server that carries the ``Service`` its tools act through. ``add_tools(server)`` registers
-    the tools, on the first request that needs them; ``make_service()`` makes the service, on the first
-    tool call (it raises ``ToolError`` saying what is wrong, e.g. an unusable allowance)."""
+    the tools, resources and prompts, on the first request that needs them; ``make_service()`` makes the
+    service, on the first tool call (it raises ``ToolError`` saying what is wrong, e.g. an unusable
+    allowance). Every description is registered as ``plain`` text."""
 
     def __init__(
         self, make_service: Callable[[], Service], add_tools: Callable[[MCPServer], None], **options: Any
     ) -> None:
-        super().__init__(name="machine", instructions=INSTRUCTIONS, **options)
+        super().__init__(name="machine", instructions=INSTRUCTIONS, version=version(), **options)
         self._make_service = make_service
         self._add_tools: Callable[[MCPServer], None] | None = add_tools
         self._service: Service | None = None
@@ -54,9 +82,47 @@ class MachineServer(MCPServer):
             self._add_tools(self)
             self._add_tools = None
 
+    def tool(  # type: ignore[override]  # the same call; the decorator it gives is typed loosely
+        self,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        **options: Any,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        register = super().tool
+
+        def add(fn: Callable[..., Any]) -> Callable[..., Any]:
+            return register(name, title, description or plain(fn.__doc__), **options)(fn)
+
+        return add
+
     async def list_tools(self) -> list[MCPTool]:
         self._tools_ready()
         return await super().list_tools()
+
+    async def list_resources(self) -> list[Resource]:
+        self._tools_ready()
+        return await super().list_resources()
+
+    async def list_resource_templates(self) -> list[ResourceTemplate]:
+        self._tools_ready()
+        return await super().list_resource_templates()
+
+    async def read_resource(
+        self, uri: Any, context: Context[Any, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        self._tools_ready()
+        return await super().read_resource(uri, context)
+
+    async def list_prompts(self) -> list[Prompt]:
+        self._tools_ready()
+        return await super().list_prompts()
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        self._tools_ready()
+        return await super().get_prompt(name, arguments, context)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

@@ -30,7 +30,7 @@ from machine.ops import (
     plan_suite,
     stand_in,
 )
-from machine.runs import Budget, Run
+from machine.runs import Budget, Run, StepMetrics
 from machine.spec import Machine, Version
 from machine.workspace import Workspace
 
@@ -39,7 +39,8 @@ from ._results import Approval, ConsentInfo, MachineList, RecentRuns
 
 log = logging.getLogger("machine.server")
 T = TypeVar("T")
-OnRun = Callable[[Run], None]
+OnProgress = Callable[[Run | StepMetrics], None]
+"""Told of each finished run and each training step, which the client hears as progress."""
 
 MAX_TRIALS = 20
 RUN_ARGUMENTS = ("budget_usd", "trials", "cases", "model", "harness")
@@ -47,7 +48,7 @@ RUN_ARGUMENTS = ("budget_usd", "trials", "cases", "model", "harness")
 MAX_RECENT = 500
 MAX_KEPT = 64
 """How many recent_runs answers are kept (by machine and limit) for repeated calls."""
-FROM_STORE = frozenset({"recent_runs"})
+FROM_STORE = frozenset({"recent_runs", "show_run", "show_training"})
 """The tools whose answers come from the store alone, not from the machine files."""
 ARGUMENTS = {"budget": "budget_usd"}
 """Operation arguments that a tool names otherwise."""
@@ -301,7 +302,7 @@ class Service:
         tool: str,
         name: str,
         what: str,
-        work: Callable[[OnRun], Awaitable[T]],
+        work: Callable[[OnProgress], Awaitable[T]],
         total: int | None = None,
         accepts: Collection[str] = (),
     ) -> tuple[T, ConsentInfo]:
@@ -311,9 +312,7 @@ class Service:
             outcome, tool=tool, machine=name, budget=ws.budget, what=what, changes=False
         )
         log.info("%s %s: %s consent, correlation id %s", tool, name, info.how, info.correlation_id)
-        send, receive = anyio.create_memory_object_stream[Run](
-            max_buffer_size=math.inf if total is None else total + 1
-        )
+        send, receive = anyio.create_memory_object_stream[Run | StepMetrics](max_buffer_size=math.inf)
         failed: MachineError | None = None
         try:
             async with self.lock, anyio.create_task_group() as group:
@@ -368,12 +367,18 @@ def question(plan: SuitePlan, amount: float, sandboxed: bool = False) -> str:
 
 
 async def report_progress(ctx: Context, receive: Any, total: int | None) -> None:
-    """Tell the client about each finished run as it arrives."""
+    """Tell the client about each finished run and each training step as it arrives."""
     done = 0
     async with receive:
-        async for run in receive:
+        async for item in receive:
             done += 1
-            score = run.scorecard.score if isinstance(run, Run) and run.scorecard is not None else None
-            note = "error" if run.status == "error" else f"score {score}"
-            whose = f"{run.machine} " if total is None else ""
-            await ctx.report_progress(done, total, f"{whose}case {run.case_id} trial {run.trial}: {note}")
+            await ctx.report_progress(done, total, _progress_line(item, total is None))
+
+
+def _progress_line(item: Run | StepMetrics, whose: bool) -> str:
+    if isinstance(item, StepMetrics):
+        loss = "-" if item.loss is None else f"{item.loss:.4f}"
+        return f"training step {item.step} (epoch {item.epoch}): loss {loss}, {item.tokens} tokens"
+    score = item.scorecard.score if item.scorecard is not None else None
+    note = "error" if item.status == "error" else f"score {score}"
+    return f"{item.machine + ' ' if whose else ''}case {item.case_id} trial {item.trial}: {note}"

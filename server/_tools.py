@@ -14,7 +14,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from machine.errors import CommitRefused
+from machine.errors import CommitRefused, MachineError
+from machine.learn import TrainingShown, training_shown
 from machine.measure import SuiteReport
 from machine.ops import MachineInfo, run_planned
 from machine.runs import Run
@@ -22,12 +23,19 @@ from machine.versions import commit as commit_version
 from machine.versions import format_report
 from machine.versions import revert as revert_version
 
-from ._bounds import CasesFile, HarnessName, MachineName, ModelId
+from ._bounds import Force, Limit, MachineName, RecordId, RunCases, RunHarness, RunId, RunModel, Trials
 from ._results import Approval, MachineList, NotAsked, RecentRuns, RehearseResult, VersionResult
 from ._server import MachineServer
-from ._service import OnRun, Service, can_elicit, question, tool_error, usd
+from ._service import OnProgress, Service, can_elicit, question, tool_error, usd
 
-USD = Annotated[float, Field(strict=True, allow_inf_nan=False, description="a number of USD")]
+USD = Annotated[
+    float,
+    Field(
+        strict=True,
+        allow_inf_nan=False,
+        description="The most this call may spend, in USD (the server caps it; free harnesses spend 0).",
+    ),
+]
 """A budget as a JSON number only: ``true``, ``"1"`` or NaN is refused, not taken for a number."""
 
 
@@ -52,9 +60,27 @@ async def show_machine(name: MachineName, ctx: Context) -> MachineInfo:
     return service(ctx).show(name)
 
 
-async def recent_runs(name: MachineName, ctx: Context, limit: int = 20) -> RecentRuns:
+async def recent_runs(name: MachineName, ctx: Context, limit: Limit = 20) -> RecentRuns:
     """The machine's newest stored runs (newest first), with their scores: at most `limit` (1 to 500)."""
     return service(ctx).recent(name, limit)
+
+
+async def show_run(id: RunId, ctx: Context) -> Run:
+    """One stored run whole: its input, every step of its trajectory (tool calls and results), output,
+    scorecard with each grader's reason, error, cost, timings and tags."""
+    try:
+        return service(ctx).ws.store.get(id)
+    except MachineError as error:
+        raise tool_error(error) from error
+
+
+async def show_training(id: RecordId, ctx: Context) -> TrainingShown:
+    """A training record whole: its plan, settings, data pins, the gate fixed before its first step, its
+    outcome, and the loss of every step and epoch."""
+    try:
+        return training_shown(service(ctx).ws, id)
+    except MachineError as error:
+        raise tool_error(error) from error
 
 
 async def ask_rehearse(
@@ -80,10 +106,10 @@ async def rehearse(
     budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_rehearse)],
-    trials: int = 1,
-    cases: CasesFile | None = None,
-    model: ModelId | None = None,
-    harness: HarnessName | None = None,
+    trials: Trials = 1,
+    cases: RunCases = None,
+    model: RunModel = None,
+    harness: RunHarness = None,
 ) -> RehearseResult:
     """Run and grade every case of a machine `trials` times, spending at most `budget_usd`
     (required; capped per call). `cases` names a cases file in the machine's folder (default
@@ -95,7 +121,7 @@ async def rehearse(
     amount = ws.budget.usd or 0.0
     run_ids: list[str] = []
 
-    def suite(on_run: OnRun) -> Awaitable[SuiteReport]:
+    def suite(on_run: OnProgress) -> Awaitable[SuiteReport]:
         def each(run: Run) -> None:
             run_ids.append(run.id)
             on_run(run)
@@ -133,7 +159,7 @@ async def commit(
     name: MachineName,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_commit)],
-    force: bool = False,
+    force: Force = False,
 ) -> VersionResult:
     """Make the machine's newest pending candidate live, only if it passed the promotion gate measured
     on the harness and model it will run on (the server's harness; force overrides that). Needs the
@@ -185,6 +211,8 @@ def register(server: MCPServer) -> None:
     server.tool(annotations=_read_only("List machines"))(list_machines)
     server.tool(annotations=_read_only("Show a machine"))(show_machine)
     server.tool(annotations=_read_only("Recent runs"))(recent_runs)
+    server.tool(annotations=_read_only("Show a run"))(show_run)
+    server.tool(annotations=_read_only("Show a training record"))(show_training)
     server.tool(
         annotations=ToolAnnotations(
             title="Rehearse a machine (spends)",

@@ -18,13 +18,16 @@ from machine.ops import make_trainer
 from machine.versions import Candidate
 
 from ._asking import askable, asked, planned, spent_of
-from ._bounds import HarnessName, MachineName, RecordId, TrainerName
-from ._options import option_arguments, options_of
+from ._bounds import MachineName, Resume, RunHarness, Trainer
+from ._options import accepted, option_arguments, options_of
 from ._results import Approval, NotAsked, TrainResult
-from ._service import OnRun, tool_error, usd
+from ._service import OnProgress, tool_error, usd
 from ._tools import USD, service
 
-TRAIN_ARGUMENTS = ("budget_usd", "trainer", "resume", "harness")
+TRAIN_LEFT = ("concurrency", "effort")
+TRAIN_ARGUMENTS = accepted(TrainOptions, "budget_usd", "trainer", "resume", "harness", leave=TRAIN_LEFT)
+CHECK_LEFT = ("samples", "trials", "concurrency", "min_z", "pass_score", "resume")
+PLAN_ARGUMENTS = accepted(TrainOptions, "trainer", leave=CHECK_LEFT)
 
 
 async def ask_train(
@@ -50,15 +53,15 @@ async def ask_train(
     )
 
 
-@option_arguments(TrainOptions, leave=("concurrency", "effort"))
+@option_arguments(TrainOptions, leave=TRAIN_LEFT)
 async def train_machine(
     name: MachineName,
     budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_train)],
-    trainer: TrainerName | None = None,
-    resume: RecordId | None = None,
-    harness: HarnessName | None = None,
+    trainer: Trainer = None,
+    resume: Resume = None,
+    harness: RunHarness = None,
     **options: Any,
 ) -> TrainResult:
     """Fine-tune the machine's model on its good runs (sampling `samples` more of each case first), then
@@ -72,8 +75,10 @@ async def train_machine(
     ws = state.spending(name, budget_usd, None, harness, TRAIN_ARGUMENTS)
     chosen = options_of(TrainOptions, TRAIN_ARGUMENTS, resume=resume, **options)
 
-    def work(on_run: OnRun) -> Awaitable[Candidate]:
-        return train(ws, name, chosen, trainer=trainer, make_trainer=make_trainer, on_run=on_run)
+    def work(on_run: OnProgress) -> Awaitable[Candidate]:
+        return train(
+            ws, name, chosen, trainer=trainer, make_trainer=make_trainer, on_run=on_run, on_step=on_run
+        )
 
     what = f"train {name!r} (at most {usd(ws.budget.usd or 0.0)})"
     candidate, info = await state.spend(
@@ -82,9 +87,9 @@ async def train_machine(
     return TrainResult(**dict(candidate.report), model=candidate.version.model, **spent_of(ws), consent=info)
 
 
-@option_arguments(TrainOptions, leave=("samples", "trials", "concurrency", "min_z", "pass_score", "resume"))
+@option_arguments(TrainOptions, leave=CHECK_LEFT)
 async def plan_training(
-    name: MachineName, ctx: Context, trainer: TrainerName | None = None, **options: Any
+    name: MachineName, ctx: Context, trainer: Trainer = None, **options: Any
 ) -> TrainingCheck:
     """Plan a training of the machine as `train` would, without training (a dry run): render every
     example the stored runs give, check it, count sequences, tokens and targets, price it and work out
@@ -92,15 +97,15 @@ async def plan_training(
     would. Samples, grades, spends and writes nothing."""
     state = service(ctx)
     state.known(name)
-    chosen = options_of(TrainOptions, ("trainer",), **options)
+    chosen = options_of(TrainOptions, PLAN_ARGUMENTS, **options)
     try:
         async with state.lock:
             return await check_training(state.ws, name, chosen, trainer=trainer, make_trainer=make_trainer)
     except MachineError as error:
-        raise tool_error(error, accepts=("trainer",)) from error
+        raise tool_error(error, accepts=PLAN_ARGUMENTS) from error
 
 
-SMOKE_ARGUMENTS = ("budget_usd", "trainer", "harness")
+SMOKE_ARGUMENTS = accepted(TrainOptions, "budget_usd", "trainer", "harness", leave=CHECK_LEFT)
 
 
 async def ask_smoke(
@@ -117,14 +122,14 @@ async def ask_smoke(
     )
 
 
-@option_arguments(TrainOptions, leave=("samples", "trials", "concurrency", "min_z", "pass_score", "resume"))
+@option_arguments(TrainOptions, leave=CHECK_LEFT)
 async def smoke_training(
     name: MachineName,
     budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_smoke)],
-    trainer: TrainerName | None = None,
-    harness: HarnessName | None = None,
+    trainer: Trainer = None,
+    harness: RunHarness = None,
     **options: Any,
 ) -> TrainingCheck:
     """Try a training of the machine end to end before paying for it: the plan as plan_training gives
@@ -135,8 +140,10 @@ async def smoke_training(
     ws = state.spending(name, budget_usd, None, harness, SMOKE_ARGUMENTS)
     chosen = options_of(TrainOptions, SMOKE_ARGUMENTS, **options)
 
-    def work(on_run: OnRun) -> Awaitable[TrainingCheck]:
-        return check_training(ws, name, chosen, smoke=True, trainer=trainer, make_trainer=make_trainer)
+    def work(on_run: OnProgress) -> Awaitable[TrainingCheck]:
+        return check_training(
+            ws, name, chosen, smoke=True, trainer=trainer, make_trainer=make_trainer, on_step=on_run
+        )
 
     what = f"smoke-test training {name!r} (at most {usd(ws.budget.usd or 0.0)})"
     check, _info = await state.spend(

@@ -59,11 +59,14 @@ def build_server(
 
 
 def add_tools(server: MCPServer) -> None:
-    """Register every tool on ``server``, importing the tool modules only now."""
+    """Register every tool, resource and prompt on ``server``, importing their modules only now."""
     from ._learn_tools import register_learning
+    from ._resources import register_resources
     from ._tools import register
     from ._trust_tools import register_trust
 
     register(server)
     register_learning(server)
     register_trust(server)
+    if isinstance(server, MachineServer):
+        register_resources(server)

@@ -73,6 +73,15 @@ def handle_errors(fn: F) -> F:
     default=None,
     help="The script file the scripted harness replays.",
 )
+@click.option(
+    "--print-config",
+    "print_config",
+    type=click.Choice(["claude-desktop", "cursor", "opencode"]),
+    default=None,
+    metavar="HOST",
+    help="Print the configuration HOST (claude-desktop, cursor or opencode) needs to start this server "
+    "with these options, and exit.",
+)
 @with_workspace
 @click.pass_context
 @handle_errors
@@ -84,14 +93,23 @@ def serve_command(
     port: int | None,
     harness: str | None,
     script: str | None,
+    print_config: str | None,
 ) -> None:
     """Serve this workspace's machines to an agent host over MCP (stdio by default).
 
-    Tools: list_machines, show_machine, recent_runs (read-only); rehearse (spends, needs budget_usd);
-    commit and revert (change the live version). Spending and changing tools run only with your consent:
-    the host asks you (MCP elicitation), or MACHINE_ALLOW_SPEND_USD in the server's env is an allowance
-    (a running total in USD; it also authorises commit and revert). Over HTTP every request needs
-    "Authorization: Bearer TOKEN": MACHINE_SERVER_TOKEN, else a token printed once at start.
+    Tools: list_machines, show_machine, recent_runs, show_run, show_training, plan_training (read-only);
+    rehearse, specialize, optimize, train, smoke_training (spend, each needs budget_usd); commit, revert
+    and trust_machine (change what is live or trusted). Resources machine://machines, machines/NAME,
+    runs/ID and training/ID; prompts improve_machine, specialize_machine, explain_run. Spending and
+    changing tools run only with your consent: the host asks you (MCP elicitation), or
+    MACHINE_ALLOW_SPEND_USD in the server's env is an allowance (a running total in USD; it also
+    authorises commit and revert). Over HTTP every request needs "Authorization: Bearer TOKEN":
+    MACHINE_SERVER_TOKEN, else a token printed once at start.
+
+    \b
+    Examples:
+      machine serve --print-config claude-desktop
+      machine serve --http --port 0
     """
     if not use_http and (host is not None or port is not None):
         raise BadInputError("--host and --port are for --http; stdio needs neither")
@@ -100,6 +118,13 @@ def serve_command(
         raise BadInputError(f"workspace {root} is not a folder; pass --workspace DIR with an existing folder")
     if script is not None and not Path(script).is_file():
         raise BadInputError(f"--script {script} is not a file")
+    if print_config is not None:
+        from ._serve_config import printed
+
+        text, note = printed(print_config, Path(root or "."), harness, script)
+        click.echo(text)
+        click.echo(note, err=True)
+        return
     _module("serve").log_to_stderr()
     if use_http:
         _serve_http(root, host or "127.0.0.1", DEFAULT_PORT if port is None else port, harness, script)

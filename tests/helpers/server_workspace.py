@@ -20,7 +20,8 @@ COSTLY_SCRIPT = {
 RUN_COST = 0.186
 
 TOOLS = {
-    *("list_machines", "show_machine", "recent_runs", "rehearse", "commit", "revert"),
+    *("list_machines", "show_machine", "recent_runs", "show_run", "show_training"),
+    *("rehearse", "commit", "revert"),
     *("specialize", "optimize", "plan_training", "smoke_training", "train", "trust_machine"),
 }
 """Every tool ``machine serve`` lists."""

@@ -1,12 +1,18 @@
-"""``machine serve``'s command line: other commands never import the SDK; misuse is a clear error."""
+"""``machine serve``'s command line: other commands never import the SDK; misuse is a clear error; the
+configuration --print-config prints starts a working server."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
+import anyio
+import pytest
 from helpers.env import MACHINE_BIN, clean_env
 from helpers.server_workspace import Folder
+from mcp import Client, StdioServerParameters
 
 
 def test_help_does_not_import_the_sdk() -> None:
@@ -53,3 +59,31 @@ def test_misuse_is_a_clear_error(folder: Folder) -> None:
     )
     assert short.returncode == 2 and "MACHINE_SERVER_TOKEN is too short" in short.stderr
     assert "short\n" not in short.stdout
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("host", ["claude-desktop", "cursor", "opencode"])
+async def test_the_printed_config_starts_a_server_a_client_can_use(folder: Folder, host: str) -> None:
+    """What --print-config prints is what the host runs: started as the host would, it serves red."""
+    printed = subprocess.run(
+        [str(MACHINE_BIN), "serve", "--print-config", host, *folder.serve_args()[1:]],
+        capture_output=True, text=True, timeout=60, env=clean_env(), cwd="/", check=False,
+    )  # fmt: skip
+    assert printed.returncode == 0, printed.stderr
+    assert "paste this into" in printed.stderr and "MACHINE_ALLOW_SPEND_USD" in printed.stderr
+    config = json.loads(printed.stdout)
+    if host == "opencode":
+        entry = config["mcp"]["machine"]
+        command, *args = entry["command"]
+        env = entry["environment"]
+    else:
+        entry = config["mcpServers"]["machine"]
+        command, args, env = entry["command"], entry["args"], entry["env"]
+    assert Path(command).is_absolute() and env == {}  # the scripted harness needs no key
+    assert str(folder.root) in args and str(folder.script) in args
+    params = StdioServerParameters(command=command, args=args, env=clean_env(env), cwd="/")
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            listed = await client.call_tool("list_machines", {})
+    assert listed.structured_content is not None
+    assert [m["name"] for m in listed.structured_content["machines"]] == ["red"]

@@ -6,6 +6,7 @@ person's consent or past the per-call cap."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import anyio
 import pytest
 from helpers.learn_server import CHILD, CHILD_CASES, PROPOSAL, author_script, caps_workspace, optimizer_script
 from helpers.server_workspace import Folder, make_server
-from helpers.tinker_standin import StandInService
+from helpers.tinker_standin import Late, StandInService
 from helpers.training import BASE
 from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult
@@ -138,10 +139,10 @@ async def test_train_proposes_the_checkpoint_as_a_pending_candidate(
     script = caps_workspace(root)
     policy = SpendingPolicy(allowance=5, log_path=root / ".machine" / "spending.jsonl")
     server = build_server(root, harness="scripted", script=script, policy=policy)
-    progress: list[float] = []
+    progress: list[tuple[float, str]] = []
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        progress.append(done)
+        progress.append((done, message or ""))
 
     args = {"name": "caps", "budget_usd": 2, "samples": 1, "trials": 1, "batch_size": 2, "any_model": True}
     args |= {"epochs": 1, "force": True}  # a short plan, forced: two steps to follow
@@ -157,8 +158,23 @@ async def test_train_proposes_the_checkpoint_as_a_pending_candidate(
     assert report["passed"] is False  # the script answers the held-out cases wrongly on any model
     assert 0 < report["spent_usd"] <= 2 and policy.allowance_left == pytest.approx(5 - report["spent_usd"])
     assert tinker.methods().count("forward_backward") == 2  # 3 sequences, 2 a step
-    assert progress == list(range(1, 16))  # 3 samples, then v1 and the checkpoint on 6 held-out cases each
+    # 3 samples, the live version on 6 held-out cases (the gate, fixed first), 2 steps, the checkpoint on 6
+    assert [done for done, _ in progress] == list(range(1, 18))
+    steps = [message for _, message in progress[9:11]]
+    assert all(m.startswith("training step ") and "loss " in m for m in steps), progress
+    assert steps[0].startswith("training step 1 (epoch 1)") and steps[1].startswith("training step 2")
+    assert all(m.startswith("caps case ") for _, m in progress[:9] + progress[11:]), progress
     assert not (root / "machines" / "caps" / "model.json").exists()  # pending, not live
+    record = report["training"]["record"]
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:
+            shown = await client.call_tool("show_training", {"id": record})
+            read = (await client.read_resource(f"machine://training/{record}")).contents[0]
+    assert not shown.is_error and shown.structured_content is not None
+    assert shown.structured_content["record"]["id"] == record
+    assert [s["step"] for s in shown.structured_content["steps"]] == [1, 2]
+    assert all(s["loss"] is not None for s in shown.structured_content["steps"])
+    assert json.loads(read.text) == shown.structured_content  # type: ignore[union-attr]
 
 
 TRAINED = {"name": "caps", "budget_usd": 2, "samples": 1, "trials": 1, "any_model": True}
@@ -170,6 +186,42 @@ def caps_server(tmp_path: Path) -> tuple[Path, SpendingPolicy, Any]:
     script = caps_workspace(root)
     policy = SpendingPolicy(allowance=5, log_path=root / ".machine" / "spending.jsonl")
     return root, policy, build_server(root, harness="scripted", script=script, policy=policy)
+
+
+async def test_a_cancelled_train_stops_within_2_s_and_leaves_a_record_that_resumes(
+    tmp_path: Path, tinker: StandInService
+) -> None:
+    root, _policy, server = caps_server(tmp_path)
+    tinker.script = {"forward_backward": [None, Late(1.0)]}  # step 2's answer takes a second
+    stepped = anyio.Event()
+
+    async def on_progress(_done: float, _total: float | None, message: str | None) -> None:
+        if (message or "").startswith("training step 1 "):
+            stepped.set()
+
+    args = {**TRAINED, "batch_size": 1, "epochs": 1, "force": True}  # three steps
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client, anyio.create_task_group() as group:
+
+            async def call() -> None:
+                await client.call_tool("train", args, progress_callback=on_progress)
+
+            group.start_soon(call)
+            await stepped.wait()
+            group.cancel_scope.cancel()
+            cancelled_at = time.monotonic()
+        [folder] = (root / ".machine" / "training").iterdir()
+        with anyio.fail_after(2):  # the training notices the cancel and says so in its record
+            while json.loads((folder / "record.json").read_text())["status"] != "stopped":
+                await anyio.sleep(0.02)
+        stopped_in = time.monotonic() - cancelled_at
+        async with Client(server) as client:
+            resumed = await client.call_tool("train", {**args, "resume": folder.name})
+    assert stopped_in < 2
+    assert not resumed.is_error, text(resumed)
+    assert resumed.structured_content is not None
+    assert resumed.structured_content["training"]["record"] == folder.name
+    assert resumed.structured_content["training"]["steps"] == 3
 
 
 async def test_plan_training_is_a_dry_run_that_spends_and_writes_nothing(

@@ -57,6 +57,9 @@ async def test_stdio_round_trip_with_an_allowance_from_the_env(folder: Folder) -
             )
             recent = await client.call_tool("recent_runs", {"name": "red", "limit": 3})
             bad = await client.call_tool("show_machine", {"name": "blue"})
+            run_id = rehearsed.structured_content["run_ids"][0]
+            read = await served_views(client, run_id)
+    assert read == {"machine://machines": "red", "machine://machines/red": "red", "run": run_id}
     assert tools == TOOLS
     assert listed.structured_content["machines"][0]["name"] == "red"
     assert not rehearsed.is_error, rehearsed.content
@@ -147,11 +150,32 @@ async def test_http_round_trip_with_the_bearer_token(http_server: Served) -> Non
                     {"name": "red", "budget_usd": 0.5, "cases": "holdout.json"},
                     progress_callback=on_progress,
                 )
+                run_id = rehearsed.structured_content["run_ids"][0]
+                read = await served_views(client, run_id)
+    assert read == {"machine://machines": "red", "machine://machines/red": "red", "run": run_id}
     assert "rehearse" in tools
     assert shown.structured_content["name"] == "red"
     assert not rehearsed.is_error, rehearsed.content
     assert rehearsed.structured_content["summary"]["runs"] == 7
     assert progress == [1, 2, 3, 4, 5, 6, 7]
+
+
+async def served_views(client: Client, run_id: str) -> dict[str, str]:
+    """Every resource template read and every prompt rendered over a real transport: the names read back
+    (the machine's, the run's id), checked against the prompts' attachments on the way."""
+    templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+    assert templates == {"machine://machines/{+name}", "machine://runs/{id}", "machine://training/{id}"}
+    read: dict[str, str] = {}
+    for uri in ("machine://machines", "machine://machines/red"):
+        found = json.loads((await client.read_resource(uri)).contents[0].text)  # type: ignore[union-attr]
+        read[uri] = (found.get("machines") or [found])[0]["name"]
+    run = json.loads((await client.read_resource(f"machine://runs/{run_id}")).contents[0].text)  # type: ignore[union-attr]
+    read["run"] = run["id"]
+    prompts = {p.name for p in (await client.list_prompts()).prompts}
+    assert prompts == {"improve_machine", "specialize_machine", "explain_run"}
+    explained = await client.get_prompt("explain_run", {"id": run_id})
+    assert json.loads(explained.messages[1].content.resource.text)["id"] == run_id  # type: ignore[union-attr]
+    return read
 
 
 def _post(url: str, headers: dict[str, str]) -> Any:

@@ -26,7 +26,14 @@ class TrainOptions(Options):
 
     operation = "train"
 
-    samples: int = Field(0, ge=0, le=MAX_SAMPLES, strict=True, description="New runs per case first.")
+    samples: int = Field(
+        0,
+        ge=0,
+        le=MAX_SAMPLES,
+        strict=True,
+        description="New runs of each case the live version makes first, graded, before the good runs are "
+        "selected (0: learn from the runs stored already).",
+    )
     trials: int = Field(3, ge=1, le=MAX_TRIALS, strict=True, description="Runs per held-out case, each.")
     best_of: int = Field(2, ge=1, strict=True, description="Best runs kept a case.")
     min_score: float = Field(1.0, description="The score a run must reach.")
@@ -66,7 +73,11 @@ class TrainOptions(Options):
         description="Weight of a penalty on drifting from the base model, per target token (local; "
         "default: none).",
     )
-    any_model: bool = Field(False, description="Learn from other models' runs too (distillation).")
+    any_model: bool = Field(
+        False,
+        description="Learn from the good runs of any model, not only the machine's own: distillation, e.g. "
+        "from a scripted or stronger teacher's rehearsed runs.",
+    )
     from_model: str | None = Field(
         None,
         min_length=1,

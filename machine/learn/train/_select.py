@@ -38,8 +38,12 @@ class Funnel:
         stored = self.stored
         if stored == 0:
             return BadInputError(
-                f"machine {machine!r} has no stored runs to learn from: run a suite first",
-                fixes=[Fix(operation="suite", machine=machine, purpose="makes some")],
+                f"machine {machine!r} has no stored runs to learn from: run a suite first, or have train "
+                "sample some",
+                fixes=[
+                    Fix(operation="suite", machine=machine, purpose="makes some"),
+                    Fix("samples", "4", "to run each case 4 times first"),
+                ],
             )
         before = stored
         for index, (what, left, widen) in enumerate(self.steps):
