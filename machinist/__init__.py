@@ -6,3 +6,8 @@ if __name__ != "machine.machinist":
     raise ImportError(
         f"{__name__!r} is the folder of machine.machinist, imported by its path: import machine.machinist"
     )
+
+from ._consent import Agreement, agreement, consent_kept
+from ._tools import ConversationPolicy, machinist_tools
+
+__all__ = ["Agreement", "ConversationPolicy", "agreement", "consent_kept", "machinist_tools"]

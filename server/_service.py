@@ -58,10 +58,6 @@ TOOLS = {
     "runs": "the recent_runs tool",
 }
 """The tool for each operation a fix can name (the others have no tool)."""
-CHANGE_NOTE = (
-    " The allowance also authorises the changing tools (commit, revert), which spend nothing: "
-    "set it, even to 0, to let an agent make those changes without being asked."
-)
 
 
 def tool_error(error: MachineError, accepts: Collection[str] = ()) -> ToolError:
@@ -289,7 +285,7 @@ class Service:
         try:
             return self.policy.reserve(amount, tool=tool, machine=machine)
         except ConsentRequired as error:
-            raise ToolError(str(error) + (CHANGE_NOTE if changes else "")) from error
+            raise ToolError(str(error) + (self.policy.changes_note if changes else "")) from error
         except MachineError as error:
             raise tool_error(error) from error
 

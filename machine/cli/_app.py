@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "revert": ("_versions", "revert_command", "Make an earlier version live again."),
     "export": ("_export", "export_command", "Write a machine's good runs as chat JSONL for fine-tuning."),
     "serve": ("_serve", "serve_command", "Serve the workspace's machines to an agent host over MCP."),
+    "machinist": ("_machinist", "machinist_command", "Talk to the machinist, which improves your machines."),
 }
 """Each command by name: the module that defines it, its name there, and its line in the listing."""
 

@@ -33,7 +33,7 @@ import secrets
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from machine.errors import BadInputError, ConsentRequired
 from machine.runs import Budget, now, timestamp
@@ -44,7 +44,7 @@ DEFAULT_MAX_PER_CALL = 10.0
 SPENDING_LOG = "spending.jsonl"
 """The spending log's name in a workspace's data folder (``.machine/``), for every face."""
 
-ConsentHow = Literal["elicitation", "allowance", "command", "code"]
+ConsentHow = Literal["elicitation", "allowance", "command", "code", "conversation"]
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,9 @@ class Consent:
     """Who consented to a call, and how.
 
     ``how``: ``"elicitation"`` (the person in the host's form), ``"allowance"`` (the allowance the
-    person set in the server's configuration), ``"command"`` (the person typing a command) or ``"code"``
-    (the person's own program calling the SDK).
+    person set in the server's configuration), ``"command"`` (the person typing a command), ``"code"``
+    (the person's own program calling the SDK) or ``"conversation"`` (the person's own message to the
+    machinist).
     ``detail`` says more, e.g.
     ``"MACHINE_ALLOW_SPEND_USD=5 ($3.20 left before this call)"``.
     """
@@ -112,6 +113,12 @@ class SpendingPolicy:
     ``MACHINE_ALLOW_SPEND_USD`` (unset: no allowance). An unusable environment value raises ``BadInputError``
     naming the variable.
     """
+
+    changes_note: ClassVar[str] = (
+        " The allowance also authorises the changing tools (commit, revert), which spend nothing: "
+        "set it, even to 0, to let an agent make those changes without being asked."
+    )
+    """Said after a changing call's refusal: how this policy lets such calls be made."""
 
     def __init__(
         self,
@@ -194,7 +201,7 @@ class SpendingPolicy:
 
     def consented(
         self,
-        how: Literal["elicitation", "command", "code"],
+        how: Literal["elicitation", "command", "code", "conversation"],
         detail: str,
         *,
         budget_usd: float | None = None,
@@ -209,9 +216,9 @@ class SpendingPolicy:
         limits what a model asks for, not a budget the person set themselves (the CLI's ``--budget``),
         which must still be a non-negative number of USD.
         """
-        if how not in ("elicitation", "command", "code"):
+        if how not in ("elicitation", "command", "code", "conversation"):
             raise BadInputError(
-                f"consent how={how!r} is not one of 'elicitation', 'command', 'code' "
+                f"consent how={how!r} is not one of 'elicitation', 'command', 'code', 'conversation' "
                 "(the allowance goes through reserve())"
             )
         if budget_usd is None:

@@ -246,9 +246,11 @@ class Workspace:
         run = self._record(spec, input, harness, model, effort, case, trial, history, conversation_id)
         folder = workdir.resolve() if workdir is not None else self.project
         sandbox = self._sandbox(spec, run.id, dict(case.files) if case else dict(files or {}), folder)
+        said = (*run.history, on_run.Message(role="user", content=input))
         context = on_run.ToolContext(
-            run_id=run.id, sandbox=sandbox, budget=self.budget, interactive=interactive
-        )
+            run_id=run.id, sandbox=sandbox, budget=self.budget, interactive=interactive,
+            conversation=said, root=self.root,
+        )  # fmt: skip
         try:
             run = await self._drive(harness, spec, run, context, effort, on_event)
         finally:

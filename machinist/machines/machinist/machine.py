@@ -1,0 +1,39 @@
+"""machinist: the built-in machine that makes and improves machines, in a conversation with their owner.
+
+Its tools are ``machine serve``'s, called in process (``machine.machinist._tools``): it looks freely,
+and spends or changes only in an interactive session, only as far as the person agreed in their latest
+message (checked by the tools' policy, and graded here from the conversation by ``consent``). The rest
+of its rubric is judged.
+"""
+
+from __future__ import annotations
+
+from machine.grade import check, define_evaluator, judge
+from machine.machinist import consent_kept, machinist_tools
+from machine.spec import define_machine, instructions_from, model_from
+
+from .rubric import rubric
+
+DEFAULT_MODEL = "thinkingmachines/Inkling"
+
+machine = define_machine(
+    name="machinist",
+    intent=(
+        "Make and improve the person's machines: look at them and their runs, propose the next step with "
+        "its cost, and spend or change only with the person's agreement."
+    ),
+    instructions=instructions_from(__file__),
+    model=model_from(__file__, DEFAULT_MODEL),
+    rubric=rubric,
+    evaluator=define_evaluator(
+        rubric,
+        {
+            "consent": check("consent", consent_kept),
+            "grounded": judge(),
+            "sensible": judge(),
+            "honest": judge(),
+        },
+    ),
+    tools=machinist_tools(),
+    max_steps=12,
+)
