@@ -11,12 +11,13 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
+from helpers.quiet_server import QuietServer
 from typesafe_sdk import (
     AsyncTypeSafeClient,
     Choice,
@@ -534,7 +535,7 @@ class _Server:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def reply(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:

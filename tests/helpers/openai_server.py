@@ -30,15 +30,16 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
+
+from helpers.quiet_server import QuietServer
 
 MAX_HANG_S = 5.0
 """No handler waits longer than this, whatever a fault asks for."""
@@ -206,7 +207,7 @@ class FakeOpenAI:
         self._connections: set[socket.socket] = set()
         self.opened = 0
         """Connections accepted so far: a client that pools them opens few."""
-        self._server: ThreadingHTTPServer | None = None
+        self._server: QuietServer | None = None
         self._thread: threading.Thread | None = None
 
     # --- control -------------------------------------------------------------------------------
@@ -299,16 +300,8 @@ class FakeOpenAI:
         return self._stopping.wait(min(max(seconds, 0.0), MAX_HANG_S))
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(QuietServer):
     request_queue_size = 128  # the default 5 drops connections opened together: a 1 s SYN retry each
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that goes away mid-request (a cancelled call closes its connection) is no error of
-        the endpoint's; anything else is printed, as the base class does."""
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
 
 
 def _handler_for(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:

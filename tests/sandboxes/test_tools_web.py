@@ -17,12 +17,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.env import on_ci
+from helpers.quiet_server import QuietServer
 
 from machine import ToolContext, ToolFailure
 from machine.sandboxes.tools import (
@@ -79,9 +80,7 @@ def _handler(server: Server) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class _LocalServer(ThreadingHTTPServer):
-    daemon_threads = True
-
+class _LocalServer(QuietServer):
     def server_bind(self) -> None:  # HTTPServer's own looks its name up (getfqdn): not wanted here
         socketserver.TCPServer.server_bind(self)
         self.server_name, self.server_port = "127.0.0.1", self.server_address[1]

@@ -11,11 +11,12 @@ import threading
 import tracemalloc
 import zlib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 from helpers.loop import loop_gaps
+from helpers.quiet_server import QuietServer
 
 from machine import ToolContext
 from machine.sandboxes.tools import FetchError, IPAddress, fetch, html_to_text, make_web_fetch
@@ -42,9 +43,7 @@ def bomb() -> bytes:
     return layer
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
+class _Server(QuietServer):
     def server_bind(self) -> None:  # no name lookup (getfqdn)
         socketserver.TCPServer.server_bind(self)
         self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
