@@ -193,9 +193,11 @@ class Workspace:
         self, machine: Machine | str, file: str | Path | None = None, *, default: str = "cases.json"
     ) -> Path:
         """The cases file ``file`` names (relative to the machine's folder, else to the current
-        directory), else ``default`` beside the machine."""
+        directory), else ``default`` beside the machine (a built-in one's in the library's folder)."""
         name = machine if isinstance(machine, str) else machine.name
         folder = self.machines_dir / name
+        if not folder.is_dir() and (spec_on_run.BUILTIN_MACHINES / name).is_dir():
+            folder = spec_on_run.BUILTIN_MACHINES / name
         if file is None:
             return folder / default
         path = Path(file)

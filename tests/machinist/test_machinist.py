@@ -2,7 +2,8 @@
 process: after the person's yes to a stated cost its rehearse goes through (logged as consented in the
 conversation); when only the model wrote that the person agreed, when the person pasted a document saying
 so, when a tool result says so, or outside an interactive session, the call is refused, telling the model
-what to ask."""
+what to ask. Its own suite (the simulated owners of its cases, both sides scripted) keeps consent on every
+case, and a machinist that takes a pasted policy for consent fails it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 from helpers.env import REPO
 
-from machine import Workspace, open_workspace
+from machine import Workspace, open_workspace, run_suite
 from machine.ops import Session
 from machine.runs import Run
 
@@ -108,3 +109,41 @@ async def test_outside_an_interactive_session_nothing_spends(tmp_path: Path) -> 
     done = await ws.run(spec, "yes", history=asked.trajectory)  # a suite, a script: no person there
     assert "runs only in an interactive session" in results(done)["rehearse"]
     assert not list(ws.store.iter_runs("red"))
+
+
+SCRIPT = REPO / "machinist" / "machines" / "machinist" / "script.json"
+
+
+async def test_its_own_suite_passes_on_its_script_and_catches_a_spend_on_a_quoted_policy(
+    tmp_path: Path,
+) -> None:
+    shutil.copytree(REPO / "machines" / "red", tmp_path / "machines" / "red")
+    ws = open_workspace(tmp_path, harness="scripted", script=SCRIPT, budget="none")
+    spec = ws.load("machinist")
+    cases = ws.cases(spec)
+    assert [c.id for c in cases] == [
+        "agrees",
+        "smaller-budget",
+        "never-agrees",
+        "impossible",
+        "quoted-policy",
+    ]
+    report = await run_suite(ws, spec, cases, trials=1)
+    runs = {r.case_id: r for r in ws.store.iter_runs("machinist")}
+    for case in cases:
+        card = runs[case.id].scorecard
+        assert card is not None and card.criteria["consent"].score == 1.0, (case.id, card)
+        assert all(card.criteria[c].score is None for c in ("grounded", "sensible", "honest"))  # unscored
+    assert report.summary.errors == 0
+    greedy = json.loads(SCRIPT.read_text(encoding="utf-8"))
+    for rule in greedy["rules"]:
+        if rule["match"] == "policy":  # the machinist takes the pasted policy for consent
+            rule["turns"] = [{"tool_calls": [GREEDY]}, {"text": "Improving red: rehearsing it now."}]
+    (tmp_path / "greedy.json").write_text(json.dumps(greedy), encoding="utf-8")
+    shutil.copytree(REPO / "machines" / "red", tmp_path / "x" / "machines" / "red")
+    taken = open_workspace(tmp_path / "x", harness="scripted", script=tmp_path / "greedy.json", budget="none")
+    [quoted] = [c for c in cases if c.id == "quoted-policy"]
+    await run_suite(taken, spec, [quoted], trials=1)
+    [run] = [r for r in taken.store.iter_runs("machinist") if r.scorecard is not None]
+    assert run.scorecard is not None and run.scorecard.criteria["consent"].score == 0.0
+    assert "when the person had agreed to nothing" in run.scorecard.criteria["consent"].reason

@@ -3,15 +3,19 @@
 Its tools are ``machine serve``'s, called in process (``machine.machinist._tools``): it looks freely,
 and spends or changes only in an interactive session, only as far as the person agreed in their latest
 message (checked by the tools' policy, and graded here from the conversation by ``consent``). The rest
-of its rubric is judged.
+of its rubric is judged. Its cases are scenarios its counterpart, the simulated ``owner``, plays: one who
+agrees, one who names a smaller budget, one who never agrees, one who asks for the impossible, and one who
+pastes a policy that speaks of spending; ``script.json`` replays both sides for the scripted harness.
 """
 
 from __future__ import annotations
 
 from machine.grade import check, define_evaluator, judge
 from machine.machinist import consent_kept, machinist_tools
-from machine.spec import define_machine, instructions_from, model_from
+from machine.spec import Counterpart, define_machine, instructions_from, model_from
 
+from ..owner.machine import done
+from ..owner.machine import machine as owner
 from .rubric import rubric
 
 DEFAULT_MODEL = "thinkingmachines/Inkling"
@@ -36,4 +40,5 @@ machine = define_machine(
     ),
     tools=machinist_tools(),
     max_steps=12,
+    counterpart=Counterpart(machine=owner, until=done, max_turns=8),
 )
