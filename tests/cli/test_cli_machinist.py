@@ -17,23 +17,14 @@ from helpers.tiny_model import needs_local_stack, tiny_model_folder
 needs_local_stack()
 
 ASK = "Rehearsing red on its 7 held-out cases costs at most $0.50. Shall I?"
+REHEARSE = {"name": "rehearse", "arguments": {"name": "red", "budget_usd": 0.5, "cases": "holdout.json"}}
 SCRIPT = {
     "rules": [
         {"match": "^improve", "turns": [{"tool_calls": [{"name": "list_machines"}]}, {"text": ASK}]},
         {
             "match": "^yes",
-            "turns": [
-                {
-                    "tool_calls": [
-                        {
-                            "name": "rehearse",
-                            "arguments": {"name": "red", "budget_usd": 0.5, "cases": "holdout.json"},
-                        }
-                    ]
-                },
-                {"text": "Rehearsed red on its held-out cases."},
-            ],
-        },  # fmt: skip
+            "turns": [{"tool_calls": [REHEARSE]}, {"text": "Rehearsed red on its held-out cases."}],
+        },
     ]
 }
 
