@@ -18,6 +18,14 @@ COSTLY_SCRIPT = {
     "rules": [{"match": "(?s).*", "turns": [{"text": "ok", "usage": {"input_tokens": 100_000}}]}]
 }
 RUN_COST = 0.186
+QUICK = {"text": "No red in that message.", "usage": {"input_tokens": 100_000}}
+SLOW_SCRIPT = {
+    "rules": [
+        {"match": "favourite|bored", "turns": [QUICK]},
+        {"match": "(?s).*", "turns": [{**QUICK, "delay": 60}]},
+    ]
+}
+"""Two of red's cases answered at once, the rest a minute later: a call to cancel once two finished."""
 
 TOOLS = {
     *("list_machines", "show_machine", "recent_runs", "show_run", "show_training"),
@@ -40,11 +48,18 @@ class Folder:
         return self.root / "costly.json"
 
     @property
+    def slow(self) -> Path:
+        path = self.root / "slow.json"
+        path.write_text(json.dumps(SLOW_SCRIPT), encoding="utf-8")
+        return path
+
+    @property
     def spending_log(self) -> Path:
         return self.root / ".machine" / "spending.jsonl"
 
-    def serve_args(self, *transport: str) -> list[str]:
-        """``machine serve`` arguments for this workspace with red's script as the default harness."""
+    def serve_args(self, *transport: str, script: Path | None = None) -> list[str]:
+        """``machine serve`` arguments for this workspace with red's script (or ``script``) as the default
+        harness."""
         return [
             "serve",
             *transport,
@@ -53,7 +68,7 @@ class Folder:
             "--harness",
             "scripted",
             "--script",
-            str(self.script),
+            str(script or self.script),
         ]
 
 

@@ -117,12 +117,7 @@ async def test_prompts_are_listed_and_rendered_with_what_they_are_about(folder: 
 async def test_a_cancelled_rehearse_stops_keeping_and_charging_only_the_runs_that_finished(
     folder: Folder,
 ) -> None:
-    quick = {"text": "No red in that message.", "usage": {"input_tokens": 100_000}}
-    slow = {**quick, "delay": 60}
-    rules = [{"match": "favourite|bored", "turns": [quick]}, {"match": "(?s).*", "turns": [slow]}]
-    script = folder.root / "slow.json"
-    script.write_text(json.dumps({"rules": rules}), encoding="utf-8")
-    server, policy = make_server(folder, allowance=5, script=script)
+    server, policy = make_server(folder, allowance=5, script=folder.slow)
     finished = anyio.Event()
     seen: list[str] = []
 

@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,9 +16,12 @@ import httpx
 import httpx2
 import pytest
 from helpers.env import MACHINE_BIN, clean_env
-from helpers.server_workspace import TOOLS, Folder
+from helpers.server_workspace import RUN_COST, TOOLS, Folder
+from helpers.tiny_model import needs_local_stack, tiny_model_folder
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+
+from machine import open_workspace, run_suite
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 LIMIT = 60
@@ -90,9 +94,9 @@ class Served:
         self.process, self.url, self.stderr_head = process, url, stderr_head
 
 
-def _start(folder: Folder, env: dict[str, str]) -> Served:
+def _start(folder: Folder, env: dict[str, str], script: Path | None = None) -> Served:
     process = subprocess.Popen(
-        [str(MACHINE_BIN), *folder.serve_args("--http", "--port", "0")],
+        [str(MACHINE_BIN), *folder.serve_args("--http", "--port", "0", script=script)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -176,6 +180,62 @@ async def served_views(client: Client, run_id: str) -> dict[str, str]:
     explained = await client.get_prompt("explain_run", {"id": run_id})
     assert json.loads(explained.messages[1].content.resource.text)["id"] == run_id  # type: ignore[union-attr]
     return read
+
+
+async def test_http_cancel_mid_rehearse_keeps_and_charges_only_the_finished_runs(folder: Folder) -> None:
+    served = _start(folder, {"MACHINE_SERVER_TOKEN": TOKEN, "MACHINE_ALLOW_SPEND_USD": "5"}, folder.slow)
+    finished = anyio.Event()
+
+    async def on_progress(done: float, _total: float | None, _message: str | None) -> None:
+        if done == 2:
+            finished.set()
+
+    try:
+        with anyio.fail_after(LIMIT):
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http:
+                transport = streamable_http_client(served.url, http_client=http)
+                client = Client(transport, mode="legacy")  # type: ignore[arg-type]
+                async with client, anyio.create_task_group() as group:
+
+                    async def call() -> None:
+                        arguments = {"name": "red", "budget_usd": 1}
+                        await client.call_tool("rehearse", arguments, progress_callback=on_progress)
+
+                    group.start_soon(call)
+                    await finished.wait()
+                    group.cancel_scope.cancel()
+            with anyio.fail_after(2):  # the server stops the call and settles it within 2 s
+                while not folder.spending_log.is_file() or not folder.spending_log.read_text().strip():
+                    await anyio.sleep(0.02)
+    finally:
+        _stop(served)
+    [logged] = [json.loads(line) for line in folder.spending_log.read_text().splitlines()]
+    assert logged["spent_usd"] == pytest.approx(2 * RUN_COST)
+    assert len(list(open_workspace(folder.root).store.iter_runs("red"))) == 2
+
+
+async def test_stdio_train_reports_progress_per_training_step(folder: Folder, tmp_path: Path) -> None:
+    needs_local_stack()  # this test alone: the local trainer on a tiny model made here
+    model = tiny_model_folder(tmp_path / "tiny")
+    (folder.root / "machines" / "red" / "model.json").write_text(json.dumps({"model": f"local:{model}"}))
+    teacher = open_workspace(folder.root, harness="scripted", script=folder.script)
+    await run_suite(teacher, teacher.load("red"), teacher.cases("red"), trials=1, model="teacher")
+    args = ["serve", "--workspace", str(folder.root), "--script", str(folder.script)]  # the harness: local
+    env = clean_env({"MACHINE_ALLOW_SPEND_USD": "1", "MACHINE_LOCAL_MAX_TOKENS": "4"})
+    heard: list[str] = []
+
+    async def on_progress(_done: float, _total: float | None, message: str | None) -> None:
+        heard.append(message or "")
+
+    train = {"name": "red", "budget_usd": 1, "any_model": True, "trials": 1, "epochs": 1, "batch_size": 8}
+    with anyio.fail_after(300):
+        async with Client(StdioServerParameters(command=str(MACHINE_BIN), args=args, env=env)) as client:
+            result = await client.call_tool("train", {**train, "force": True}, progress_callback=on_progress)
+    assert not result.is_error, result.content
+    steps = [m for m in heard if m.startswith("training step ")]
+    assert [m.split(" (")[0] for m in steps] == ["training step 1", "training step 2", "training step 3"]
+    assert all("loss " in m for m in steps)
+    assert result.structured_content is not None and result.structured_content["training"]["steps"] == 3
 
 
 def _post(url: str, headers: dict[str, str]) -> Any:
