@@ -125,11 +125,13 @@ class ScriptedHarness:
                 await anyio.lowlevel.checkpoint()
                 return Turn(Message(role="assistant", content=""))
             scripted = turns[step]
-            # The turn's usage is known before it is "sent": reserved as a real call's bound would be.
-            async with request.budget.reserve(request.model, scripted.usage) as hold:
+            # The turn's usage is known before it is "sent": reserved as a real call's bound would be, at
+            # the model's price; a model with none (a scripted teacher) is a replay that costs nothing.
+            usage = scripted.usage if request.budget.prices(request.model) else Usage()
+            async with request.budget.reserve(request.model, usage) as hold:
                 await anyio.sleep(scripted.delay)
                 turn = Turn(_message(scripted, step), scripted.usage)
-                turn.cost_usd = hold.settle(turn.usage)
+                turn.cost_usd = hold.settle(usage)
             return turn
 
         return await run_loop(request, reply)

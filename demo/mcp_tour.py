@@ -6,8 +6,12 @@ environment, then calls the tools an agent would call and prints what the host s
 
     list_machines -> show_machine red -> rehearse red (progress notifications) -> recent_runs red
 
-and, last, a rehearse the allowance does not cover, refused. The server replays red's scripted model
-(`--harness scripted`), so nothing here needs a key or the network, and nothing is charged.
+and a rehearse the allowance does not cover, refused. The server replays red's scripted model
+(`--harness scripted`), so nothing here needs a key or the network, and nothing is charged. Then the
+learning tools, in a scratch workspace of copies (they write machines and versions):
+
+    rehearse dev -> specialize dev (a scripted author writes dev/edge)
+    rehearse signoff with a scripted teacher (free) -> train signoff (the local model, LoRA on this CPU)
 
     .venv/bin/python demo/mcp_tour.py [--workspace DIR] [--timeout SECONDS]
 
@@ -17,7 +21,10 @@ and, last, a rehearse the allowance does not cover, refused. The server replays 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -177,6 +184,69 @@ async def tour(workspace: Path, machine_bin: str) -> None:
             raise TourError("rehearse over the allowance was not refused")
         paragraph(f"isError: {text_of(refused)}")
 
+
+async def learning(scratch: Path, machine_bin: str) -> None:
+    """specialize and train through the server, on copies in ``scratch``."""
+    for name in ("dev", "coder", "signoff"):
+        shutil.copytree(REPO / "machines" / name, scratch / "machines" / name)
+    rules = [
+        json.loads((REPO / "machines" / "dev" / f).read_text())["rules"]
+        for f in ("author.json", "script.json")
+    ]
+    script = scratch / "dev-and-author.json"
+    script.write_text(json.dumps({"rules": rules[0] + rules[1]}), encoding="utf-8")
+    env = {"MACHINE_ALLOW_SPEND_USD": ALLOWANCE_USD, "PYTHONDONTWRITEBYTECODE": "1"}
+    served = ["serve", "--workspace", str(scratch), "--harness", "scripted", "--script", str(script)]
+
+    say("specialize, in a scratch workspace: the author machine (scripted) writes a child of dev")
+    async with Client(
+        StdioServerParameters(command=machine_bin, args=served, env=env), mode="legacy"
+    ) as client:
+        rehearsed = structured(
+            await client.call_tool("rehearse", {"name": "dev", "budget_usd": BUDGET_USD}), "rehearse"
+        )
+        line(
+            f"rehearse dev: {rehearsed['summary']['runs']} runs stored, the author's checks are tried on them"
+        )
+        asked = {"parent": "dev", "focus": "edge cases of small helpers", "slug": "edge", "cases": 2}
+        child = structured(
+            await client.call_tool("specialize", {**asked, "budget_usd": BUDGET_USD}), "specialize"
+        )
+        line(f"specialize wrote {child['child']}: {', '.join(child['written'])}")
+        line(f"cases kept: {child['kept_cases']} ({child['holdout_cases']} held out)")
+
+    signoff = [
+        "serve",
+        "--workspace",
+        str(scratch),
+        "--script",
+        str(scratch / "machines" / "signoff" / "script.json"),
+    ]
+    say("train, through the server: signoff's local model learns from a scripted teacher's runs")
+    async with Client(
+        StdioServerParameters(command=machine_bin, args=signoff, env=env), mode="legacy"
+    ) as client:
+        teacher = {"name": "signoff", "budget_usd": BUDGET_USD, "model": "teacher", "harness": "scripted"}
+        taught = structured(await client.call_tool("rehearse", teacher), "rehearse")
+        mean = fmt(taught["summary"]["mean"])
+        line(f"rehearse signoff with model teacher on the free scripted harness: mean {mean}")
+
+        async def on_progress(_done: float, _total: float | None, message: str | None) -> None:
+            if (message or "").startswith("training step"):
+                line(message or "", indent=4)
+
+        short = {"name": "signoff", "budget_usd": BUDGET_USD, "any_model": True, "trials": 1, "epochs": 1}
+        line("a short plan on purpose (one epoch, forced): the command-line loop next trains on the defaults")
+        trained = structured(
+            await client.call_tool("train", {**short, "force": True}, progress_callback=on_progress), "train"
+        )
+        t = trained["training"]
+        rate = fmt(t["learning_rate"])
+        line(f"training {t['record']}: {t['steps']} steps at lr {rate}, candidate {trained['candidate']}")
+        before, after = fmt(trained["before"]["mean"]), fmt(trained["after"]["mean"])
+        line(f"held-out mean {before} -> {after}: {trained['decision']}")
+        line(f"spent ${trained['spent_usd']:.4f} (local training and the scripted teacher are free)")
+
     say("Next: docs/hosts.md adds this server to Claude Desktop, opencode or any MCP client")
 
 
@@ -192,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         default=str(Path(sys.executable).parent / "machine"),
         help="the machine command (default: the one beside this Python)",
     )
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds for the whole tour")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds for the whole tour")
     options = parser.parse_args(argv)
     workspace = options.workspace.resolve()
     if not (workspace / "machines" / "red" / "script.json").is_file():
@@ -200,18 +270,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     async def bounded() -> None:
-        with anyio.fail_after(options.timeout):
+        with anyio.fail_after(options.timeout), tempfile.TemporaryDirectory(prefix="machine-mcp-") as scratch:
             await tour(workspace, options.machine)
+            await learning(Path(scratch), options.machine)
 
+    failed: list[str] = []
     try:
         anyio.run(bounded)
-    except TourError as error:
-        print(f"mcp_tour: {error}", file=sys.stderr)
-        return 1
-    except TimeoutError:
-        print(f"mcp_tour: the tour took longer than {options.timeout:g}s", file=sys.stderr)
-        return 1
-    return 0
+    except* TourError as errors:  # raised inside a client's task group, it comes wrapped in a group
+        failed += [str(error) for error in errors.exceptions]
+    except* TimeoutError:
+        failed.append(f"the tour took longer than {options.timeout:g}s")
+    for reason in failed:
+        print(f"mcp_tour: {reason}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from types import TracebackType
 
 from machine.errors import BadInputError, BudgetExceeded, Fix, UnknownPriceError, UsageRefused
 
-from ._pricing import price_of
+from ._pricing import Price, price_of
 from ._records import Usage
 
 BUDGET = Fix("budget", "2.5")
@@ -138,13 +138,21 @@ class Budget:
         """Refuse, before any call is made, a model with no known price under a cap."""
         self.cost(model, Usage(input_tokens=1))
 
+    def prices(self, model: str) -> bool:
+        """Whether ``model`` has a price here (its own, or the one ``price_as`` gives it)."""
+        return self._price(model) is not None
+
+    def _price(self, model: str) -> Price | None:
+        price = price_of(self.price_as.get(model, model))
+        if price is None and "*" in self.price_as:  # --price-as without --model: every unlisted model
+            price = price_of(self.price_as["*"])
+        return price
+
     def cost(self, model: str, usage: Usage) -> float:
         """What ``usage`` at ``model`` costs; UnknownPriceError for an unknown price under a cap."""
         if usage.is_zero:
             return 0.0
-        price = price_of(self.price_as.get(model, model))
-        if price is None and "*" in self.price_as:  # --price-as without --model: every unlisted model
-            price = price_of(self.price_as["*"])
+        price = self._price(model)
         if price is None:
             if all(budget.usd is None for budget in self._chain()):
                 return 0.0

@@ -146,6 +146,17 @@ async def test_scripted_model_is_free_under_a_budget(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_a_replayed_model_with_no_price_costs_nothing_under_a_budget(tmp_path: Path) -> None:
+    turns = [{"text": "a", "usage": {"input_tokens": 100, "output_tokens": 100}}]
+    budget = Budget(1)
+    result = await ScriptedHarness(write(tmp_path, {"rules": [{"match": ".", "turns": turns}]})).run(
+        request("go", model="teacher", budget=budget)  # a scripted teacher: in no price table
+    )
+    assert result.cost_usd == 0.0 and budget.spent == 0.0
+    assert result.usage.output_tokens == 100  # what the script says it used is still recorded
+
+
+@pytest.mark.anyio
 async def test_a_cancelled_scripted_run_stops_at_its_model_call(tmp_path: Path) -> None:
     harness = ScriptedHarness(write(tmp_path, {"rules": [rule(".", "done")]}))
     finished = False
