@@ -185,14 +185,12 @@ async def tour(workspace: Path, machine_bin: str) -> None:
         paragraph(f"isError: {text_of(refused)}")
 
 
-async def learning(scratch: Path, machine_bin: str) -> None:
-    """specialize and train through the server, on copies in ``scratch``."""
+async def learning(workspace: Path, scratch: Path, machine_bin: str) -> None:
+    """specialize and train through the server, on copies of ``workspace``'s machines in ``scratch``."""
     for name in ("dev", "coder", "signoff"):
-        shutil.copytree(REPO / "machines" / name, scratch / "machines" / name)
-    rules = [
-        json.loads((REPO / "machines" / "dev" / f).read_text())["rules"]
-        for f in ("author.json", "script.json")
-    ]
+        shutil.copytree(workspace / "machines" / name, scratch / "machines" / name)
+    dev = scratch / "machines" / "dev"
+    rules = [json.loads((dev / f).read_text())["rules"] for f in ("author.json", "script.json")]
     script = scratch / "dev-and-author.json"
     script.write_text(json.dumps({"rules": rules[0] + rules[1]}), encoding="utf-8")
     env = {"MACHINE_ALLOW_SPEND_USD": ALLOWANCE_USD, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -272,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     async def bounded() -> None:
         with anyio.fail_after(options.timeout), tempfile.TemporaryDirectory(prefix="machine-mcp-") as scratch:
             await tour(workspace, options.machine)
-            await learning(Path(scratch), options.machine)
+            await learning(workspace, Path(scratch), options.machine)
 
     failed: list[str] = []
     try:

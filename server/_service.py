@@ -4,6 +4,8 @@ are spelt as tool arguments."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Collection
@@ -315,7 +317,7 @@ class Service:
                 group.start_soon(report_progress, ctx, receive, total)
                 with send:
                     try:  # here, not around the task group, which would wrap it in an ExceptionGroup
-                        result = await work(send.send_nowait)
+                        result = await work(functools.partial(_told, send))
                     except MachineError as error:
                         failed = error
         finally:
@@ -369,6 +371,13 @@ async def report_progress(ctx: Context, receive: Any, total: int | None) -> None
         async for item in receive:
             done += 1
             await ctx.report_progress(done, total, _progress_line(item, total is None))
+
+
+def _told(send: Any, item: Run | StepMetrics) -> None:
+    """Progress is told while someone listens: a call cancelled mid-step (its reporter gone with it)
+    finishes the step in its thread and then stops at the cancel, not at a closed stream."""
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        send.send_nowait(item)
 
 
 def _progress_line(item: Run | StepMetrics, whose: bool) -> str:

@@ -149,11 +149,24 @@ def test_run_with_model_and_price_as(ws: WorkspaceFolder, invoke: Invoke) -> Non
     assert data["cost_usd"] == pytest.approx(0.186)
 
 
-def test_run_with_an_unpriced_model_under_a_budget_is_refused(ws: WorkspaceFolder, invoke: Invoke) -> None:
-    result = invoke("run", "greet", "greet ann", "--model", "someone/checkpoint", *costly(ws))
+def test_run_with_an_unpriced_model_under_a_budget_is_refused(
+    ws: WorkspaceFolder, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-never-sent")  # refused before any call is made
+    priced = ["--harness", "openrouter", "--workspace", str(ws.root)]
+    result = invoke("run", "greet", "greet ann", "--model", "someone/checkpoint", *priced)
     assert result.exit_code == 2
     assert "model 'someone/checkpoint' has no known price" in result.stderr
     assert "--price-as" in result.stderr
+    assert ws.count() == 0
+
+
+def test_a_replay_at_an_unpriced_model_costs_nothing(ws: WorkspaceFolder, invoke: Invoke) -> None:
+    """The scripted harness is free: its usage is charged at the model's price, and a model with none
+    (a scripted teacher) runs under a budget for nothing."""
+    result = invoke("run", "greet", "greet ann", "--model", "teacher", *costly(ws))
+    assert result.exit_code == 0, result.stderr
+    assert "spent $0.0000" in result.stderr
 
 
 def test_run_through_the_console_script(ws: WorkspaceFolder, machine_cmd: Command) -> None:

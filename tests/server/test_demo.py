@@ -1,6 +1,7 @@
 """``demo/mcp_tour.py`` (the MCP half of ``make demo``) as ``make demo`` runs it: a real process that starts
 ``machine serve`` over stdio and drives it with the SDK client, here against a copy of the repository's
-machines in a temporary workspace, so the repository's own ``.machine/`` is never written."""
+machines in a temporary workspace, so the repository's own ``.machine/`` is never written; its learning
+half specializes dev and trains signoff's local model on copies in a scratch workspace."""
 
 from __future__ import annotations
 
@@ -35,13 +36,13 @@ def test_the_mcp_tour_drives_machine_serve_and_stores_the_runs(tmp_path: Path) -
             "--machine",
             str(MACHINE_BIN),
             "--timeout",
-            "90",
+            "400",
         ],
         cwd=tmp_path,
         env=clean_env(),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=420,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
@@ -62,6 +63,9 @@ def test_the_mcp_tour_drives_machine_serve_and_stores_the_runs(tmp_path: Path) -
     assert "progress 17/17" in out and "17 progress notifications received" in out  # one per run
     assert "17 runs" in out and "consent: allowance" in out
     assert "isError:" in out and "MACHINE_ALLOW_SPEND_USD" in out  # the refusal past the allowance
+    assert "specialize wrote dev/edge: machines/dev/edge/" in out  # the learning tools, on copies
+    assert "training step 1 (epoch 1): loss" in out and "candidate v2" in out
+    assert not (root / "machines" / "dev" / "edge").exists()  # they wrote in the scratch workspace
 
     stored = open_workspace(root).store.runs("red", limit=100)
     assert len(stored) == 17

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import httpx
 import httpx2
+import jsonschema
 import pytest
 from helpers.env import MACHINE_BIN, clean_env
 from helpers.server_workspace import RUN_COST, TOOLS, Folder
@@ -179,6 +180,22 @@ async def served_views(client: Client, run_id: str) -> dict[str, str]:
     assert prompts == {"improve_machine", "specialize_machine", "explain_run"}
     explained = await client.get_prompt("explain_run", {"id": run_id})
     assert json.loads(explained.messages[1].content.resource.text)["id"] == run_id  # type: ignore[union-attr]
+    for name, arguments in (
+        ("improve_machine", {"name": "red"}),
+        ("specialize_machine", {"name": "red", "focus": "x"}),
+    ):
+        attached = (await client.get_prompt(name, arguments)).messages[1]
+        assert str(attached.content.resource.uri) == "machine://machines/red"  # type: ignore[union-attr]
+    schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+    for tool, arguments in (
+        ("list_machines", {}),
+        ("show_machine", {"name": "red"}),
+        ("recent_runs", {"name": "red", "limit": 2}),
+        ("show_run", {"id": run_id}),
+    ):
+        result = await client.call_tool(tool, arguments)
+        assert not result.is_error and result.structured_content is not None, tool
+        jsonschema.validate(result.structured_content, schemas[tool])  # as the tool declares it
     return read
 
 
@@ -214,28 +231,73 @@ async def test_http_cancel_mid_rehearse_keeps_and_charges_only_the_finished_runs
     assert len(list(open_workspace(folder.root).store.iter_runs("red"))) == 2
 
 
-async def test_stdio_train_reports_progress_per_training_step(folder: Folder, tmp_path: Path) -> None:
-    needs_local_stack()  # this test alone: the local trainer on a tiny model made here
+async def local_red(folder: Folder, tmp_path: Path) -> StdioServerParameters:
+    """red on a tiny local model (made here) with a scripted teacher's runs stored, and machine serve over
+    it whose harness is the model's own (local)."""
+    needs_local_stack()  # these tests alone: the local trainer on a tiny model made here
     model = tiny_model_folder(tmp_path / "tiny")
     (folder.root / "machines" / "red" / "model.json").write_text(json.dumps({"model": f"local:{model}"}))
     teacher = open_workspace(folder.root, harness="scripted", script=folder.script)
     await run_suite(teacher, teacher.load("red"), teacher.cases("red"), trials=1, model="teacher")
-    args = ["serve", "--workspace", str(folder.root), "--script", str(folder.script)]  # the harness: local
-    env = clean_env({"MACHINE_ALLOW_SPEND_USD": "1", "MACHINE_LOCAL_MAX_TOKENS": "4"})
+    args = ["serve", "--workspace", str(folder.root), "--script", str(folder.script)]
+    env = clean_env({"MACHINE_ALLOW_SPEND_USD": "5", "MACHINE_LOCAL_MAX_TOKENS": "4"})
+    return StdioServerParameters(command=str(MACHINE_BIN), args=args, env=env)
+
+
+TRAIN = {"name": "red", "budget_usd": 1, "any_model": True, "trials": 1, "batch_size": 8, "force": True}
+
+
+async def test_stdio_train_reports_each_step_and_its_record_reads_back(
+    folder: Folder, tmp_path: Path
+) -> None:
+    served = await local_red(folder, tmp_path)
     heard: list[str] = []
 
     async def on_progress(_done: float, _total: float | None, message: str | None) -> None:
         heard.append(message or "")
 
-    train = {"name": "red", "budget_usd": 1, "any_model": True, "trials": 1, "epochs": 1, "batch_size": 8}
     with anyio.fail_after(300):
-        async with Client(StdioServerParameters(command=str(MACHINE_BIN), args=args, env=env)) as client:
-            result = await client.call_tool("train", {**train, "force": True}, progress_callback=on_progress)
-    assert not result.is_error, result.content
+        async with Client(served) as client:
+            result = await client.call_tool("train", {**TRAIN, "epochs": 1}, progress_callback=on_progress)
+            assert not result.is_error, result.content
+            record = result.structured_content["training"]["record"]  # type: ignore[index]
+            read = await client.read_resource(f"machine://training/{record}")
     steps = [m for m in heard if m.startswith("training step ")]
     assert [m.split(" (")[0] for m in steps] == ["training step 1", "training step 2", "training step 3"]
     assert all("loss " in m for m in steps)
-    assert result.structured_content is not None and result.structured_content["training"]["steps"] == 3
+    shown = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+    assert shown["record"]["id"] == record and [s["step"] for s in shown["steps"]] == [1, 2, 3]
+
+
+async def test_stdio_cancel_mid_train_leaves_a_record_that_resumes(folder: Folder, tmp_path: Path) -> None:
+    served = await local_red(folder, tmp_path)
+    stepped = anyio.Event()
+
+    async def on_progress(_done: float, _total: float | None, message: str | None) -> None:
+        if (message or "").startswith("training step 2 "):
+            stepped.set()
+
+    long = {**TRAIN, "epochs": 20}  # 60 steps: the cancel comes long before the end
+    answered: list[Any] = []
+    with anyio.fail_after(300):
+        async with Client(served) as client, anyio.create_task_group() as group:
+
+            async def call() -> None:
+                answered.append(await client.call_tool("train", long, progress_callback=on_progress))
+                stepped.set()  # an answer before step 2 fails the test below, saying what it was
+
+            group.start_soon(call)
+            await stepped.wait()
+            group.cancel_scope.cancel()
+        assert not answered, answered[0].content
+        [folder_of] = (folder.root / ".machine" / "training").iterdir()
+        with anyio.fail_after(2):  # the server stops the training and says so in its record
+            while json.loads((folder_of / "record.json").read_text())["status"] != "stopped":
+                await anyio.sleep(0.02)
+        async with Client(served) as client:
+            resumed = await client.call_tool("train", {**long, "resume": folder_of.name})
+    assert not resumed.is_error, resumed.content
+    assert resumed.structured_content["training"]["record"] == folder_of.name  # type: ignore[index]
 
 
 def _post(url: str, headers: dict[str, str]) -> Any:
