@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from machine.errors import BadInputError
-from machine.runs import epoch_order
+from machine.runs import epoch_batches
 
 from ._local_models import LocalModel
 from ._local_train_data import IGNORE, TrainSequence
@@ -57,13 +57,12 @@ class Batch:
 
 def plan(count: int, batch_size: int, epochs: int, seed: int) -> list[Batch]:
     """Every optimizer step, in order: each epoch walks the sequences in an order drawn from the seed (the
-    same order on a resumed training, so it continues with the batches it would have had)."""
-    size = max(batch_size, 1)
+    same order on a resumed training, so it continues with the batches it would have had), in batches
+    whose sizes differ by one at most (``epoch_batches``)."""
     steps: list[Batch] = []
     for epoch in range(1, epochs + 1):
-        order = epoch_order(count, seed, epoch)
-        for start in range(0, count, size):
-            steps.append(Batch(len(steps) + 1, epoch, order[start : start + size]))
+        for part in epoch_batches(count, batch_size, seed, epoch):
+            steps.append(Batch(len(steps) + 1, epoch, part))
     return steps
 
 

@@ -33,7 +33,7 @@ from machine.runs import (
     TrainExample,
     TrainSettings,
     Usage,
-    epoch_order,
+    epoch_batches,
 )
 
 from ._tinker_calls import attempt_note, retry_reason
@@ -76,13 +76,12 @@ def _weight_sum(datum: Any) -> float:
 
 def batches(data: Sequence[Any], settings: TrainSettings) -> list[Batch]:
     """Every optimizer step of the training, in order: each epoch walks the sequences in batches, in an
-    order drawn from the seed (``epoch_order``: the local trainer's too, and the same on a resume)."""
-    size = max(settings.batch_size, 1)
+    order drawn from the seed, in batches whose sizes differ by one at most (``epoch_batches``: the local
+    trainer's too, and the same on a resume)."""
     steps: list[Batch] = []
     for epoch in range(1, settings.epochs + 1):
-        order = epoch_order(len(data), settings.seed, epoch)
-        for start in range(0, len(data), size):
-            steps.append(Batch(len(steps) + 1, epoch, [data[i] for i in order[start : start + size]]))
+        for part in epoch_batches(len(data), settings.batch_size, settings.seed, epoch):
+            steps.append(Batch(len(steps) + 1, epoch, [data[i] for i in part]))
     return steps
 
 

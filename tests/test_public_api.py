@@ -161,6 +161,7 @@ SUBPACKAGES = {
         "call_tool",
         "check_name",
         "confined",
+        "epoch_batches",
         "epoch_order",
         "final_files",
         "git_revision",

@@ -75,6 +75,7 @@ if TYPE_CHECKING:
         TrainExample,
         TrainingPlan,
         TrainSettings,
+        epoch_batches,
         epoch_order,
         refuse_untaken,
     )
@@ -161,6 +162,7 @@ _HOMES = {
     "TrainExample": "._trainer",
     "TrainSettings": "._trainer",
     "TrainingPlan": "._trainer",
+    "epoch_batches": "._trainer",
     "epoch_order": "._trainer",
     "refuse_untaken": "._trainer",
 }
@@ -223,6 +225,7 @@ __all__ = [
     "call_tool",
     "check_name",
     "confined",
+    "epoch_batches",
     "epoch_order",
     "final_files",
     "git_revision",

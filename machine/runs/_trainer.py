@@ -201,6 +201,18 @@ def epoch_order(count: int, seed: int, epoch: int) -> list[int]:
     return order
 
 
+def epoch_batches(count: int, batch_size: int, seed: int, epoch: int) -> list[list[int]]:
+    """Epoch ``epoch``'s batches: its order (``epoch_order``) in as many batches as ``batch_size`` needs,
+    of sizes that differ by one at most. 209 sequences in batches of 8 are 27 batches of 7 or 8, not 26
+    of 8 and a last of 1, whose step at the full learning rate would pull the model toward one sequence."""
+    order = epoch_order(count, seed, epoch)
+    batches = -(-count // max(batch_size, 1))
+    if not batches:
+        return []
+    edges = [-(-i * count // batches) for i in range(batches + 1)]  # the larger batches first
+    return [order[edges[i] : edges[i + 1]] for i in range(batches)]
+
+
 ADAPTER_SHAPE = {
     "lora_alpha": "a LoRA alpha",
     "lora_dropout": "a LoRA dropout",

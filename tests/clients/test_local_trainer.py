@@ -14,7 +14,7 @@ from helpers.tiny_model import needs_local_stack, tiny_model_folder
 needs_local_stack()
 
 from machine.clients import _local_models  # noqa: E402
-from machine.clients._local_train_session import Lora  # noqa: E402
+from machine.clients._local_train_session import Lora, plan  # noqa: E402
 from machine.clients.local import LocalHarness  # noqa: E402
 from machine.clients.local_trainer import LocalTrainer  # noqa: E402
 from machine.errors import BadInputError  # noqa: E402
@@ -242,3 +242,14 @@ async def test_in_a_workspace_the_checkpoint_is_relative_and_resumes_after_a_mov
     assert resumed.model == f"{tiny}+.machine/training/t1/adapter" and resumed.state is not None
     assert resumed.state == ".machine/training/t1/states/step-8"
     assert (moved / resumed.state / "optimizer.pt").is_file()
+
+
+@pytest.mark.parametrize(("count", "size"), [(209, 8), (16, 4), (3, 8), (17, 5)])
+def test_an_epochs_batches_differ_in_size_by_one_at_most(count: int, size: int) -> None:
+    steps = plan(count, size, 2, seed=0)
+    assert len(steps) == 2 * -(-count // size)  # as many steps as batch_size needs
+    for epoch in (1, 2):
+        batches = [s.indices for s in steps if s.epoch == epoch]
+        assert sorted(i for b in batches for i in b) == list(range(count))  # each sequence once
+        sizes = {len(b) for b in batches}
+        assert max(sizes) - min(sizes) <= 1 and max(sizes) <= size  # never a batch of 1 left over
