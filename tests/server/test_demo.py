@@ -36,13 +36,13 @@ def test_the_mcp_tour_drives_machine_serve_and_stores_the_runs(tmp_path: Path) -
             "--machine",
             str(MACHINE_BIN),
             "--timeout",
-            "400",
+            "600",
         ],
         cwd=tmp_path,
         env=clean_env(),
         capture_output=True,
         text=True,
-        timeout=420,
+        timeout=620,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
