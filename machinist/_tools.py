@@ -28,14 +28,12 @@ from machine.errors import ConsentRequired
 from machine.ops import SpendingPolicy
 from machine.runs import Message, Tool, ToolContext, ToolFailure
 
-from ._consent import agreement
+from ._consent import CHANGING, SPENDING, agreement
 
 if TYPE_CHECKING:
     from machine.ops import Consent
 
 READ_ONLY = ("list_machines", "show_machine", "recent_runs", "show_run", "show_training", "plan_training")
-SPENDING = ("rehearse", "specialize", "optimize", "train", "smoke_training")
-CHANGING = ("commit", "revert")
 MAX_RESULT = 20_000
 """The most characters of a tool's result the model is given (the rest is cut, saying so)."""
 SAID: contextvars.ContextVar[tuple[Message, ...]] = contextvars.ContextVar("machinist_said", default=())
