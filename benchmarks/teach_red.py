@@ -11,7 +11,8 @@ held-out case's result on both sides (with the tool calls and reply each wrote),
 steps and time, and the curve: the held-out mean of the state saved every ``--curve-every`` steps (an
 adapter like the final one), between the base's and the end's. Loopback only: no network.
 
-    .venv/bin/python benchmarks/teach_red.py [--pairs 56] [--epochs E] [--lr 3e-3] [--curve-every 10]
+    .venv/bin/python benchmarks/teach_red.py [--pairs 56] [--epochs E] [--lr 3e-3] [--lr-schedule linear]
+        [--curve-every 10]
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def options() -> argparse.Namespace:
     parser.add_argument("--pairs", type=int, default=56, help="generated pairs of training cases")
     parser.add_argument("--epochs", type=int, default=None, help="default: the training plan's")
     parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--lr-schedule", default="constant", choices=["constant", "linear"])
     parser.add_argument("--batch-size", type=int, default=None, help="default: the training plan's")
     parser.add_argument("--rank", type=int, default=16)
     parser.add_argument("--target-modules", default=None, help="comma-separated (default: the trainer's)")
@@ -134,8 +136,8 @@ def main() -> None:
         ws = open_workspace(root, harness="local")
         modules = args.target_modules.split(",") if args.target_modules else None
         chosen = TrainOptions(
-            epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, rank=args.rank,
-            target_modules=modules, any_model=True, best_of=1, trials=args.trials,
+            epochs=args.epochs, lr=args.lr, lr_schedule=args.lr_schedule, batch_size=args.batch_size,
+            rank=args.rank, target_modules=modules, any_model=True, best_of=1, trials=args.trials,
         )  # fmt: skip
 
         def make(name: str | None, base_model: str, at: Path | None = None) -> Trainer:

@@ -100,10 +100,12 @@ class Session:
         self.optimizer = torch.optim.AdamW(trainable, lr=learning_rate, weight_decay=0.0)
         self.done = 0
 
-    def step(self, sequences: list[TrainSequence], max_tokens: int) -> float:
-        """One optimizer step over ``sequences``; the mean loss per target token."""
+    def step(self, sequences: list[TrainSequence], max_tokens: int, rate: float) -> float:
+        """One optimizer step over ``sequences`` at learning rate ``rate``; the mean loss per target token."""
         import torch
 
+        for group in self.optimizer.param_groups:
+            group["lr"] = rate
         targets = sum(s.target_tokens for s in sequences)
         self.optimizer.zero_grad(set_to_none=True)
         total = 0.0

@@ -26,7 +26,16 @@ import anyio
 import anyio.to_thread
 
 from machine.errors import BadInputError, MachineError, TrainingError
-from machine.runs import Budget, Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings, confined
+from machine.runs import (
+    Budget,
+    Checkpoint,
+    Prepared,
+    StepMetrics,
+    TrainExample,
+    TrainSettings,
+    confined,
+    learning_rate_at,
+)
 
 from ._local_light import light
 from ._local_models import LocalModel, load, portable
@@ -147,7 +156,10 @@ class LocalTrainer:
         saved = resume
         try:
             for batch in steps[session.done :]:
-                work = functools.partial(self._step, session, batch, data, prepared)
+                rate = learning_rate_at(
+                    prepared.learning_rate, batch.number, len(steps), settings.lr_schedule
+                )
+                work = functools.partial(self._step, session, batch, data, rate)
                 on_step(await _off_loop(work, "step", batch.number, saved))
                 if self.save_every and batch.number % self.save_every == 0 and batch.number < len(steps):
                     saved = await self._save(session, folder, settings, saved)
@@ -178,19 +190,17 @@ class LocalTrainer:
             session.restore(state)
         return session
 
-    def _step(
-        self, session: Session, batch: Batch, data: list[TrainSequence], prepared: Prepared
-    ) -> StepMetrics:
+    def _step(self, session: Session, batch: Batch, data: list[TrainSequence], rate: float) -> StepMetrics:
         started = time.monotonic()
         sequences = [data[i] for i in batch.indices]
-        loss = session.step(sequences, self.max_batch_tokens)
+        loss = session.step(sequences, self.max_batch_tokens, rate)
         return StepMetrics(
             step=batch.number,
             epoch=batch.epoch,
             loss=loss,
             sequences=len(sequences),
             tokens=sum(len(s.input_ids) for s in sequences),
-            learning_rate=prepared.learning_rate,
+            learning_rate=rate,
             seconds=time.monotonic() - started,
             cost_usd=0.0,
         )

@@ -34,6 +34,7 @@ from machine.runs import (
     TrainSettings,
     Usage,
     epoch_batches,
+    learning_rate_at,
 )
 
 from ._tinker_calls import attempt_note, retry_reason
@@ -190,7 +191,7 @@ class TinkerTrainer:
         client = await self._open(settings, resume)
         saved = resume
         for batch in steps[done:]:
-            on_step(await self._step(client, batch, prepared, settings, budget, saved))
+            on_step(await self._step(client, batch, len(steps), prepared, settings, budget, saved))
             if self.save_every and batch.number % self.save_every == 0 and batch.number < len(steps):
                 saved = await self._save_state(client, folder, settings, batch.number, saved)
                 told(saved)
@@ -239,6 +240,7 @@ class TinkerTrainer:
         self,
         client: Any,
         batch: Batch,
+        steps: int,
         prepared: Prepared,
         settings: TrainSettings,
         budget: Budget,
@@ -247,7 +249,8 @@ class TinkerTrainer:
         from tinker import types
 
         tokens = batch.tokens
-        params = types.AdamParams(learning_rate=prepared.learning_rate)
+        rate = learning_rate_at(prepared.learning_rate, batch.number, steps, settings.lr_schedule)
+        params = types.AdamParams(learning_rate=rate)
         started = time.monotonic()
         usage = Usage(input_tokens=tokens)
         async with budget.reserve(TRAINING + settings.base_model, usage, kind="training") as hold:
@@ -264,7 +267,7 @@ class TinkerTrainer:
             loss=loss_of(output, batch),
             sequences=len(batch.data),
             tokens=tokens,
-            learning_rate=prepared.learning_rate,
+            learning_rate=rate,
             seconds=time.monotonic() - started,
             cost_usd=cost,
         )

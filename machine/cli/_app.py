@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "tree": ("_machines", "tree", "Show a machine family: what each machine inherits and adds."),
     "run": ("_runs", "run", "Run a machine on INPUT, or talk to it in the terminal."),
     "runs": ("_runs", "runs", "List a machine's newest runs."),
+    "show-run": ("_runs", "show_run", "Show a stored run whole: steps, scorecard reasons, tags."),
     "eval": ("_runs", "eval_run", "Grade a stored run with the machine's current rubric."),
     "suite": ("_suite", "suite", "Run and grade every case of a machine, --trials times each."),
     "converse": (

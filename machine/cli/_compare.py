@@ -22,7 +22,7 @@ from ._render import dump_json, fmt_score
     "--trials", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per case, each."
 )
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--pass-score", type=float, default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option("--pass-score", type=click.FloatRange(0, 1), default=1.0, show_default=True, help="Score a run needs to pass.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @spending_options
 @with_workspace

@@ -26,7 +26,7 @@ TOOL_TEXT = 120
 @click.argument("case_id", metavar="[CASE]", required=False)
 @click.option("--eval", "grade", is_flag=True, help="Grade the last turn of each side.")
 @click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases file (default: cases.json).")
-@click.option("--pass-score", type=float, default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option("--pass-score", type=click.FloatRange(0, 1), default=1.0, show_default=True, help="Score a run needs to pass.")
 @click.option("--json", "as_json", is_flag=True, help="Print the conversation as JSON once it has ended.")
 @spending_options
 @with_workspace

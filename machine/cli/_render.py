@@ -34,8 +34,12 @@ def scorecard_lines(scorecard: Scorecard) -> list[str]:
         mark = "?" if c.score is None else ("✓" if c.score >= 1.0 else "✗")
         reason = f" — {c.reason}" if c.reason else ""
         lines.append(f"  {mark} {name} (×{c.weight:g}, {c.grader}): {fmt_score(c.score)}{reason}")
-    verdict = {True: "PASS", False: "FAIL", None: "UNSCORED"}[scorecard.passed]
-    lines.append(f"  score {fmt_score(scorecard.score)} → {verdict} (pass score {scorecard.pass_score:g})")
+    if scorecard.score is None:
+        lines.append("  UNSCORED: no criterion could be scored, so the run neither passes nor fails")
+    else:
+        verdict = "PASS" if scorecard.passed else "FAIL"
+        score = fmt_score(scorecard.score)
+        lines.append(f"  score {score} → {verdict} (pass score {scorecard.pass_score:g})")
     return lines
 
 

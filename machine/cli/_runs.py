@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from machine.errors import BadInputError
+from machine.runs import RunSummary
 
 from ._chat import chat
 from ._options import (
@@ -20,6 +21,7 @@ from ._options import (
     workspace_from,
 )
 from ._render import dump_json, fmt_score, print_run
+from ._run_view import fmt_time, print_whole
 
 
 @click.command()
@@ -27,7 +29,7 @@ from ._render import dump_json, fmt_score, print_run
 @click.argument("input", required=False)
 @click.option("--eval", "grade", is_flag=True, help="Grade the run (every exchange, when interactive).")
 @click.option("--continue", "resume", is_flag=True, help="Resume the last conversation with this machine.")
-@click.option("--pass-score", type=float, default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option("--pass-score", type=click.FloatRange(0, 1), default=1.0, show_default=True, help="Score a run needs to pass.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as one JSON object.")
 @spending_options
 @with_workspace
@@ -89,21 +91,35 @@ def runs(ctx: click.Context, /, name: str, limit: int, as_json: bool) -> None:
         return
     if not found:
         click.echo(f"no runs of {name} yet; `machine run {name} INPUT` makes one")
-    for r in found:
-        verdict = {True: "pass", False: "fail", None: "-"}[r.passed]
-        status = "ERROR" if r.status == "error" else fmt_score(r.score) if r.graded else "ungraded"
-        case = f" case {r.case_id}" if r.case_id else ""
-        when = r.created_at.strftime("%Y-%m-%dT%H:%M:%S")
-        click.echo(
-            f"{r.id}  {when}  {status:<8} {verdict:<4} ${r.cost_usd:.4f}"
-            f"  {r.model}{case}  {r.input_preview[:50]!r}"
-        )
+        return
+    rows = [_row(r) for r in found]
+    rows.insert(0, ("id", "started", "score", "", "cost", "model", "case", "tags", "input, or why it failed"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        click.echo("  ".join([*cells, row[-1]]))
+    click.echo("`machine show-run ID` shows one whole: every step, each grader's reason, the tags", err=True)
+
+
+def _row(r: RunSummary) -> tuple[str, ...]:
+    """One listed run: its columns, the last the input, or why it failed when it did."""
+    verdict = {True: "pass", False: "fail", None: ""}[r.passed]
+    score = "ERROR" if r.status == "error" else fmt_score(r.score) if r.graded else "ungraded"
+    why = repr(r.input_preview[:50])
+    if r.status == "error":
+        why = f"error: {(r.error or '')[:80]}"
+    elif r.passed is False:
+        why = f"below full marks: {', '.join(r.failing)}"
+    return (
+        r.id, fmt_time(r.created_at), score, verdict, f"${r.cost_usd:.4f}", r.model, r.case_id or "-",
+        ",".join(r.tags) or "-", why,
+    )  # fmt: skip
 
 
 @click.command("eval")
 @click.argument("name")
 @click.argument("run_id")
-@click.option("--pass-score", type=float, default=1.0, show_default=True)
+@click.option("--pass-score", type=click.FloatRange(0, 1), default=1.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the graded run as JSON.")
 @grading_options
 @with_workspace
@@ -124,3 +140,27 @@ def eval_run(
     else:
         print_run(graded, verbose=False)
     print_spend(ws.budget)
+
+
+@click.command("show-run")
+@click.argument("run_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the stored run as JSON, as `run --json` does.")
+@with_workspace
+@click.pass_context
+@handle_errors
+def show_run(ctx: click.Context, /, run_id: str, as_json: bool) -> None:
+    """Show a stored run whole: where it came from, every step (reasoning, tool calls and results), its
+    output, its scorecard with each grader's reason, its error and its tags. Reads the store only: nothing
+    is run or graded again.
+
+    \b
+    Examples:
+      machine runs signoff              # the ids
+      machine show-run 20261203-154001-3f9a2c
+    """
+    ws = workspace_from(ctx)
+    found = ws.store.get(run_id)
+    if as_json:
+        dump_json(found)
+    else:
+        print_whole(found)

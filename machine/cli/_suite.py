@@ -23,7 +23,7 @@ from ._stop import INTERRUPTED, end, resume_command, stop_status
 @click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases file (default: cases.json).")
 @click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--pass-score", type=float, default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option("--pass-score", type=click.FloatRange(0, 1), default=1.0, show_default=True, help="Score a run needs to pass.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Print each run as it finishes.")
 @click.option(

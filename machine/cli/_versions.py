@@ -108,7 +108,7 @@ def versions_command(ctx: click.Context, /, name: str, record: bool, note: str, 
     "--cases", "cases_file", default=None, metavar="FILE", help="Held-out cases (default: holdout.json)."
 )
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--pass-score", type=float, default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option("--pass-score", type=click.FloatRange(0, 1), default=1.0, show_default=True, help="Score a run needs to pass.")
 @click.option("--note", default="", help="A note kept with the candidate.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @spending_options

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from machine.errors import DefinitionError
-from machine.runs import Scorecard
+from machine.runs import Scorecard, checked_score
 
 from ._graders import GradeContext, Grader, unscored
 from ._rubric import Rubric
@@ -30,6 +30,7 @@ class Evaluator:
 
     async def grade(self, run: Run, ctx: GradeContext | None = None, *, pass_score: float = 1.0) -> Scorecard:
         """Grade every criterion: graders one by one, and each batch (panel, Jev) in one call."""
+        checked_score(pass_score)
         ctx = ctx or GradeContext()
         results: dict[str, CriterionScore] = {}
         batches: dict[Batch, dict[str, tuple[Criterion, Grader]]] = {}

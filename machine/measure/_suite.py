@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pydantic import Field, computed_field
 
 from machine.errors import BadInputError, Fix, NotFoundError, WorkFailed
-from machine.runs import Harness, Model, Run, SuiteRecord, new_run_id
+from machine.runs import Harness, Model, Run, SuiteRecord, checked_score, new_run_id
 from machine.spec import Case, Machine
 from machine.workspace import Workspace, converse
 
@@ -175,6 +175,7 @@ async def run_suite(
     """
     if concurrency < 1:
         raise BadInputError("concurrency must be at least 1")
+    checked_score(pass_score)
     record = _record(workspace, machine, cases, trials, model, cases_file, resume)
     if resume is not False:  # the suite resumed has cases and trials of its own
         cases, trials = [Case.model_validate(data) for data in record.cases], record.trials

@@ -29,11 +29,14 @@ class CaseResult:
     unscored_grades: Counted = 0
     """Criterion grades that came back UNSCORED (each left out of its run's score)."""
     errors: Counted = 0
+    runs: list[str] = field(default_factory=list)
+    """The ids of its runs, in the order they finished (``machine show-run ID`` shows one)."""
     total: Annotated[float, Field(exclude=True)] = 0.0
 
     def add(self, run: Run) -> None:
         """Count one finished run of this case."""
         self.trials += 1
+        self.runs.append(run.id)
         if run.status == "error":
             self.errors += 1
             return

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         Timings,
         ToolCall,
         Usage,
+        checked_score,
         new_run_id,
         now,
         passes,
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
     from ._tools import Tool, ToolContext, ToolFailure, tool
     from ._trainer import (
         Checkpoint,
+        LrSchedule,
         Prepared,
         StepMetrics,
         Trainer,
@@ -77,6 +79,7 @@ if TYPE_CHECKING:
         TrainSettings,
         epoch_batches,
         epoch_order,
+        learning_rate_at,
         refuse_untaken,
     )
 
@@ -138,6 +141,7 @@ _HOMES = {
     "Timings": "._records",
     "ToolCall": "._records",
     "Usage": "._records",
+    "checked_score": "._records",
     "new_run_id": "._records",
     "now": "._records",
     "passes": "._records",
@@ -163,6 +167,8 @@ _HOMES = {
     "TrainSettings": "._trainer",
     "TrainingPlan": "._trainer",
     "epoch_batches": "._trainer",
+    "learning_rate_at": "._trainer",
+    "LrSchedule": "._trainer",
     "epoch_order": "._trainer",
     "refuse_untaken": "._trainer",
 }
@@ -189,6 +195,7 @@ __all__ = [
     "Harness",
     "HarnessRequest",
     "HarnessResult",
+    "LrSchedule",
     "Message",
     "Model",
     "ModelAccess",
@@ -224,6 +231,7 @@ __all__ = [
     "atomic_text",
     "call_tool",
     "check_name",
+    "checked_score",
     "confined",
     "epoch_batches",
     "epoch_order",
@@ -231,6 +239,7 @@ __all__ = [
     "git_revision",
     "hub_access",
     "is_free",
+    "learning_rate_at",
     "library_version",
     "local_chat_messages",
     "local_prompt_text",

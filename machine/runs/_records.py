@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from machine.errors import BadInputError
+
 PASS_TOLERANCE = 1e-9
 """A weighted mean that should equal the pass score can land a rounding error below it."""
 
@@ -33,6 +35,14 @@ def timestamp(moment: datetime) -> str:
 def passes(score: float, pass_score: float) -> bool:
     """Whether ``score`` reaches ``pass_score``: the one pass test of runs, criteria and reports."""
     return score >= pass_score - PASS_TOLERANCE
+
+
+def checked_score(value: float, argument: str = "pass_score") -> float:
+    """``value`` if it is a score a run can reach, in [0, 1]; else an error naming ``argument`` (a pass
+    score of 2 would fail every run, one of -1 pass every run, and either would be stored with them)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise BadInputError(f"{argument} {value!r} is not a score: give a number from 0 to 1 (1: full marks)")
+    return float(value)
 
 
 def new_run_id() -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,7 +67,8 @@ INPUT_PREVIEW = 100
 NEWEST_SUMMARIES_SQL = (
     "SELECT id, status, case_id, trial, suite_id, score,"
     " json_extract(data, '$.timings.started_at', '$.version', '$.model', '$.harness', '$.cost_usd',"
-    " '$.error', '$.scorecard.rubric_fingerprint', '$.scorecard.pass_score', '$.input')"
+    " '$.error', '$.scorecard.rubric_fingerprint', '$.scorecard.pass_score', '$.input',"
+    " '$.scorecard.criteria', '$.tags')"
     " FROM runs WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT ?"
 )
 PAGE_SIZE = 500
@@ -134,6 +136,10 @@ class RunSummary(Model):
     error: str | None
     input_preview: str
     """The first ``INPUT_PREVIEW`` characters of the input."""
+    failing: list[str] = Field(default_factory=list)
+    """The criteria scored below full marks, in the rubric's order: why a graded run did not pass."""
+    tags: list[str] = Field(default_factory=list)
+    """The kinds of the person's tags on the run (``good``, ``bad``, ``correction``), oldest first."""
 
     @classmethod
     def of(cls, run: Run) -> RunSummary:
@@ -154,7 +160,15 @@ class RunSummary(Model):
             harness=run.harness,
             error=run.error,
             input_preview=run.input[:INPUT_PREVIEW],
+            failing=[] if run.scorecard is None else _failing(run.scorecard.criteria),
+            tags=[tag.kind for tag in run.tags],
         )
+
+
+def _failing(criteria: Mapping[str, Any]) -> list[str]:
+    """The criteria (``CriterionScore`` or their stored JSON) scored below 1."""
+    scores = {name: c["score"] if isinstance(c, dict) else c.score for name, c in criteria.items()}
+    return [name for name, score in scores.items() if score is not None and score < 1.0]
 
 
 DERIVED: dict[str, Any] = {"score": True, "passed": True, "scorecard": {"score": True, "passed": True}}
@@ -192,7 +206,9 @@ def summary_row(
     fields: str,
 ) -> RunSummary:
     """One row of ``NEWEST_SUMMARIES_SQL`` as a ``RunSummary``."""
-    started_at, version, model, harness, cost_usd, error, fingerprint, pass_score, text = json.loads(fields)
+    started_at, version, model, harness, cost_usd, error, fingerprint, pass_score, text, criteria, tags = (
+        json.loads(fields)
+    )
     graded = fingerprint is not None
     passed = None
     if graded and score is not None:
@@ -213,6 +229,8 @@ def summary_row(
         harness=harness,
         error=error,
         input_preview=(text or "")[:INPUT_PREVIEW],
+        failing=_failing(criteria or {}),
+        tags=[tag["kind"] for tag in tags or []],
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
@@ -31,6 +31,18 @@ class TrainExample(Model):
     effort: float | None = None
     """The reasoning effort the run was sampled at: a renderer that writes effort into the prompt renders
     the example at it, so the model learns from the prompt it was given."""
+
+
+LrSchedule = Literal["constant", "linear"]
+"""``constant``: the same rate every step; ``linear``: from the rate at the first step down toward 0 at
+the last, so the final steps settle the model instead of pulling it toward their own batch."""
+
+
+def learning_rate_at(rate: float, step: int, steps: int, schedule: LrSchedule) -> float:
+    """Step ``step``'s (1-based) learning rate of ``steps`` on ``schedule``."""
+    if schedule == "linear":
+        return rate * (1 - (step - 1) / max(steps, 1))
+    return rate
 
 
 class TrainSettings(Model):
@@ -58,6 +70,8 @@ class TrainSettings(Model):
     kl: float | None = None
     """The weight of a penalty on the trained model's divergence from its base (KL per target token),
     which holds what the examples do not teach in place (None or 0: none)."""
+    lr_schedule: LrSchedule = "constant"
+    """How the learning rate moves over the steps (``learning_rate_at``)."""
 
 
 class Prepared(Model):
@@ -114,6 +128,7 @@ class TrainingPlan(Model):
     steps: int
     min_steps: int
     learning_rate: float
+    lr_schedule: LrSchedule = "constant"
     trained_tokens: int
     """Tokens sent to the trainer in all: one pass's tokens times the epochs."""
     price_usd: float | None = None
@@ -153,7 +168,8 @@ class TrainingPlan(Model):
             f"  data: {self.examples} examples ({rendered}{dropped}) -> {self.sequences} sequences, "
             f"{self.tokens} tokens, {self.target_tokens} of them targets",
             f"  schedule: {self.schedule()} (at least {self.min_steps} to learn)",
-            f"  learning rate {self.learning_rate:g}; {self.trained_tokens} tokens trained, {price}{time_s}",
+            f"  learning rate {self.learning_rate:g}{_moving(self.lr_schedule)}; "
+            f"{self.trained_tokens} tokens trained, {price}{time_s}",
             *(f"  {line}" for line in self.chosen),
             *([f"  {self.template}"] if self.template else []),
         ]
@@ -162,6 +178,10 @@ class TrainingPlan(Model):
 def _n(count: int, noun: str, plural: str = "") -> str:
     """``1 epoch``, ``3 epochs``, ``2 batches`` (given its ``plural``)."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def _moving(schedule: LrSchedule) -> str:
+    return ", decaying linearly toward 0" if schedule == "linear" else ""
 
 
 def _duration(seconds: float) -> str:

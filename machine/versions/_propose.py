@@ -10,7 +10,7 @@ from pathlib import Path
 
 from machine.errors import BadInputError, Fix, NotFoundError
 from machine.measure import BatchWriter
-from machine.runs import Run
+from machine.runs import Run, checked_score
 from machine.spec import (
     DEFAULT_MIN_Z,
     MODEL_FILE,
@@ -138,6 +138,7 @@ async def propose(
     the ones used.
     """
     model = _checked(model, trials, concurrency, min_z)
+    checked_score(pass_score)
     spec = ws.reload(name)
     if spec.counterpart is not None:
         raise BadInputError(

@@ -20,7 +20,7 @@ import machine.runs as on_run
 import machine.spec as spec_on_run
 from machine.errors import BadInputError, BudgetExceeded, HarnessError, MachineError, plain_spelling
 from machine.grade import GradeContext
-from machine.runs import Budget, Effort, Run, parse_effort
+from machine.runs import Budget, Effort, Run, checked_score, parse_effort
 from machine.spec import TRUST_FILE, MachineLoader, TrustBook
 
 from ._adapters import Adapters
@@ -240,6 +240,7 @@ class Workspace:
         harness = harness or self.harness
         model = model or spec.model
         effort = effort or self.effort
+        checked_score(pass_score)
         self.budget.check()
         if store:
             self.store.ready_to_write()  # a store that cannot take the run is refused before it runs

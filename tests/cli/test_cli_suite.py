@@ -51,8 +51,8 @@ def test_suite_json_shape_means_and_passes(ws: WorkspaceFolder, invoke: Invoke) 
     assert report["machine"] == "greet"
     assert [c["id"] for c in report["cases"]] == ["ann", "bob", "cat"]
     for case in report["cases"]:
-        assert set(case) == {"id", "trials", "mean", "passes", "scores"}
-        assert case["trials"] == 3
+        assert set(case) == {"id", "trials", "mean", "passes", "scores", "runs"}
+        assert case["trials"] == 3 and len(set(case["runs"])) == 3  # the ids show-run takes
         assert case["scores"] == pytest.approx([SCORES[case["id"]]] * 3)
         assert case["mean"] == pytest.approx(SCORES[case["id"]])
     passes = {c["id"]: c["passes"] for c in report["cases"]}
@@ -113,6 +113,7 @@ def test_cases_file_beside_the_machine_or_anywhere(ws: WorkspaceFolder, invoke: 
     assert [c["id"] for c in report["cases"]] == ["only-ann"]
     elsewhere = ws.write_json("elsewhere/more.json", {"cases": [{"id": 1, "input": "greet cat"}]})
     report = as_json(invoke(*suite(ws, "--cases", str(elsewhere), "--trials", "2", "--json")))
+    assert len(report["cases"][0].pop("runs")) == 2
     assert report["cases"] == [
         {
             "id": "1",
@@ -133,6 +134,7 @@ def test_harness_failure_is_a_failed_run_counted_apart(ws: WorkspaceFolder, invo
     result = ok(invoke(*suite(ws, "--cases", "with-zed.json", "--trials", "2", "--json")))
     report = json.loads(result.stdout)
     zed = next(c for c in report["cases"] if c["id"] == "zed")
+    assert len(zed.pop("runs")) == 2  # failed runs are stored, and named, too
     assert zed == {"id": "zed", "trials": 2, "mean": None, "passes": 0, "scores": []}
     assert report["summary"]["runs"] == 4
     assert report["summary"]["errors"] == 2

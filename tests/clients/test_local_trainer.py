@@ -92,6 +92,11 @@ async def test_the_loss_falls_and_every_step_is_reported(tiny: str, tmp_path: Pa
     assert first.learning_rate == 3e-2 and first.seconds > 0
 
 
+async def test_a_linear_schedule_decays_the_rate_each_step(tiny: str, tmp_path: Path) -> None:
+    _, steps = await fit(lora(), tiny, tmp_path, epochs=2, lr_schedule="linear")
+    assert [m.learning_rate for m in steps] == pytest.approx([3e-2, 2.25e-2, 1.5e-2, 7.5e-3])
+
+
 async def test_a_kl_penalty_holds_the_model_near_its_base(tiny: str, tmp_path: Path) -> None:
     _, free = await fit(lora(), tiny, tmp_path / "free", epochs=4)
     _, held = await fit(lora(), tiny, tmp_path / "held", epochs=4, kl=5.0)

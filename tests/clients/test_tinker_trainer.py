@@ -144,6 +144,15 @@ async def test_batches_hold_batch_size_sequences(
     assert [s.sequences for s in steps] == [2, 1]
 
 
+async def test_a_linear_schedule_sends_each_step_its_decayed_rate(
+    service: StandInService, prepared: Prepared, tmp_path: Path
+) -> None:
+    _, steps = await train(service, prepared, tmp_path, lr_schedule="linear")
+    sent = [c.args["learning_rate"] for c in service.calls if c.method == "optim_step"]
+    assert sent == pytest.approx([2e-4 * (1 - k / 6) for k in range(6)])  # 6 steps, from the rate toward 0
+    assert [s.learning_rate for s in steps] == sent
+
+
 async def test_a_capacity_pause_is_waited_out(
     service: StandInService, prepared: Prepared, tmp_path: Path
 ) -> None:

@@ -287,8 +287,8 @@ async def test_report_json_shape(tmp_path: Path) -> None:
     assert data["stopped"] is None
     assert [c["id"] for c in data["cases"]] == ["ann", "bob", "cat"]
     for case in data["cases"]:
-        assert set(case) == {"id", "trials", "mean", "passes", "scores"}
-        assert case["trials"] == 2
+        assert set(case) == {"id", "trials", "mean", "passes", "scores", "runs"}
+        assert case["trials"] == 2 and len(case["runs"]) == 2
         assert len(case["scores"]) == 2
     assert {"runs", "mean", "pass_rate", "unscored", "errors", "cost_usd"} <= set(data["summary"])
     assert data["summary"]["runs"] == 6

@@ -36,10 +36,11 @@ def text(result: Any) -> str:
 
 
 def strings(schema: dict[str, Any]) -> list[dict[str, Any]]:
-    """The string schemas a property allows (itself, or each of its ``anyOf``; a list's items)."""
+    """The free string schemas a property allows (itself, or each of its ``anyOf``; a list's items): an
+    ``enum`` of strings is bounded by its choices."""
     found = [schema, *schema.get("anyOf", [])]
     items = [s["items"] for s in found if s.get("type") == "array" and "items" in s]
-    return [s for s in found + items if s.get("type") == "string"]
+    return [s for s in found + items if s.get("type") == "string" and "enum" not in s]
 
 
 def tree(root: Path) -> dict[str, bytes]:

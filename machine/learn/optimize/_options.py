@@ -41,7 +41,7 @@ class OptimizeOptions(Options):
     )
     allow_overlap: bool = Field(False, description="Keep a proposal that copies case text word for word.")
     concurrency: int = Field(4, ge=1, strict=True, description="Runs at once.")
-    pass_score: float = Field(1.0, description="Score a run needs to pass.")
+    pass_score: float = Field(1.0, ge=0, le=1, description="Score a run needs to pass.")
     seed: int = Field(0, strict=True, description="Seeds which failures each proposal sees.")
     model: str | None = Field(
         None, description="Measure the machine on this model instead of its live version's."

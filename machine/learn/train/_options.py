@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from machine.runs import TrainSettings
+from machine.runs import LrSchedule, TrainSettings
 from machine.spec import DEFAULT_MIN_Z, Case
 
 from .._options import MAX_TRIALS, Options
@@ -36,7 +36,7 @@ class TrainOptions(Options):
     )
     trials: int = Field(3, ge=1, le=MAX_TRIALS, strict=True, description="Runs per held-out case, each.")
     best_of: int = Field(2, ge=1, strict=True, description="Best runs kept a case.")
-    min_score: float = Field(1.0, description="The score a run must reach.")
+    min_score: float = Field(1.0, ge=0, le=1, description="The score a run must reach.")
     epochs: int | None = Field(
         None,
         ge=1,
@@ -45,6 +45,11 @@ class TrainOptions(Options):
         description="Passes over the examples (default: planned, enough for 30 optimizer steps).",
     )
     lr: float | None = Field(None, gt=0, description="Learning rate (default: the trainer's for the base).")
+    lr_schedule: LrSchedule = Field(
+        "constant",
+        description="How the learning rate moves over the steps: constant, or linear (from the rate at the "
+        "first step down toward 0 at the last).",
+    )
     rank: int | None = Field(
         None, ge=1, strict=True, description="LoRA rank (default: 32 on Tinker, 16 local)."
     )
@@ -98,7 +103,7 @@ class TrainOptions(Options):
         description="Standard errors the checkpoint's held-out gain must reach to pass the gate.",
     )
     concurrency: int = Field(4, ge=1, strict=True, description="Runs at once.")
-    pass_score: float = Field(1.0, description="Score a run needs to pass.")
+    pass_score: float = Field(1.0, ge=0, le=1, description="Score a run needs to pass.")
     effort: float | None = Field(
         None,
         ge=0,
@@ -122,6 +127,7 @@ class TrainOptions(Options):
             lora_dropout=self.lora_dropout,
             target_modules=self.target_modules,
             kl=self.kl,
+            lr_schedule=self.lr_schedule,
         )
 
 
@@ -134,7 +140,7 @@ class ExportOptions(Options):
     tree: bool = Field(
         False, description="Export the whole family (the machine and its children), each its own runs."
     )
-    min_score: float = Field(1.0, description="The score a run must reach.")
+    min_score: float = Field(1.0, ge=0, le=1, description="The score a run must reach.")
     best: int | None = Field(None, ge=1, strict=True, description="Each case's best K runs.")
     since: str | None = Field(None, description="Only runs of this suite, or since this time.")
     cases: list[Case] | None = Field(None, description="Only runs of these cases.")

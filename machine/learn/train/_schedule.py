@@ -75,6 +75,7 @@ def schedule(
         steps=per_epoch * epochs,
         min_steps=MIN_STEPS,
         learning_rate=prepared.learning_rate,
+        lr_schedule=options.lr_schedule,
         trained_tokens=trained,
         price_usd=None if price is None else price.cost(Usage(input_tokens=trained)),
         seconds=None if prepared.seconds_per_token is None else prepared.seconds_per_token * trained,
