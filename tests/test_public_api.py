@@ -169,6 +169,7 @@ SUBPACKAGES = {
         "git_revision",
         "hub_access",
         "is_free",
+        "kept_out_of_git",
         "learning_rate_at",
         "library_version",
         "local_chat_messages",

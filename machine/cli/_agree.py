@@ -44,7 +44,13 @@ SHOWN_DISAGREEMENTS = 20
     metavar="X",
     help="A pass mark on the candidate's score to report at (repeatable; default 0.3, 0.5 and 0.7).",
 )
-@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Runs (or grades) at once.",
+)
 @click.option(
     "--no-regrade",
     is_flag=True,

@@ -62,6 +62,12 @@ class _Commands(click.Group):
             return None
         module, attribute, _line = found
         command: click.Command = getattr(importlib.import_module(f"{__package__}.{module}"), attribute)
+        if command.epilog is None:
+            from ._examples import epilog
+
+            command.epilog = epilog(cmd_name)
+            for sub in getattr(command, "commands", {}).values():  # a group's: its own, its subcommands'
+                sub.epilog = sub.epilog or command.epilog
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -79,7 +85,25 @@ class _Commands(click.Group):
             end(status, ["interrupted"] if status == INTERRUPTED else [])
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from machine.runs import library_version
+
+    click.echo(f"machine {library_version()}")
+    ctx.exit()
+
+
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "-V",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print the version and exit.",
+)
 @workspace_option
 def cli() -> None:
     """Small agent loops with a rubric: run machines, grade their runs, measure them."""

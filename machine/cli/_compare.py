@@ -8,7 +8,14 @@ import click
 
 from machine.measure import Comparison, Plan, Side, compare
 
-from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._options import (
+    handle_errors,
+    pass_score_option,
+    print_spend,
+    spending_options,
+    with_workspace,
+    workspace_from,
+)
 from ._render import dump_json, fmt_score
 
 
@@ -21,8 +28,14 @@ from ._render import dump_json, fmt_score
 @click.option(
     "--trials", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per case, each."
 )
-@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--pass-score", type=click.FloatRange(0, 1), default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Runs (or grades) at once.",
+)
+@pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @spending_options
 @with_workspace

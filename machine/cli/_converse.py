@@ -13,7 +13,14 @@ from machine.runs import Run
 from machine.spec import Case
 from machine.workspace import Conversation, converse, counterpart_of
 
-from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._options import (
+    handle_errors,
+    pass_score_option,
+    print_spend,
+    spending_options,
+    with_workspace,
+    workspace_from,
+)
 from ._render import dump_json, scorecard_lines
 from ._stop import INTERRUPTED, end, stop_status
 
@@ -26,7 +33,7 @@ TOOL_TEXT = 120
 @click.argument("case_id", metavar="[CASE]", required=False)
 @click.option("--eval", "grade", is_flag=True, help="Grade the last turn of each side.")
 @click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases file (default: cases.json).")
-@click.option("--pass-score", type=click.FloatRange(0, 1), default=1.0, show_default=True, help="Score a run needs to pass.")
+@pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the conversation as JSON once it has ended.")
 @spending_options
 @with_workspace

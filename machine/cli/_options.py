@@ -34,6 +34,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 _SPEND_KEY = "machine.spend"  # in click's ctx.meta, shared by every context of one invocation
 
 
+pass_score_option = click.option(
+    "--pass-score",
+    type=click.FloatRange(0, 1),
+    default=1.0,
+    show_default=True,
+    help="The score a run needs to pass, from 0 to 1.",
+)
+
+
 def _apply(fn: F, options: list[Callable[[F], F]]) -> F:
     for option in reversed(options):
         fn = option(fn)
@@ -155,6 +164,12 @@ def workspace_from(ctx: click.Context, **options: Any) -> Workspace:
             script=options.get("script"),
             base_url=options.get("base_url"),
         )
+        if options.get("script") and harness.name != "scripted":
+            raise BadInputError(
+                f"--script is replayed by the scripted harness only, and these runs use the {harness.name} "
+                "harness, which would ignore it: leave --script out",
+                fixes=[Fix("harness", "scripted", "to replay the script")],
+            )
         ws = ws.using(harness=harness)
     ws.store.ready_to_write()  # a damaged or read-only store is refused before anything is spent
     policy = ops.SpendingPolicy.from_env(ws.data_dir / ops.SPENDING_LOG)

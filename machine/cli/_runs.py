@@ -15,6 +15,7 @@ from ._chat import chat
 from ._options import (
     grading_options,
     handle_errors,
+    pass_score_option,
     print_spend,
     spending_options,
     with_workspace,
@@ -29,7 +30,7 @@ from ._run_view import fmt_time, print_whole
 @click.argument("input", required=False)
 @click.option("--eval", "grade", is_flag=True, help="Grade the run (every exchange, when interactive).")
 @click.option("--continue", "resume", is_flag=True, help="Resume the last conversation with this machine.")
-@click.option("--pass-score", type=click.FloatRange(0, 1), default=1.0, show_default=True, help="Score a run needs to pass.")
+@pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run as one JSON object.")
 @spending_options
 @with_workspace
@@ -58,6 +59,10 @@ def run(
                 "fresh sandbox per run"
             )
         ws.project = here
+        click.echo(
+            f"{name}'s tools work on the real files of {here}, not on a copy: what they write stays",
+            err=True,
+        )
     if input is None:
         chat(ws, spec, grade=grade, resume=resume, pass_score=pass_score, model=spending["model"])
         return
@@ -75,7 +80,9 @@ def run(
 
 @click.command()
 @click.argument("name")
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="How many runs, newest first."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of run summaries.")
 @with_workspace
 @click.pass_context
@@ -119,7 +126,7 @@ def _row(r: RunSummary) -> tuple[str, ...]:
 @click.command("eval")
 @click.argument("name")
 @click.argument("run_id")
-@click.option("--pass-score", type=click.FloatRange(0, 1), default=1.0, show_default=True)
+@pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the graded run as JSON.")
 @grading_options
 @with_workspace
@@ -151,12 +158,7 @@ def eval_run(
 def show_run(ctx: click.Context, /, run_id: str, as_json: bool) -> None:
     """Show a stored run whole: where it came from, every step (reasoning, tool calls and results), its
     output, its scorecard with each grader's reason, its error and its tags. Reads the store only: nothing
-    is run or graded again.
-
-    \b
-    Examples:
-      machine runs signoff              # the ids
-      machine show-run 20261203-154001-3f9a2c
+    is run or graded again. The ids are in `machine runs NAME`.
     """
     ws = workspace_from(ctx)
     found = ws.store.get(run_id)

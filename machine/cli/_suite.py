@@ -13,7 +13,14 @@ from machine.ops import plan_suite, run_planned
 from machine.runs import Run
 from machine.workspace import Workspace
 
-from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._options import (
+    handle_errors,
+    pass_score_option,
+    print_spend,
+    spending_options,
+    with_workspace,
+    workspace_from,
+)
 from ._render import dump_json, fmt_score
 from ._stop import INTERRUPTED, end, resume_command, stop_status
 
@@ -21,9 +28,15 @@ from ._stop import INTERRUPTED, end, resume_command, stop_status
 @click.command()
 @click.argument("name")
 @click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases file (default: cases.json).")
-@click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--pass-score", type=click.FloatRange(0, 1), default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per case.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Runs (or grades) at once.",
+)
+@pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Print each run as it finishes.")
 @click.option(

@@ -23,6 +23,7 @@ from machine.versions import (
 from ._options import (
     fail,
     handle_errors,
+    pass_score_option,
     print_spend,
     spending_options,
     with_workspace,
@@ -107,8 +108,14 @@ def versions_command(ctx: click.Context, /, name: str, record: bool, note: str, 
 @click.option(
     "--cases", "cases_file", default=None, metavar="FILE", help="Held-out cases (default: holdout.json)."
 )
-@click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--pass-score", type=click.FloatRange(0, 1), default=1.0, show_default=True, help="Score a run needs to pass.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Runs (or grades) at once.",
+)
+@pass_score_option
 @click.option("--note", default="", help="A note kept with the candidate.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @spending_options

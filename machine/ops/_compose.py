@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from machine.errors import MachineError
 from machine.runs import Budget, parse_budget
 from machine.workspace import Adapters, Workspace
 
@@ -51,14 +50,12 @@ def harness_for(
 ) -> Harness:
     """The harness a call's runs use, chosen one way for every face: the one named, else
     ``MACHINE_HARNESS``, else the one for the runs' model (``model``, else machine ``name``'s own: a
-    ``local:`` model runs on the local harness), else ``tinker``. A machine that cannot be loaded is
-    reported where the call loads it, not here."""
+    ``local:`` model runs on the local harness), else ``tinker``. Machine ``name`` is loaded first, so
+    an unknown or broken one is reported before a harness asks for its key or program."""
+    own = ws.load(name).model if name is not None else None
     runs_model = model
-    if harness is None and runs_model is None and name is not None and not os.environ.get("MACHINE_HARNESS"):
-        try:
-            runs_model = ws.load(name).model
-        except MachineError:
-            runs_model = None
+    if harness is None and runs_model is None and not os.environ.get("MACHINE_HARNESS"):
+        runs_model = own
     return make_harness(harness, script=script, base_url=base_url, model=runs_model)
 
 

@@ -62,4 +62,6 @@ def list_machines(ws: Workspace) -> list[MachineSummary]:
                 untrusted=[],
             )
         )
+    for folder, why in ws.loader.misnamed().items():  # never loaded: said, not skipped in silence
+        listed.append(MachineSummary.model_construct(name=folder, error=why, criteria=[], untrusted=[]))
     return listed

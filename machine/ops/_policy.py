@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from machine.errors import BadInputError, ConsentRequired
-from machine.runs import Budget, now, timestamp
+from machine.runs import Budget, kept_out_of_git, now, timestamp
 
 MAX_BUDGET_ENV = "MACHINIST_MAX_BUDGET"
 ALLOWANCE_ENV = "MACHINE_ALLOW_SPEND_USD"
@@ -288,6 +288,7 @@ class SpendingPolicy:
             for folder in reversed(missing):  # every folder made here is 0700, not only the last
                 folder.mkdir(mode=0o700, exist_ok=True)
                 os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask
+                kept_out_of_git(folder)
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 os.fchmod(fd, 0o600)

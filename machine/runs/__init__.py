@@ -15,7 +15,7 @@ from machine._lazy import resolver
 if TYPE_CHECKING:
     from ._budget import Budget, Reservation, parse_budget
     from ._effort import LEVELS, Effort, parse_effort
-    from ._files import atomic_text, confined, open_new, write_atomic
+    from ._files import atomic_text, confined, kept_out_of_git, open_new, write_atomic
     from ._harness import (
         Event,
         EventType,
@@ -92,6 +92,7 @@ _HOMES = {
     "parse_effort": "._effort",
     "atomic_text": "._files",
     "confined": "._files",
+    "kept_out_of_git": "._files",
     "open_new": "._files",
     "write_atomic": "._files",
     "Event": "._harness",
@@ -239,6 +240,7 @@ __all__ = [
     "git_revision",
     "hub_access",
     "is_free",
+    "kept_out_of_git",
     "learning_rate_at",
     "library_version",
     "local_chat_messages",

@@ -66,6 +66,19 @@ def open_new(path: Path, *, append: bool = False) -> TextIO:
     return os.fdopen(fd, "a" if append else "w", encoding="utf-8")
 
 
+def kept_out_of_git(folder: Path) -> None:
+    """Give a workspace's ``.machine`` folder a ``.gitignore`` of ``*`` once it exists, so ``git add -A``
+    in the project never commits the store (runs hold prompts, outputs and tool results)."""
+    if folder.name != ".machine" or not folder.is_dir():
+        return
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        try:
+            ignore.write_text("# machine's store, spending log and sandboxes: never committed\n*\n")
+        except OSError:  # a read-only folder is refused where the store is written
+            return
+
+
 def confined(text: str, root: Path, *, named_in: Path, what: str) -> Path:
     """The path ``text`` names (a relative one read from ``root``) with every symlink resolved, which
     must lie inside ``root``: a stored record that names a path elsewhere (absolute, climbing out with

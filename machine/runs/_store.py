@@ -23,6 +23,7 @@ from typing import Protocol
 from machine.errors import Fix, NotFoundError
 
 from . import _store_faults as faults
+from ._files import kept_out_of_git
 from ._names import check_name
 from ._records import Run
 from ._rows import (
@@ -102,6 +103,7 @@ class SQLiteStore:
         # folder the caller merely pointed into (``SQLiteStore("store.db")`` must not lock the cwd).
         if created or folder.name == ".machine":
             os.chmod(folder, 0o700)
+            kept_out_of_git(folder)
         if not self.path.exists():
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         for file in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):

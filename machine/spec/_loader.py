@@ -15,6 +15,7 @@ import importlib
 import importlib.machinery
 import importlib.util
 import keyword
+import re
 import sys
 import traceback
 import types
@@ -60,6 +61,32 @@ def discover(machines_dir: Path) -> list[str]:
     return sorted(names)
 
 
+NAMING_RULE = "lower-case letters, digits, '.', '_' and '-', starting with a letter or a digit"
+
+
+def misnamed(machines_dir: Path) -> list[str]:
+    """Folders under ``machines_dir`` that hold a machine.py but whose names break the naming rule
+    (``discover`` leaves them out), as paths relative to it, sorted."""
+    if not machines_dir.is_dir():
+        return []
+    found = []
+    for file in machines_dir.rglob("machine.py"):
+        parts = file.parent.relative_to(machines_dir).parts
+        hidden = any(p in _SKIP or p.startswith(".") for p in parts)
+        if parts and not hidden and not all(NAME_SEGMENT.match(p) for p in parts):
+            found.append("/".join(parts))
+    return sorted(found)
+
+
+def misnamed_message(machines_dir: Path, folder: str) -> str:
+    """Why the machine in ``folder`` is not loaded, and the name to give it."""
+    parts = [re.sub(r"[^a-z0-9._-]+", "-", p.lower()).strip("-._") or "machine" for p in folder.split("/")]
+    return (
+        f"{machines_dir.name}/{folder} holds a machine.py, but its name breaks the naming rule "
+        f"({NAMING_RULE}), so it is not loaded: rename the folder to {machines_dir.name}/{'/'.join(parts)}"
+    )
+
+
 def _defines(machines_dir: Path, name: str) -> bool:
     """Whether ``discover`` finds machine ``name`` under ``machines_dir``, without walking the folder: its
     folders named as machines are named, none hidden or a link (which ``rglob`` does not follow)."""
@@ -92,6 +119,11 @@ class MachineLoader:
     def names(self) -> list[str]:
         """The machines under the folder, sorted."""
         return discover(self.machines_dir)
+
+    def misnamed(self) -> dict[str, str]:
+        """Each folder that holds a machine.py under a name that breaks the naming rule, with why it is
+        not loaded and the name to give it."""
+        return {folder: misnamed_message(self.machines_dir, folder) for folder in misnamed(self.machines_dir)}
 
     def is_builtin(self, name: str) -> bool:
         """Whether ``name`` loads the library's machine of that name (the folder has none of its own)."""
@@ -134,13 +166,17 @@ class MachineLoader:
         if not _defines(self.machines_dir, name):
             if self.fallback is not None and self.is_builtin(name):
                 return self.fallback.load(name)
+            wrong = misnamed(self.machines_dir)
+            if name.strip("/") in wrong:
+                raise DefinitionError(misnamed_message(self.machines_dir, name.strip("/")))
             known = self.names()
             listing = (
                 ", ".join(known)
                 if known
                 else f"none (no machines/<name>/machine.py under {self.machines_dir})"
             )
-            raise NotFoundError(f"there is no machine {name!r}; the known machines are: {listing}")
+            skipped = "".join(f"; {misnamed_message(self.machines_dir, folder)}" for folder in wrong)
+            raise NotFoundError(f"there is no machine {name!r}; the known machines are: {listing}{skipped}")
         file = self.machines_dir / name / "machine.py"
         if self.trust is not None:
             self.trust.refuse(name)

@@ -20,7 +20,7 @@ import machine.runs as on_run
 import machine.spec as spec_on_run
 from machine.errors import BadInputError, BudgetExceeded, HarnessError, MachineError, plain_spelling
 from machine.grade import GradeContext
-from machine.runs import Budget, Effort, Run, checked_score, parse_effort
+from machine.runs import Budget, Effort, Run, checked_score, kept_out_of_git, parse_effort
 from machine.spec import TRUST_FILE, MachineLoader, TrustBook
 
 from ._adapters import Adapters
@@ -360,6 +360,7 @@ class Workspace:
             )
         if folder is not None and not files:
             self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # hidden from the first run on
+            kept_out_of_git(self.data_dir)
             return sandboxes.open(folder, hide=hidden_from_runs(folder, self.data_dir, self.machines_dir))
         return sandboxes.create(self.sandbox_dir, run_id, files)
 

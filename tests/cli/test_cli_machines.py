@@ -65,6 +65,26 @@ def test_list_reports_a_broken_machine_and_lists_the_rest(ws: WorkspaceFolder, i
     assert [line.split()[0] for line in result.stdout.splitlines()] == ["greet", "greet/loud", "plain"]
 
 
+def test_a_folder_whose_name_breaks_the_rule_is_named_with_the_rule(
+    ws: WorkspaceFolder, invoke: Invoke
+) -> None:
+    ws.write("machines/My Bot/machine.py", (ws.root / "machines/plain/machine.py").read_text())
+    result = invoke("list", "--workspace", ws.root)
+    assert result.exit_code == 1
+    assert "machines/My Bot holds a machine.py, but its name breaks the naming rule" in result.stderr
+    assert (
+        "lower-case letters, digits" in result.stderr
+        and "rename the folder to machines/my-bot" in result.stderr
+    )
+    assert [line.split()[0] for line in result.stdout.splitlines()] == ["greet", "greet/loud", "plain"]
+    shown = invoke("show", "My Bot", "--workspace", ws.root)
+    assert shown.exit_code == 2 and "rename the folder to machines/my-bot" in shown.stderr
+    other = invoke("show", "bot", "--workspace", ws.root)
+    assert (
+        "there is no machine 'bot'" in other.stderr and "machines/My Bot holds a machine.py" in other.stderr
+    )
+
+
 def test_show_text_lists_criteria_weights_graders_and_tools(ws: WorkspaceFolder, invoke: Invoke) -> None:
     out = ok(invoke("show", "greet", "--workspace", ws.root)).stdout
     assert out.splitlines()[0] == "greet"

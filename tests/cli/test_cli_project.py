@@ -87,6 +87,9 @@ def test_a_run_from_another_folder_writes_there(tmp_path: Path) -> None:
     assert (project / "note.txt").read_text() == "hello"
     assert not (ws / "note.txt").exists()
     assert (ws / ".machine" / "store.db").exists()  # the run is stored in the workspace
+    said = f"scribe's tools work on the real files of {project.resolve()}, not on a copy"
+    assert done.stderr.count(said) == 1  # said once, before the run
+    assert (ws / ".machine" / ".gitignore").read_text().splitlines()[-1] == "*"  # never committed
 
 
 def test_a_run_in_the_workspace_gets_a_fresh_sandbox(tmp_path: Path) -> None:
@@ -95,6 +98,7 @@ def test_a_run_in_the_workspace_gets_a_fresh_sandbox(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert not (ws / "note.txt").exists()
     assert list((ws / ".machine" / "sandboxes").iterdir()) == []  # made for the run, removed after
+    assert "real files" not in done.stderr
 
 
 def test_a_store_inside_the_project_is_hidden_from_the_run(tmp_path: Path) -> None:
