@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from machine.errors import BadInputError, CommitRefused
-from machine.spec import DEFAULT_MIN_Z, UNRECORDED, Version
+from machine.spec import DEFAULT_MIN_Z, UNRECORDED, VERSIONS_FILE, Version
 from machine.versions import (
     VersionList,
     commit,
@@ -42,7 +42,7 @@ def _line(version: Version) -> str:
     when = version.created_at.strftime("%Y-%m-%d %H:%M")
     note = f"  {version.note}" if version.note else ""
     return (
-        f"{version.label:<4} {version.status:<8} {version.model}{base}  instructions "
+        f"{version.label:<4} {version.status:<8} {version.model}{base}  instructions text sha256 "
         f"{version.instructions_sha[:8]}  rubric {version.rubric[:8]}  {when}{note}{gate}"
     )
 
@@ -58,13 +58,18 @@ def _line(version: Version) -> str:
 @click.pass_context
 @handle_errors
 def versions_command(ctx: click.Context, /, name: str, record: bool, note: str, as_json: bool) -> None:
-    """List a machine's versions (the first call records the machine as it is now as v1)."""
+    """List a machine's versions. With no versions.json yet, the machine as it is now is recorded as v1
+    first, and that is said."""
     ws = workspace_from(ctx)
+    first = not (ws.machines_dir / name / VERSIONS_FILE).exists()
     if record:
         recorded = update(ws, name, note=note)
         if not as_json:
             click.echo(f"{recorded.label} is live")
     listed = versions(ws, name)
+    if first and (ws.machines_dir / name / VERSIONS_FILE).exists():
+        where = ws.machines_dir.name + f"/{name}/{VERSIONS_FILE}"
+        click.echo(f"recorded {name} as it is now as v1 (live), in {where}", err=True)
     matched = current(ws, name)
     history = [v.label for v in live_history(ws, name)]
     if as_json:
@@ -136,7 +141,8 @@ def propose_command(
     **spending: Any,
 ) -> None:
     """Make a pending candidate (the live version with --model) and measure it against the live version
-    on the held-out cases; the machine's files are not changed. --price-as prices a checkpoint as its base."""
+    on the held-out cases. Only versions.json beside the machine is written (the candidate and its report);
+    the machine's own files are not changed until a commit. --price-as prices a checkpoint as its base."""
     if not spending.get("model"):
         raise BadInputError(f"propose needs the candidate's model: machine propose {name} --model MODEL")
     ws = workspace_from(ctx, **spending)

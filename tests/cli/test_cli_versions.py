@@ -42,9 +42,12 @@ def scripted(ws: WorkspaceFolder) -> list[str]:
 
 
 def test_versions_records_v1_and_lists(ws: WorkspaceFolder, invoke: Invoke) -> None:
-    out = ok(invoke("versions", "greet", "--workspace", ws.root)).stdout
-    assert out.startswith("v1   live     Qwen/Qwen3.8-27B  instructions ")
+    first = ok(invoke("versions", "greet", "--workspace", ws.root))
+    assert first.stdout.startswith("v1   live     Qwen/Qwen3.8-27B  instructions text sha256 ")
     assert (ws.machines / "greet" / "versions.json").exists()
+    assert "recorded greet as it is now as v1 (live), in machines/greet/versions.json" in first.stderr
+    again = ok(invoke("versions", "greet", "--workspace", ws.root))
+    assert again.stdout == first.stdout and "recorded" not in again.stderr  # said once, when it wrote
     data: Any = json.loads(ok(invoke("versions", "greet", "--json", "--workspace", ws.root)).stdout)
     assert data["current"] == "v1"
     assert [(v["number"], v["status"]) for v in data["versions"]] == [(1, "live")]
