@@ -23,7 +23,7 @@ from machine.runs import LOCAL, Harness
 
 from .trainers import TRAINERS, TrainerEntry, TrainerRequest, default_trainer_name, make_trainer
 
-HARNESSES = ("echo", "scripted", "tinker", "openrouter", "openai", "opencode", "pi", "local")
+HARNESSES = ("echo", "scripted", "tinker", "openrouter", "fx", "openai", "opencode", "pi", "local")
 
 
 def default_harness_name(model: str | None = None) -> str:
@@ -70,7 +70,14 @@ def make_harness(
         return LocalHarness()
     from .chat import ChatCompletionsHarness, endpoint_for
 
-    return ChatCompletionsHarness(endpoint_for(name, base_url=base_url))
+    endpoint = endpoint_for(name, base_url=base_url)
+    if name == "fx":  # the Gateway publishes its prices: the budget prices its models by them
+        from machine.runs import publish_prices
+
+        from ._gateway_prices import published_prices
+
+        publish_prices(published_prices(endpoint))
+    return ChatCompletionsHarness(endpoint)
 
 
 __all__ = [

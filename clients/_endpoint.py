@@ -13,6 +13,10 @@ from machine.errors import BadInputError, Fix, HarnessError
 
 TINKER_SERVICE = "https://tinker.thinkingmachines.dev/services/tinker-prod"
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
+FX_URL = "https://ai-gateway.vercel.sh/v1"
+"""The Vercel AI Gateway's OpenAI-compatible endpoint (the ``fx`` harness)."""
+ROUTED = ("tinker", "openrouter", "fx")
+"""Harnesses whose name, as a prefix of a model id (``fx/anthropic/claude-sonnet-5.5``), routes it there."""
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_TOKENS = 16_384
 """The most output tokens one call may use (``max_tokens``), unless ``MACHINE_MAX_TOKENS`` says otherwise:
@@ -37,12 +41,12 @@ class Endpoint:
     """Sent with every call: the reply may use no more output tokens than this."""
 
     def model_id(self, model: str) -> str:
-        """The id the endpoint knows (a ``tinker/`` or ``openrouter/`` prefix names the harness).
+        """The id the endpoint knows (a ``tinker/``, ``openrouter/`` or ``fx/`` prefix names the harness).
 
         ``openai/`` is not a routing prefix: it is part of real ids (``openai/gpt-oss-20b`` on vLLM,
         ``openai/gpt-4o`` on a gateway), so the openai harness sends the id as given."""
         prefix = self.harness + "/"
-        routed = self.harness in ("tinker", "openrouter") and model.startswith(prefix)
+        routed = self.harness in ROUTED and model.startswith(prefix)
         return model[len(prefix) :] if routed else model
 
 
@@ -95,6 +99,16 @@ def endpoint_for(harness: str, *, base_url: str | None = None, fixes: Sequence[F
             )
         url = base_url or os.environ.get("OPENROUTER_BASE_URL", OPENROUTER_URL)
         return Endpoint("openrouter", url, key, timeout_s=timeout, max_tokens=most)
+    if harness == "fx":
+        key = os.environ.get("AI_GATEWAY_API_KEY")
+        if not key:
+            raise HarnessError(
+                "the fx harness (the Vercel AI Gateway) needs AI_GATEWAY_API_KEY: set it "
+                "(export AI_GATEWAY_API_KEY=...)",
+                fixes=fixes,
+            )
+        url = base_url or os.environ.get("AI_GATEWAY_BASE_URL", FX_URL)
+        return Endpoint("fx", url, key, timeout_s=timeout, max_tokens=most)
     if harness == "openai":
         given = base_url or os.environ.get("OPENAI_BASE_URL")
         if not given:
@@ -104,4 +118,4 @@ def endpoint_for(harness: str, *, base_url: str | None = None, fixes: Sequence[F
                 fixes=[Fix("base_url", "URL", "to name the endpoint"), *fixes],
             )
         return Endpoint("openai", given, os.environ.get("OPENAI_API_KEY"), timeout_s=timeout, max_tokens=most)
-    raise BadInputError(f"{harness!r} is not a chat-completions harness (tinker, openrouter or openai)")
+    raise BadInputError(f"{harness!r} is not a chat-completions harness (tinker, openrouter, fx or openai)")

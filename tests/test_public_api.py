@@ -184,6 +184,7 @@ SUBPACKAGES = {
         "parse_local_reply",
         "passes",
         "price_of",
+        "publish_prices",
         "refuse_untaken",
         "run_loop",
         "run_seed",

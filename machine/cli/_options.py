@@ -92,7 +92,7 @@ def spending_options(fn: F) -> F:
             click.option(
                 "--harness",
                 default=None,
-                help="echo, scripted, tinker, openrouter, openai, opencode, pi or local "
+                help="echo, scripted, tinker, openrouter, fx, openai, opencode, pi or local "
                 "(default: $MACHINE_HARNESS, else local for a local: model, else tinker).",
             ),
             click.option(

@@ -63,7 +63,7 @@ def handle_errors(fn: F) -> F:
 @click.option(
     "--harness",
     default=None,
-    help="The harness rehearse uses by default: echo, scripted, tinker, openrouter, openai, opencode, pi "
+    help="The harness rehearse uses by default: echo, scripted, tinker, openrouter, fx, openai, opencode, pi "
     "or local "
     "(default: $MACHINE_HARNESS, else local for a local: model, else tinker).",
 )

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         is_free,
         price_of,
     )
+    from ._pricing import publish as publish_prices
     from ._project import TEST_NAME, RunnerOutcome, alone, final_files, runner_outcome, sandbox_path
     from ._provenance import git_revision, library_version
     from ._records import (
@@ -124,6 +125,7 @@ _HOMES = {
     "Price": "._pricing",
     "is_free": "._pricing",
     "price_of": "._pricing",
+    "publish_prices": "._pricing:publish",
     "TEST_NAME": "._project",
     "RunnerOutcome": "._project",
     "alone": "._project",
@@ -255,6 +257,7 @@ __all__ = [
     "parse_local_reply",
     "passes",
     "price_of",
+    "publish_prices",
     "refuse_untaken",
     "run_loop",
     "run_seed",

@@ -62,6 +62,16 @@ TINKER_TRAIN_PRICES: dict[str, float] = {
 }
 """USD per million tokens trained (every token of an example, targets or not), by base model."""
 
+PUBLISHED: dict[str, Price] = {}
+"""Prices an endpoint published for its own model ids (the Vercel AI Gateway's, read when the ``fx``
+harness is made), consulted after the table."""
+
+
+def publish(prices: dict[str, Price]) -> None:
+    """Add an endpoint's published prices (``PUBLISHED``) for this process."""
+    PUBLISHED.update(prices)
+
+
 FREE_HARNESSES = frozenset({"echo", "scripted", "local"})
 """Harnesses whose runs cost nothing (no model, or one in this process): their runs need no price, and
 their model ids cost nothing."""
@@ -84,4 +94,5 @@ def price_of(model: str) -> Price | None:
         return None if rate is None else Price(rate, rate, 0.0)
     if model.startswith("openrouter/"):
         return None  # OpenRouter's own prices are not in the table: free models only, or priced as another
-    return TINKER_PRICES.get(model.removeprefix("tinker/"))  # ids are exact: Tinker's are case-sensitive
+    listed = TINKER_PRICES.get(model.removeprefix("tinker/"))  # ids are exact: Tinker's are case-sensitive
+    return listed if listed is not None else PUBLISHED.get(model.removeprefix("fx/"))

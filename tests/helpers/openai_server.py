@@ -199,6 +199,9 @@ class FakeOpenAI:
         self.reasoning_field = reasoning_field
         self.model = model
         """The ``model`` the replies name; None echoes the request's."""
+        self.models: list[dict[str, Any]] | None = None
+        """What ``GET .../models`` lists (``{"object": "list", "data": models}``), as a gateway publishes
+        its models and prices; None: 404, as an endpoint without the route answers."""
         self.requests: list[Recorded] = []
         self._queue: deque[Item] = deque(replies)
         self._lock = threading.Lock()
@@ -359,6 +362,10 @@ class _Handler(BaseHTTPRequestHandler):
         )
         fake._record(recorded)
         try:
+            if self.command == "GET" and recorded.path.endswith("/models") and fake.models is not None:
+                recorded.played = "models"
+                self._send(200, json.dumps({"object": "list", "data": fake.models}).encode())
+                return
             if self.command != "POST" or not recorded.path.endswith("/chat/completions"):
                 recorded.played = "not_found"
                 self._error(404, f"no route for {self.command} {recorded.path}", "invalid_request_error")
