@@ -88,9 +88,13 @@ class _Commands(click.Group):
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from machine.runs import library_version
+    from importlib import metadata
 
-    click.echo(f"machine {library_version()}")
+    try:
+        version = metadata.version("machine")
+    except metadata.PackageNotFoundError:
+        version = "0+unknown"
+    click.echo(f"machine {version}")
     ctx.exit()
 
 

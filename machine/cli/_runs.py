@@ -59,6 +59,10 @@ def run(
                 "fresh sandbox per run"
             )
         ws.project = here
+    if input is not None and resume:
+        raise BadInputError("--continue resumes an interactive conversation: leave out INPUT")
+    if ws.project is not None:  # said once, before anything runs (a refused run says only why)
+        ws.budget.check()
         click.echo(
             f"{name}'s tools work on the real files of {here}, not on a copy: what they write stays",
             err=True,
@@ -66,8 +70,6 @@ def run(
     if input is None:
         chat(ws, spec, grade=grade, resume=resume, pass_score=pass_score, model=spending["model"])
         return
-    if resume:
-        raise BadInputError("--continue resumes an interactive conversation: leave out INPUT")
     result = ws.call(lambda: ws.run(spec, input, model=spending["model"], grade=grade, pass_score=pass_score))
     if as_json:
         dump_json(result)

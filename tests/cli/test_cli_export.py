@@ -99,7 +99,7 @@ def test_export_json(sampled: WorkspaceFolder, invoke: Invoke) -> None:
         (("--best", "0"), ("--best", "0 is not in the range")),
         (("--tags", "maybe"), ("--tags", "'maybe' is not one of")),
         (("--tree", "--from", "greet/loud"), ("another machine's runs (source), not both",)),
-        (("--min-score", "2"), ("runs scoring at least 2", "3 were before", "pass --min-score 0.5")),
+        (("--min-score", "2"), ("--min-score", "2.0 is not in the range 0<=x<=1")),
         (("--since", "no-such-suite"), ("runs since no-such-suite",)),
         (("--cases", "missing.json"), ("missing.json", "does not exist")),
     ],

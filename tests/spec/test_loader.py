@@ -160,9 +160,13 @@ def test_a_machine_loads_exactly_when_it_is_listed(tmp_path: Path) -> None:
     loader = MachineLoader(machines)
     assert loader.names() == ["red"]
     assert loader.load("red").name == "red"
-    for name in (".draft", "__pycache__", "Bad Name", "red/.old", "linked", "red/", "", "../machines/red"):
-        with pytest.raises(NotFoundError, match=r"the known machines are: red$"):
+    bad_name = "machines/Bad Name holds a machine.py, but its name breaks the naming rule"
+    for name in (".draft", "__pycache__", "red/.old", "linked", "red/", "", "../machines/red"):
+        with pytest.raises(NotFoundError, match=rf"the known machines are: red; {bad_name}"):
             loader.load(name)
+    with pytest.raises(DefinitionError, match=rf"^{bad_name} .* rename the folder to machines/bad-name$"):
+        loader.load("Bad Name")
+    assert list(loader.misnamed()) == ["Bad Name"]
 
 
 def test_unknown_machine_in_empty_folder_says_where_to_put_one(tmp_path: Path) -> None:

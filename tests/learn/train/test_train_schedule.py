@@ -45,7 +45,9 @@ def test_given_values_are_kept_and_only_the_others_chosen() -> None:
 def test_the_schedule_given_is_planned_and_shown() -> None:
     plan = schedule(prepared(16), TrainOptions(lr_schedule="linear"), "base")
     assert plan.lr_schedule == "linear"
-    assert any(line.startswith("  learning rate 0.0001, decaying linearly toward 0;") for line in plan.lines())
+    assert any(
+        line.startswith("  learning rate 0.0001, decaying linearly toward 0;") for line in plan.lines()
+    )
     assert schedule(prepared(16), TrainOptions(), "base").lr_schedule == "constant"
     with pytest.raises(BadInputError, match="lr_schedule"):
         TrainOptions.checked("lr_schedule", "cosine")
