@@ -71,20 +71,15 @@ def versions_command(ctx: click.Context, /, name: str, record: bool, note: str, 
         where = ws.machines_dir.name + f"/{name}/{VERSIONS_FILE}"
         click.echo(f"recorded {name} as it is now as v1 (live), in {where}", err=True)
     matched = current(ws, name)
-    history = [v.label for v in live_history(ws, name)]
+    history = live_history(ws, name)
     if as_json:
-        dump_json(
-            VersionList(
-                machine=name,
-                current=matched.label if matched else UNRECORDED,
-                versions=listed,
-                live_history=history,
-            )
-        )
+        numbers = [v.number for v in history]
+        current_number = matched.number if matched else None
+        dump_json(VersionList(machine=name, current=current_number, versions=listed, live_history=numbers))
         return
     for version in listed:
         click.echo(_line(version))
-    click.echo(f"live history: {' -> '.join(history)} (revert goes back along it)")
+    click.echo(f"live history: {' -> '.join(v.label for v in history)} (revert goes back along it)")
     if matched is None:
         click.secho(
             f"note: the machine's files match no recorded version, so its runs record their version as "

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from ._names import check_name
 from ._records import Message, Model, Run, now, passes
@@ -117,8 +117,6 @@ class RunSummary(Model):
     """The fields of a stored run that a listing shows (``machine runs``, the server's ``recent_runs``),
     read without validating the whole run (``SQLiteStore.summaries``); each equals the run's own."""
 
-    model_config = ConfigDict(populate_by_name=True)
-
     id: str
     created_at: datetime
     status: str
@@ -127,7 +125,7 @@ class RunSummary(Model):
     graded: bool
     """Whether the run has a scorecard (graded, though perhaps with nothing scored)."""
     cost_usd: float
-    case_id: str | None = Field(alias="case")
+    case_id: str | None
     trial: int | None
     suite_id: str | None
     version: str | None

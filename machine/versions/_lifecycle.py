@@ -35,13 +35,14 @@ from ._propose import check_fixed
 
 
 class VersionList(Model):
-    """A machine's versions, oldest first, the one its files match now (``unrecorded``: none), and the
-    versions made live in turn, the live one last (what ``revert`` steps back along)."""
+    """A machine's versions, oldest first, the number of the one its files match now (None: none, so
+    their runs record ``unrecorded``), and the numbers of the versions made live in turn, the live one
+    last (what ``revert`` steps back along). A version is named by its ``number`` throughout."""
 
     machine: str
-    current: str
+    current: int | None
     versions: list[Version]
-    live_history: list[str] = Field(default_factory=list)
+    live_history: list[int] = Field(default_factory=list)
 
 
 def versions(ws: Workspace, name: str) -> list[Version]:

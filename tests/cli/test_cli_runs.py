@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from conftest import Command, WorkspaceFolder
 
 Invoke = Callable[..., Result]
-SUMMARY_KEYS = {"id", "created_at", "status", "score", "passed", "cost_usd", "case", "model"}
+SUMMARY_KEYS = {"id", "created_at", "status", "score", "passed", "cost_usd", "case_id", "model"}
 
 
 def ok(result: Result) -> Result:
@@ -200,7 +200,7 @@ def test_runs_json_newest_first_with_limit(ws: WorkspaceFolder, invoke: Invoke) 
         assert set(row) >= SUMMARY_KEYS  # a RunSummary's dump: these and the listing's other fields
         assert row["status"] == "ok"
         assert row["score"] is None and row["passed"] is None  # ungraded
-        assert row["case"] is None
+        assert row["case_id"] is None
         assert row["model"] == "Qwen/Qwen3.8-27B"
         assert row["cost_usd"] == 0.0
     assert [r["created_at"] for r in listed] == sorted((r["created_at"] for r in listed), reverse=True)

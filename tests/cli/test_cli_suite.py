@@ -73,7 +73,7 @@ def test_suite_stores_every_run_with_case_and_trial(ws: WorkspaceFolder, invoke:
     ok(invoke(*suite(ws, "--trials", "3", "--concurrency", "2", "--json")))
     assert ws.count() == 9
     listed = as_json(invoke("runs", "greet", "--json", "--limit", "100", "--workspace", ws.root))
-    assert Counter(r["case"] for r in listed) == {"ann": 3, "bob": 3, "cat": 3}
+    assert Counter(r["case_id"] for r in listed) == {"ann": 3, "bob": 3, "cat": 3}
     assert all(r["score"] is not None for r in listed)
     runs = [ws.get(r["id"]) for r in listed]
     assert sorted((r.case_id, r.trial) for r in runs) == sorted((c, t) for c in SCORES for t in range(3))

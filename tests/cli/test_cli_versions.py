@@ -49,7 +49,7 @@ def test_versions_records_v1_and_lists(ws: WorkspaceFolder, invoke: Invoke) -> N
     again = ok(invoke("versions", "greet", "--workspace", ws.root))
     assert again.stdout == first.stdout and "recorded" not in again.stderr  # said once, when it wrote
     data: Any = json.loads(ok(invoke("versions", "greet", "--json", "--workspace", ws.root)).stdout)
-    assert data["current"] == "v1"
+    assert data["current"] == 1 and data["live_history"] == [1]  # a version is its number throughout
     assert [(v["number"], v["status"]) for v in data["versions"]] == [(1, "live")]
 
 
