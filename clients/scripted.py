@@ -100,23 +100,47 @@ def _message(turn: ScriptedTurn, step: int) -> Message:
 
 
 class ScriptedHarness:
+    """Replays a script. Given a folder instead of a file, each machine replays its own
+    ``FOLDER/<machine>/script.json`` (``--script machines``: a family suite runs every member on its
+    own script)."""
+
     name = "scripted"
 
     def __init__(self, script: Script | str | Path) -> None:
-        self.script = script if isinstance(script, Script) else load_script(script)
+        self.folder = None if isinstance(script, Script) or not Path(script).is_dir() else Path(script)
+        self.scripts: dict[str, Script] = {}
+        self.script: Script | None = None
+        if self.folder is None:
+            self.script = script if isinstance(script, Script) else load_script(script)
         self.source = None if isinstance(script, Script) else str(script)
 
-    def rule_for(self, text: str, instructions: str = "") -> Rule:
-        for rule in self.script.rules:
+    def script_of(self, machine: str) -> tuple[Script, str | None]:
+        """The script machine ``machine``'s runs replay, and where it came from."""
+        if self.script is not None:
+            return self.script, self.source
+        assert self.folder is not None  # one or the other, from the start
+        file = self.folder / machine / "script.json"
+        if machine not in self.scripts:
+            if not file.is_file():
+                raise HarnessError(
+                    f"the scripted harness replays each machine's own script from {self.folder}, and "
+                    f"{file} does not exist: write it, or give --script a file"
+                )
+            self.scripts[machine] = load_script(file)
+        return self.scripts[machine], str(file)
+
+    def rule_for(self, text: str, instructions: str = "", machine: str = "") -> Rule:
+        script, source = self.script_of(machine)
+        for rule in script.rules:
             if re.search(rule.match, text) and (
                 rule.instructions is None or re.search(rule.instructions, instructions)
             ):
                 return rule
-        where = f" in {self.source}" if self.source else ""
+        where = f" in {source}" if source else ""
         raise HarnessError(f"no rule{where} matches the input {text[:80]!r}; add a rule whose match fits it")
 
     async def run(self, request: HarnessRequest) -> HarnessResult:
-        turns = self.rule_for(request.input, request.instructions).turns
+        turns = self.rule_for(request.input, request.instructions, request.machine).turns
 
         async def reply(messages: list[Message], step: int) -> Turn:
             # Every replayed model call waits (at least a checkpoint), so cancellation reaches the run

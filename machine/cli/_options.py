@@ -97,9 +97,11 @@ def spending_options(fn: F) -> F:
             ),
             click.option(
                 "--script",
-                type=click.Path(dir_okay=False),
+                type=click.Path(),
                 default=None,
-                help="The script file the scripted harness replays.",
+                metavar="FILE|DIR",
+                help="The script file the scripted harness replays; a folder: each machine replays its "
+                "own DIR/<machine>/script.json (--script machines).",
             ),
             click.option(
                 "--base-url",

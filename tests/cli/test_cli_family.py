@@ -135,3 +135,27 @@ def test_suite_tree_refuses_cases_and_resume(ws: WorkspaceFolder, invoke: Invoke
     args = family(ws)
     refused = invoke("suite", "greet", "--tree", "--cases", "other.json", *args)
     assert refused.exit_code != 0 and "own cases.json" in refused.stderr
+
+
+def test_suite_tree_replays_each_members_own_script_from_a_folder(
+    ws: WorkspaceFolder, invoke: Invoke
+) -> None:
+    args = family(ws)
+    per_member = {"greet": "hello", "greet/kind": "hello, lovely", "greet/loud": "HELLO"}
+    for member, reply in per_member.items():  # the same inputs, a reply of each member's own
+        ws.write_json(
+            f"machines/{member}/script.json", {"rules": [{"match": ".", "turns": [{"text": reply}]}]}
+        )
+    args[args.index("--script") + 1] = str(ws.machines)  # a folder: machines/<member>/script.json
+    report = json.loads(ok(invoke("suite", "greet", "--tree", "--json", *args)).stdout)
+    assert [m["machine"] for m in report["machines"]] == ["greet", "greet/kind", "greet/loud"]
+    outputs = {member: {r.output for r in ws.runs(member)} for member in per_member}
+    assert outputs == {member: {reply} for member, reply in per_member.items()}
+
+
+def test_a_folder_script_without_a_members_file_names_it(ws: WorkspaceFolder, invoke: Invoke) -> None:
+    args = family(ws)
+    args[args.index("--script") + 1] = str(ws.machines)
+    done = invoke("run", "greet", "greet ann", *args)
+    assert done.exit_code == 1
+    assert f"{ws.machines / 'greet' / 'script.json'} does not exist" in done.stdout + done.stderr

@@ -160,6 +160,14 @@ class WorkspaceFolder:
         finally:
             store.close()
 
+    def runs(self, machine: str) -> list[Run]:
+        """Every stored run of ``machine``, oldest first."""
+        store = SQLiteStore(self.db)
+        try:
+            return list(store.iter_runs(machine))
+        finally:
+            store.close()
+
     def get(self, run_id: str) -> Run:
         store = SQLiteStore(self.db)
         try:
