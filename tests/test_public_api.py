@@ -163,6 +163,7 @@ SUBPACKAGES = {
         "check_name",
         "checked_score",
         "confined",
+        "counted",
         "epoch_batches",
         "epoch_order",
         "final_files",

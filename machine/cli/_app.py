@@ -8,6 +8,7 @@ nothing but click.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 import click
@@ -114,5 +115,6 @@ def cli() -> None:
 
 
 def main() -> None:
-    """The console script."""
-    cli(prog_name="machine")
+    """The console script. ``NO_COLOR`` (any value) turns colour off everywhere (no-color.org); off a
+    terminal click leaves it out by itself."""
+    cli(prog_name="machine", color=False if os.environ.get("NO_COLOR") else None)

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from machine.measure import Comparison, Plan, Side, compare
+from machine.runs import counted
 
 from ._options import (
     handle_errors,
@@ -105,8 +106,9 @@ def _print_plan(plan: Plan) -> None:
 def _side(label: str, side: Side) -> str:
     rate = "-" if side.pass_rate is None else f"{side.pass_rate:.0%}"
     return (
-        f"{label}: mean {fmt_score(side.mean)}, pass rate {rate}, {side.runs} runs, "
-        f"{side.unscored} unscored grades, {side.unscored_runs} unscored runs, {side.errors} failed"
+        f"{label}: mean {fmt_score(side.mean)}, pass rate {rate}, {counted(side.runs, 'run')}, "
+        f"{counted(side.unscored, 'unscored grade')}, {counted(side.unscored_runs, 'unscored run')}, "
+        f"{side.errors} failed"
     )
 
 

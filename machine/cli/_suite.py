@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -10,7 +9,7 @@ import click
 from machine.errors import BadInputError, WorkFailed
 from machine.measure import FamilyReport, SuiteReport, run_family
 from machine.ops import plan_suite, run_planned
-from machine.runs import Run
+from machine.runs import Run, counted
 from machine.workspace import Workspace
 
 from ._options import (
@@ -21,6 +20,8 @@ from ._options import (
     with_workspace,
     workspace_from,
 )
+from ._progress import Bar
+from ._progress import wanted as progress_wanted
 from ._render import dump_json, fmt_score
 from ._stop import INTERRUPTED, end, resume_command, stop_status
 
@@ -90,7 +91,7 @@ def suite(
         concurrency=concurrency,
         pass_score=pass_score,
     )
-    progress = _Progress(plan.runs, verbose=verbose, bar=not as_json and not verbose and sys.stderr.isatty())
+    progress = _Progress(plan.runs, verbose=verbose, bar=not as_json and not verbose and progress_wanted())
     announce = resume is not None
     resumed = False if resume is None else True if resume == "latest" else resume
     try:
@@ -108,8 +109,10 @@ def suite(
             _show(error.report, as_json)
         raise
     except BaseException as error:
+        progress.close()
         _stopped(ctx, ws, progress, error)
         raise
+    progress.close()
     _show(report, as_json)
     print_spend(ws.budget)
 
@@ -145,6 +148,7 @@ class _Progress:
         self.total, self.done, self.verbose, self.bar = total, 0, verbose, bar
         self.suite_id: str | None = None
         self.machine = ""
+        self.shown: Bar | None = None
 
     def start(self, report: SuiteReport, remaining: int, announce: bool) -> None:
         self.total, self.done = remaining, 0
@@ -153,19 +157,23 @@ class _Progress:
             click.echo(
                 f"resuming suite {report.suite_id}: {report.resumed} pairs done, {remaining} to run", err=True
             )
+        if self.bar and remaining:
+            self.shown = Bar(report.machine, remaining)
 
     def run(self, run: Run) -> None:
         self.done += 1
         if self.verbose:
             _print_verbose(run, self.done, self.total)
-        elif self.bar:
-            width = 30
-            filled = width * self.done // self.total
-            click.echo(
-                f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}",
-                err=True,
-                nl=self.done == self.total,
-            )
+        elif self.shown is not None:
+            verdict = "ERROR" if run.status == "error" else fmt_score(run.score)
+            self.shown.advance(f"last: {run.case_id} {verdict}")
+            if self.done == self.total:
+                self.close()
+
+    def close(self) -> None:
+        if self.shown is not None:
+            self.shown.close()
+            self.shown = None
 
 
 def _family(
@@ -184,7 +192,7 @@ def _family(
     def on_start(report: SuiteReport, remaining: int) -> None:
         member.start(report, remaining, announce=False)
         if not as_json:
-            click.echo(f"{report.machine}: {remaining} runs", err=True)
+            click.echo(f"{report.machine}: {counted(remaining, 'run')}", err=True)
 
     def on_run(run: Run) -> None:
         nonlocal done
@@ -265,8 +273,9 @@ def _print_report(report: SuiteReport) -> None:
         click.echo(f"{c.id:<{width}}  {mean:<6} {c.passes}/{c.trials:<5} {', '.join(notes)}")
     rate = "-" if report.pass_rate is None else f"{report.pass_rate:.0%}"
     click.secho(
-        f"{report.machine}: {report.runs} runs, mean {fmt_score(report.mean)}, pass rate {rate}, "
-        f"{report.unscored} unscored grades, {report.errors} failed runs, cost ${report.cost_usd:.4f}",
+        f"{report.machine}: {counted(report.runs, 'run')}, mean {fmt_score(report.mean)}, pass rate {rate}, "
+        f"{counted(report.unscored, 'unscored grade')}, {counted(report.errors, 'failed run')}, "
+        f"cost ${report.cost_usd:.4f}",
         bold=True,
     )
     if report.stopped:

@@ -32,6 +32,11 @@ def timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """``1 run``, ``3 runs``, ``2 batches`` (given its ``plural``): every count a person reads."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def passes(score: float, pass_score: float) -> bool:
     """Whether ``score`` reaches ``pass_score``: the one pass test of runs, criteria and reports."""
     return score >= pass_score - PASS_TOLERANCE

@@ -16,7 +16,7 @@ from pydantic import Field
 from machine.errors import BadInputError
 
 from ._budget import Budget
-from ._records import Model
+from ._records import Model, counted
 
 
 class TrainExample(Model):
@@ -150,10 +150,10 @@ class TrainingPlan(Model):
 
     def schedule(self) -> str:
         """``32 optimizer steps (8 epochs x 4 batches of 4 over 16 sequences)``."""
-        batches = _n(self.steps_per_epoch, "batch", "batches")
+        batches = counted(self.steps_per_epoch, "batch", "batches")
         return (
-            f"{_n(self.steps, 'optimizer step')} ({_n(self.epochs, 'epoch')} x {batches} of "
-            f"{self.batch_size} over {_n(self.sequences, 'sequence')})"
+            f"{counted(self.steps, 'optimizer step')} ({counted(self.epochs, 'epoch')} x {batches} of "
+            f"{self.batch_size} over {counted(self.sequences, 'sequence')})"
         )
 
     def lines(self) -> list[str]:
@@ -173,11 +173,6 @@ class TrainingPlan(Model):
             *(f"  {line}" for line in self.chosen),
             *([f"  {self.template}"] if self.template else []),
         ]
-
-
-def _n(count: int, noun: str, plural: str = "") -> str:
-    """``1 epoch``, ``3 epochs``, ``2 batches`` (given its ``plural``)."""
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def _moving(schedule: LrSchedule) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from machine.runs import counted
 from machine.spec import CriterionFigures, GateReport, ReasonCount, SideFigures, TrainingSummary
 
 
@@ -26,7 +27,8 @@ def format_report(report: GateReport) -> str:
         scored = side.cases_scored
         covered = "" if scored is None else f"scored on {scored} of {report.cases} cases, "
         lines.append(
-            f"  {label}: {side.runs} runs ({side.reused} reused, {side.regraded} regraded, {side.new} new), "
+            f"  {label}: {counted(side.runs, 'run')} ({side.reused} reused, {side.regraded} regraded, "
+            f"{side.new} new), "
             f"{side.errors} failed (each a 0), {side.unscored} with nothing scored, {side.unscored_grades} "
             f"UNSCORED grades; {covered}mean {_score(side.mean)}, pass rate {_rate(side.pass_rate)}"
         )
@@ -37,7 +39,8 @@ def format_report(report: GateReport) -> str:
         p = "-" if report.p_value is None else f"{report.p_value:.3g}"
         lines.append(
             f"candidate - live: {report.diff:+.3f}, standard error {_score(report.se)} over "
-            f"{report.paired_cases} cases, z {z} (gate: z >= {report.min_z:g}); {report.up} cases up, "
+            f"{counted(report.paired_cases, 'case')}, z {z} (gate: z >= {report.min_z:g}); "
+            f"{counted(report.up, 'case')} up, "
             f"{report.down} down, exact sign test p {p}"
         )
     if report.training is not None:
@@ -96,11 +99,12 @@ def _training_lines(t: TrainingSummary, report: GateReport) -> list[str]:
         loss = " -> ".join(shown) + " (epoch means)"
     lines = [
         f"training {t.record}: {t.trainer} on {t.base_model} ({t.renderer or 'default rendering'})",
-        f"  data: {t.runs} runs ({t.sampled} sampled for it) -> {t.examples} examples -> {t.sequences} "
-        f"sequences ({t.whole_run} whole runs, {t.per_step} split per step), {t.tokens} tokens, "
-        f"{t.target_tokens} of them targets" + (f"; {t.redacted} secrets redacted" if t.redacted else ""),
-        f"  {t.epochs} epochs, {t.steps} steps at learning rate {t.learning_rate:g}; loss {loss}; "
-        f"{t.seconds:.1f} s, ${t.cost_usd:.4f}",
+        f"  data: {counted(t.runs, 'run')} ({t.sampled} sampled for it) -> "
+        f"{counted(t.examples, 'example')} -> {t.sequences} sequences ({t.whole_run} whole runs, "
+        f"{t.per_step} split per step), {t.tokens} tokens, {t.target_tokens} of them targets"
+        + (f"; {t.redacted} secrets redacted" if t.redacted else ""),
+        f"  {counted(t.epochs, 'epoch')}, {counted(t.steps, 'step')} at learning rate {t.learning_rate:g}; "
+        f"loss {loss}; {t.seconds:.1f} s, ${t.cost_usd:.4f}",
     ]
     if t.losses:
         lines.append(f"  loss per step {sparkline(t.losses)}")

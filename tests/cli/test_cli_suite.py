@@ -155,7 +155,7 @@ def test_harness_failure_in_text_and_verbose_output(ws: WorkspaceFolder, invoke:
     assert "case zed trial 0: ERROR" in out
     assert "no rule" in out
     assert "1 failed" in out
-    assert "1 failed runs" in out
+    assert "1 failed run," in out
 
 
 def test_budget_stops_scheduling(ws: WorkspaceFolder, invoke: Invoke) -> None:
