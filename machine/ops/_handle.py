@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from machine.errors import BadInputError
 from machine.learn import (
     ChooseSource,
     Optimization,
@@ -36,7 +37,7 @@ from machine.learn import train as train_machine
 from machine.learn.specialize import DraftRubricOptions
 from machine.learn.train import pending as pending_runs
 from machine.measure import Comparison, SuiteReport, compare
-from machine.runs import LOCAL, Budget, Harness, Run, Trainer
+from machine.runs import LOCAL, Budget, Effort, Harness, Run, Trainer
 from machine.spec import DEFAULT_MIN_Z, Case, Machine, Version
 from machine.versions import Candidate
 from machine.versions import commit as commit_version
@@ -296,17 +297,36 @@ def load(
     *,
     workspace: str | Path | Workspace | None = None,
     harness: Harness | str | None = None,
+    script: str | Path | None = None,
+    base_url: str | None = None,
     budget: Budget | float | None = None,
+    effort: str | Effort | None = None,
     judge_model: str | None = None,
+    judge_effort: str | Effort | None = None,
 ) -> MachineHandle:
-    """The machine ``name`` of ``workspace`` (default: ``MACHINE_WORKSPACE``, else the current folder).
-    With no harness named, a machine whose model is ``local:...`` runs on the local harness (unless
-    ``MACHINE_HARNESS`` says otherwise), as on the command line."""
+    """The machine ``name`` of ``workspace`` (default: ``MACHINE_WORKSPACE``, else the current folder),
+    with what the command line takes: a harness (``script`` for the scripted one, ``base_url`` for an
+    endpoint), a budget, the reasoning effort, the judges' model and effort. With no harness named, a
+    machine whose model is ``local:...`` runs on the local harness (unless ``MACHINE_HARNESS`` says
+    otherwise), as on the command line. A ``Workspace`` given whole carries its own settings: any other
+    argument beside it is refused, not ignored."""
     if isinstance(workspace, Workspace):
+        given: dict[str, object] = {"harness": harness, "script": script, "base_url": base_url}
+        given |= {"budget": budget, "effort": effort, "judge_model": judge_model}
+        given["judge_effort"] = judge_effort
+        ignored = [key for key, value in given.items() if value is not None]
+        if ignored:
+            raise BadInputError(
+                f"load() was given a Workspace, which carries its own settings, and {', '.join(ignored)} "
+                "beside it would be ignored: pass workspace as a folder with them, or set them on the "
+                "Workspace (workspace.using(harness=..., budget=...))"
+            )
         return MachineHandle(workspace, name)
-    handle = MachineHandle(
-        open_workspace(workspace, harness=harness, budget=budget, judge_model=judge_model), name
-    )
+    opened = open_workspace(
+        workspace, harness=harness, script=script, base_url=base_url, budget=budget, effort=effort,
+        judge_model=judge_model, judge_effort=judge_effort,
+    )  # fmt: skip
+    handle = MachineHandle(opened, name)
     if harness is None and handle.spec.model.startswith(LOCAL):  # else the default, made on first use
         handle.workspace = handle.workspace.using(harness=harness_for(handle.workspace, name))
     return handle

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import machine
-from machine import Budget, open_workspace
+from machine import BadInputError, Budget, open_workspace
 from machine.clients.scripted import ScriptedHarness
 
 MACHINE_PY = """\
@@ -114,6 +114,24 @@ async def test_suite_from_the_handle(root: Path) -> None:
 def test_load_takes_a_workspace_object(root: Path) -> None:
     ws = open_workspace(root, budget=Budget(None))
     assert machine.load("clerk", workspace=ws).workspace is ws
+
+
+def test_load_refuses_settings_a_workspace_object_would_ignore(root: Path) -> None:
+    ws = open_workspace(root, budget=Budget(None))
+    with pytest.raises(BadInputError, match=r"given a Workspace.*harness, budget beside it would be ignored"):
+        machine.load("clerk", workspace=ws, harness="echo", budget=1)
+
+
+@pytest.mark.anyio
+async def test_load_takes_what_the_command_line_takes(root: Path) -> None:
+    handle = machine.load(
+        "clerk", workspace=root, harness="scripted", script=root / "script.json", budget=1, effort="low",
+        judge_model="openrouter/some/judge", judge_effort="high",
+    )  # fmt: skip
+    ws = handle.workspace
+    assert ws.harness.name == "scripted" and ws.budget.usd == 1
+    assert ws.judge_model == "openrouter/some/judge"
+    assert (await handle.run("hello")).output  # the script replayed
 
 
 VERSIONED_PY = """\
