@@ -124,7 +124,8 @@ class ScriptedHarness:
             if not file.is_file():
                 raise HarnessError(
                     f"the scripted harness replays each machine's own script from {self.folder}, and "
-                    f"{file} does not exist: write it, or give --script a file"
+                    f"{file} does not exist: write it",
+                    fixes=[Fix("script", "FILE", "to replay one script for every machine")],
                 )
             self.scripts[machine] = load_script(file)
         return self.scripts[machine], str(file)

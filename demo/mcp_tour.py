@@ -174,7 +174,7 @@ async def tour(workspace: Path, machine_bin: str) -> None:
         for r in recent["runs"]:
             verdict = "pass" if r["passed"] else ("fail" if r["passed"] is False else "unscored")
             line(
-                f"{r['id']}  {r['case'] or '-':<22} score {fmt(r['score']):<4} {verdict:<8} "
+                f"{r['id']}  {r['case_id'] or '-':<22} score {fmt(r['score']):<4} {verdict:<8} "
                 f"{r['harness']} ${r['cost_usd']:.4f}"
             )
 

@@ -122,7 +122,7 @@ def test_suite_tree_json_per_machine_and_inherited(ws: WorkspaceFolder, invoke: 
 def test_suite_tree_text_report(ws: WorkspaceFolder, invoke: Invoke) -> None:
     args = family(ws)
     out = ok(invoke("suite", "greet", "--tree", *args)).stdout
-    assert "greet: 3 runs" in out and "greet/kind: 1 runs" in out and "greet/loud: 1 runs" in out
+    assert "greet: 3 runs" in out and "greet/kind: 1 run," in out and "greet/loud: 1 run," in out
     assert "greet/kind/gentle: skipped" in out
     assert "inherited from greet, across 3 machines:" in out
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[-4:] if line.strip()}
