@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from machine.runs import counted
 from machine.workspace import Workspace
 
 from .._plan import Plan
@@ -27,14 +28,14 @@ def plan_train(ws: Workspace, name: str, options: TrainOptions | None = None, **
         machine=name,
         runs=sampled + compared,
         runs_are=(
-            f"{chosen.samples} samples of {cases} cases, and {chosen.trials} trials of {len(held)} "
-            "held-out cases on each side"
+            f"{counted(chosen.samples, 'sample')} of {counted(cases, 'case')}, and "
+            f"{counted(chosen.trials, 'trial')} of {counted(len(held), 'held-out case')} on each side"
         ),
         steps_are=_steps_are(chosen),
     )
 
 
 def _steps_are(chosen: TrainOptions) -> str:
-    epochs = f"{chosen.epochs} epochs" if chosen.epochs else "epochs planned for at least 30 steps"
+    epochs = counted(chosen.epochs, "epoch") if chosen.epochs else "epochs planned for at least 30 steps"
     batch = f"batches of {chosen.batch_size}" if chosen.batch_size else "batches of at most 8"
     return f"{epochs} of {batch}, counted once the examples are selected"

@@ -9,7 +9,7 @@ from datetime import datetime
 from pydantic import Field
 
 from machine.errors import MachineError
-from machine.runs import Model, StepMetrics
+from machine.runs import Model, StepMetrics, counted
 from machine.spec import VERSIONS_FILE, read_book
 from machine.versions import sparkline
 from machine.workspace import Workspace
@@ -56,8 +56,9 @@ class TrainingShown(Model):
             g = r.gate
             baseline = "-" if g.baseline_mean is None else f"{g.baseline_mean:.3f}"
             said.append(
-                f"  gate: {g.file} (sha256 {g.sha256[:12]}), {g.trials} trials, min_z {g.min_z:g}; "
-                f"{g.baseline} baseline mean {baseline} over {g.baseline_runs} runs"
+                f"  gate: {g.file} (sha256 {g.sha256[:12]}), {counted(g.trials, 'trial')}, "
+                f"min_z {g.min_z:g}; {g.baseline} baseline mean {baseline} over "
+                f"{counted(g.baseline_runs, 'run')}"
             )
             if g.held:
                 said.append(f"  no worse on: {', '.join(g.held)}")

@@ -23,6 +23,7 @@ from machine.runs import (
     Trainer,
     TrainExample,
     TrainSettings,
+    counted,
     git_revision,
     library_version,
 )
@@ -128,7 +129,7 @@ async def _gate(
         check_fixed(ws, record.gate, f"training {folder.id}")
         return record.gate
     held = ", ".join(at.spec.rubric.held)
-    fixing = f"{at.held_path.name}, {o.trials} trials, min_z {o.min_z:g}, no worse on {held}"
+    fixing = f"{at.held_path.name}, {counted(o.trials, 'trial')}, min_z {o.min_z:g}, no worse on {held}"
     say(f"fixing the gate before training ({fixing}): measuring the live version")
     try:
         record.gate = await fix_gate(
