@@ -122,12 +122,7 @@ def _print_report(report: Comparison) -> None:
             bold=True,
         )
     _print_criteria(report)
-    click.echo(report.verdict)
-    if not report.unmeasured and "within about two standard errors" not in report.verdict:
-        click.echo(
-            "(A difference within about two standard errors of zero is not evidence that either "
-            "version is better.)"
-        )
+    click.echo(report.verdict)  # it speaks of "two standard errors" only when the result is within them
     if report.stopped:
         click.secho(f"stopped early: {report.stopped}", fg="yellow")
 

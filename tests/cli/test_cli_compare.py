@@ -123,6 +123,7 @@ def test_compare_text_of_a_machine_measured_on_every_criterion(ws: WorkspaceFold
     assert "criteria (mean A -> B):\n  nonempty  1.00 -> 1.00\n" in out
     assert "UNSCORED on" not in out and "NOT MEASURED" not in out
     assert "no difference at all" in out
+    assert "two standard errors" not in out  # said only of a result within them
 
 
 def test_compare_notes_a_changed_rubric(ws: WorkspaceFolder, invoke: Invoke) -> None:
