@@ -6,7 +6,7 @@ import click
 
 from machine.measure import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, AgreementReport, agree
 
-from ._options import handle_errors, print_spend, with_workspace, workspace_from
+from ._options import concurrency_option, handle_errors, print_spend, with_workspace, workspace_from
 from ._render import dump_json
 
 SHOWN_DISAGREEMENTS = 20
@@ -44,13 +44,7 @@ SHOWN_DISAGREEMENTS = 20
     metavar="X",
     help="A pass mark on the candidate's score to report at (repeatable; default 0.3, 0.5 and 0.7).",
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="Runs (or grades) at once.",
-)
+@concurrency_option
 @click.option(
     "--no-regrade",
     is_flag=True,

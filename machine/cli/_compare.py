@@ -10,6 +10,7 @@ from machine.measure import Comparison, Plan, Side, compare
 from machine.runs import counted
 
 from ._options import (
+    concurrency_option,
     handle_errors,
     pass_score_option,
     print_spend,
@@ -29,13 +30,7 @@ from ._render import dump_json, fmt_score
 @click.option(
     "--trials", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per case, each."
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="Runs (or grades) at once.",
-)
+@concurrency_option
 @pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @spending_options

@@ -34,6 +34,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 _SPEND_KEY = "machine.spend"  # in click's ctx.meta, shared by every context of one invocation
 
 
+concurrency_option = click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Runs (or grades) at once.",
+)
 pass_score_option = click.option(
     "--pass-score",
     type=click.FloatRange(0, 1),

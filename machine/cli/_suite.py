@@ -13,6 +13,7 @@ from machine.runs import Run, counted
 from machine.workspace import Workspace
 
 from ._options import (
+    concurrency_option,
     handle_errors,
     pass_score_option,
     print_spend,
@@ -30,13 +31,7 @@ from ._stop import INTERRUPTED, end, resume_command, stop_status
 @click.argument("name")
 @click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases file (default: cases.json).")
 @click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per case.")
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="Runs (or grades) at once.",
-)
+@concurrency_option
 @pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Print each run as it finishes.")

@@ -21,6 +21,7 @@ from machine.versions import (
 )
 
 from ._options import (
+    concurrency_option,
     fail,
     handle_errors,
     pass_score_option,
@@ -108,13 +109,7 @@ def versions_command(ctx: click.Context, /, name: str, record: bool, note: str, 
 @click.option(
     "--cases", "cases_file", default=None, metavar="FILE", help="Held-out cases (default: holdout.json)."
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="Runs (or grades) at once.",
-)
+@concurrency_option
 @pass_score_option
 @click.option("--note", default="", help="A note kept with the candidate.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")

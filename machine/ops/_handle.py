@@ -311,9 +311,15 @@ def load(
     otherwise), as on the command line. A ``Workspace`` given whole carries its own settings: any other
     argument beside it is refused, not ignored."""
     if isinstance(workspace, Workspace):
-        given: dict[str, object] = {"harness": harness, "script": script, "base_url": base_url}
-        given |= {"budget": budget, "effort": effort, "judge_model": judge_model}
-        given["judge_effort"] = judge_effort
+        given: dict[str, object] = {
+            "harness": harness,
+            "script": script,
+            "base_url": base_url,
+            "budget": budget,
+            "effort": effort,
+            "judge_model": judge_model,
+            "judge_effort": judge_effort,
+        }
         ignored = [key for key, value in given.items() if value is not None]
         if ignored:
             raise BadInputError(

@@ -158,15 +158,14 @@ class RunSummary(Model):
             harness=run.harness,
             error=run.error,
             input_preview=run.input[:INPUT_PREVIEW],
-            failing=[] if run.scorecard is None else _failing(run.scorecard.criteria),
+            failing=[] if run.scorecard is None else _failing(run.scorecard.model_dump()["criteria"]),
             tags=[tag.kind for tag in run.tags],
         )
 
 
 def _failing(criteria: Mapping[str, Any]) -> list[str]:
-    """The criteria (``CriterionScore`` or their stored JSON) scored below 1."""
-    scores = {name: c["score"] if isinstance(c, dict) else c.score for name, c in criteria.items()}
-    return [name for name, score in scores.items() if score is not None and score < 1.0]
+    """The criteria scored below 1, from a scorecard's ``criteria`` as it is stored."""
+    return [name for name, c in criteria.items() if c["score"] is not None and c["score"] < 1.0]
 
 
 DERIVED: dict[str, Any] = {"score": True, "passed": True, "scorecard": {"score": True, "passed": True}}
