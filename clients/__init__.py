@@ -51,6 +51,7 @@ def make_harness(
 
         return EchoHarness()
     if name == "scripted":
+        script = script or os.environ.get("MACHINE_SCRIPT") or None
         if script is None:
             raise BadInputError("the scripted harness needs a script", fixes=[Fix("script", "PATH")])
         from .scripted import ScriptedHarness

@@ -5,9 +5,11 @@ from __future__ import annotations
 import click
 
 from machine.measure import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, AgreementReport, agree
+from machine.runs import CriterionScore, Run
 
 from ._options import concurrency_option, handle_errors, print_spend, with_workspace, workspace_from
-from ._render import dump_json
+from ._progress import watching
+from ._render import dump_json, fmt_score
 
 SHOWN_DISAGREEMENTS = 20
 
@@ -91,20 +93,27 @@ def agree_command(
     label, the share of bad runs a candidate filter keeps at 10% and 50% base pass rates, the runs where
     they disagree and how many candidates are unsure (0.3 to 0.7)."""
     ws = workspace_from(ctx, budget=budget, price_as=price_as)
-    report = ws.call(
-        lambda: agree(
-            ws,
-            name,
-            criterion,
-            candidate=candidate,
-            limit=limit,
-            thresholds=thresholds or THRESHOLDS,
-            concurrency=concurrency,
-            judge_model=judge_model,
-            judge_effort=judge_effort,
-            regrade=not no_regrade,
+    with watching(ws, f"{name} · {criterion}: candidate grades", show=not as_json) as bar:
+
+        def graded(run: Run, score: CriterionScore) -> None:
+            if bar is not None:
+                bar.advance(f"last: {run.case_id or run.id} {fmt_score(score.score)}")
+
+        report = ws.call(
+            lambda: agree(
+                ws,
+                name,
+                criterion,
+                candidate=candidate,
+                limit=limit,
+                thresholds=thresholds or THRESHOLDS,
+                concurrency=concurrency,
+                judge_model=judge_model,
+                judge_effort=judge_effort,
+                regrade=not no_regrade,
+                on_grade=graded,
+            )
         )
-    )
     if as_json:
         dump_json(report)
     else:

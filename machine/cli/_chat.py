@@ -13,6 +13,7 @@ from machine.runs import Run
 from machine.spec import Machine
 from machine.workspace import Workspace
 
+from ._progress import thinking
 from ._render import print_run, scorecard_lines
 from ._stop import INTERRUPTED, stop_status
 
@@ -52,7 +53,8 @@ def chat(
                 break
             last = _command(ws, spec, command, arg.strip(), last, pass_score)
             continue
-        sent = _unless_interrupted(ws, functools.partial(session.send, line, interactive=True))
+        with thinking():
+            sent = _unless_interrupted(ws, functools.partial(session.send, line, interactive=True))
         if sent is not None:
             last = sent
             print_run(last)

@@ -18,6 +18,7 @@ from ._options import (
     with_workspace,
     workspace_from,
 )
+from ._progress import watching
 from ._render import dump_json, fmt_score
 
 
@@ -52,24 +53,29 @@ def compare_command(
     """Run the working tree's version of a machine (B) and its version at --ref (A) on the same cases,
     interleaved, both graded with the current rubric, and report the paired difference B - A."""
     ws = workspace_from(ctx, **spending)
+    turns = ws.load(name).counterpart is not None  # a conversation's turns are runs: no total known
 
-    def on_start(plan: Plan) -> None:
-        if not as_json:
-            _print_plan(plan)
+    with watching(ws, name, show=not as_json) as bar:
 
-    report = ws.call(
-        lambda: compare(
-            ws,
-            name,
-            ref=ref,
-            cases=cases_file,
-            trials=trials,
-            concurrency=concurrency,
-            pass_score=pass_score,
-            model=spending["model"],
-            on_start=on_start,
+        def on_start(plan: Plan) -> None:
+            if not as_json:
+                _print_plan(plan)
+            if bar is not None and not turns:
+                bar.expect(2 * plan.cases * plan.trials)
+
+        report = ws.call(
+            lambda: compare(
+                ws,
+                name,
+                ref=ref,
+                cases=cases_file,
+                trials=trials,
+                concurrency=concurrency,
+                pass_score=pass_score,
+                model=spending["model"],
+                on_start=on_start,
+            )
         )
-    )
     if as_json:
         dump_json(report)
     else:
@@ -81,7 +87,7 @@ def _print_plan(plan: Plan) -> None:
     at = f"{plan.ref} ({plan.commit[:12]})"
     click.echo(
         f"comparing {plan.machine}: A = {at}, B = the working tree; "
-        f"{plan.cases} cases x {plan.trials} trials each"
+        f"{counted(plan.cases, 'case')} x {counted(plan.trials, 'trial')} each"
     )
     if plan.unchanged:
         click.secho(
@@ -140,10 +146,10 @@ def _print_criteria(report: Comparison) -> None:
         flag = f"   NOT MEASURED on {' and '.join(unmeasured[name])}" if name in unmeasured else ""
         click.echo(f"  {name:<{width}}  {_mean(a.mean):>4} -> {after:<4}{flag}".rstrip())
         for label, side in (("A", report.a), ("B", report.b)):
-            counted = side.criteria.get(name)
-            if counted is None or not counted.unscored:
+            tally = side.criteria.get(name)
+            if tally is None or not tally.unscored:
                 continue
             reasons = side.unscored_reasons.get(name, [])
-            click.echo(f"      {counted.unscored} UNSCORED on {label}" + (", most often:" if reasons else ""))
+            click.echo(f"      {tally.unscored} UNSCORED on {label}" + (", most often:" if reasons else ""))
             for reason in reasons:
                 click.echo(f"        {reason.count}x {reason.reason}")

@@ -21,6 +21,7 @@ from ._options import (
     with_workspace,
     workspace_from,
 )
+from ._progress import thinking
 from ._render import dump_json, scorecard_lines
 from ._stop import INTERRUPTED, end, stop_status
 
@@ -62,18 +63,19 @@ def converse_command(
         )
     printer = _TurnPrinter(spec.name, show=not as_json)
     try:
-        conversation = ws.call(
-            lambda: converse(
-                ws,
-                spec,
-                case,
-                model=spending["model"],
-                grade=grade,
-                grade_counterpart=grade,
-                pass_score=pass_score,
-                on_turn=printer,
+        with thinking(show=not as_json):
+            conversation = ws.call(
+                lambda: converse(
+                    ws,
+                    spec,
+                    case,
+                    model=spending["model"],
+                    grade=grade,
+                    grade_counterpart=grade,
+                    pass_score=pass_score,
+                    on_turn=printer,
+                )
             )
-        )
     except BaseException as error:
         status = stop_status(error)
         if status is not None and printer.conversation_id is not None:

@@ -108,7 +108,7 @@ def spending_options(fn: F) -> F:
                 default=None,
                 metavar="FILE|DIR",
                 help="The script file the scripted harness replays; a folder: each machine replays its "
-                "own DIR/<machine>/script.json (--script machines).",
+                "own DIR/<machine>/script.json (--script machines). Default: $MACHINE_SCRIPT.",
             ),
             click.option(
                 "--base-url",

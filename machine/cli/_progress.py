@@ -6,7 +6,13 @@ console leaves out colour under ``NO_COLOR`` by itself."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from machine.runs import Run
+    from machine.workspace import Workspace
 
 
 def wanted() -> bool:
@@ -17,7 +23,7 @@ def wanted() -> bool:
 class Bar:
     """One bar of ``total`` steps called ``label``; ``advance`` moves it, ``close`` leaves it as it ended."""
 
-    def __init__(self, label: str, total: int, unit: str = "runs") -> None:
+    def __init__(self, label: str, total: int | None, unit: str = "runs") -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -31,7 +37,8 @@ class Bar:
             TextColumn("{task.fields[note]}"),
             console=Console(stderr=True),
         )
-        self.task = self.progress.add_task(label, total=max(total, 1), rate="", note="")
+        shown = None if total is None else max(total, 1)  # None: counted without a total
+        self.task = self.progress.add_task(label, total=shown, rate="", note="")
         self.progress.start()
 
     def advance(self, note: str = "") -> None:
@@ -41,6 +48,13 @@ class Bar:
         if task.elapsed:
             self.progress.update(self.task, rate=f"{task.completed / task.elapsed:.1f} {self.unit}/s")
 
+    def note(self, note: str) -> None:
+        self.progress.update(self.task, note=note)
+
+    def expect(self, total: int) -> None:
+        """The total, once it is known."""
+        self.progress.update(self.task, total=max(total, 1))
+
     def close(self) -> None:
         self.progress.stop()
 
@@ -49,3 +63,47 @@ class Bar:
 
     def __exit__(self, *_exc: Any) -> None:
         self.close()
+
+
+def verdict(run: Run) -> str:
+    """A finished run in a word: ERROR, UNSCORED or its score."""
+    from ._render import fmt_score
+
+    return "ERROR" if run.status == "error" else fmt_score(run.score)
+
+
+@contextmanager
+def watching(ws: Workspace, label: str, *, show: bool = True) -> Iterator[Bar | None]:
+    """A bar of the runs ``ws`` finishes inside the block, each run's score as its note: on a terminal
+    and where ``show`` (not under --json), else nothing. The bar is yielded so a caller can give its
+    total once it is known."""
+    if not (show and wanted()):
+        yield None
+        return
+    bar = Bar(label, None)
+
+    def watch(what: str, run: Run) -> None:
+        if what == "finished":
+            bar.advance(f"last: {run.case_id or run.machine} {verdict(run)}")
+        elif run.scorecard is not None:
+            bar.note(f"last: {run.case_id or run.machine} {verdict(run)}")
+
+    ws.watchers.append(watch)
+    try:
+        yield bar
+    finally:
+        ws.watchers.remove(watch)
+        bar.close()
+
+
+@contextmanager
+def thinking(label: str = "thinking…", *, show: bool = True) -> Iterator[None]:
+    """A spinner on stderr while a reply is awaited, on a terminal and where ``show`` only; gone when the
+    block ends (what is printed meanwhile appears above it)."""
+    if not (show and wanted()):
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(label):
+        yield

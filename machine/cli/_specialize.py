@@ -13,6 +13,7 @@ from machine.learn.specialize import DraftRubricOptions, format_rubric_draft, fo
 from ._model_options import model_options
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._plan import print_plan
+from ._progress import watching
 from ._render import dump_json
 
 AUTHOR_FLAGS = {"timeout_s": "--timeout"}
@@ -41,7 +42,8 @@ def specialize_command(
     ws = workspace_from(ctx, **spending)
     chosen = SpecializeOptions.of(options, model=spending.get("model"))
     print_plan(ws, "specialize", parent, chosen)
-    report = ws.call(lambda: specialize(ws, parent, chosen))
+    with watching(ws, f"{parent}: samples and rehearsal", show=not as_json):
+        report = ws.call(lambda: specialize(ws, parent, chosen))
     if as_json:
         dump_json(report)
     else:
@@ -65,7 +67,8 @@ def draft_rubric_command(
     rubric_draft.py for you to adopt by hand; nothing NAME is graded on changes until you do."""
     ws = workspace_from(ctx, **spending)
     print_plan(ws, "draft-rubric", name, options)
-    report = ws.call(lambda: draft_rubric(ws, name, options))
+    with watching(ws, f"{name}: samples and the author", show=not as_json):
+        report = ws.call(lambda: draft_rubric(ws, name, options))
     if as_json:
         dump_json(report)
     else:

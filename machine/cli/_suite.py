@@ -21,7 +21,7 @@ from ._options import (
     with_workspace,
     workspace_from,
 )
-from ._progress import Bar
+from ._progress import Bar, verdict
 from ._progress import wanted as progress_wanted
 from ._render import dump_json, fmt_score
 from ._stop import INTERRUPTED, end, resume_command, stop_status
@@ -160,8 +160,7 @@ class _Progress:
         if self.verbose:
             _print_verbose(run, self.done, self.total)
         elif self.shown is not None:
-            verdict = "ERROR" if run.status == "error" else fmt_score(run.score)
-            self.shown.advance(f"last: {run.case_id} {verdict}")
+            self.shown.advance(f"last: {run.case_id} {verdict(run)}")
             if self.done == self.total:
                 self.close()
 

@@ -80,7 +80,7 @@ def train_command(
     ws = workspace_from(ctx, **spending)
     print_plan(ws, "train", name, options)
     loud = not as_json
-    candidate = ws.call(
+    candidate = ws.call(  # a line a run, not a bar: the person may be asked which runs to learn from
         lambda: train(
             ws,
             name,

@@ -30,6 +30,7 @@ from ._options import (
     with_workspace,
     workspace_from,
 )
+from ._progress import watching
 from ._render import dump_json
 
 
@@ -136,20 +137,21 @@ def propose_command(
     if not spending.get("model"):
         raise BadInputError(f"propose needs the candidate's model: machine propose {name} --model MODEL")
     ws = workspace_from(ctx, **spending)
-    candidate = ws.call(
-        lambda: propose(
-            ws,
-            name,
-            model=spending["model"],
-            trials=trials,
-            cases=cases_file,
-            min_z=min_z,
-            base_model=spending.get("price_as"),
-            concurrency=concurrency,
-            pass_score=pass_score,
-            note=note,
+    with watching(ws, f"{name}: live and candidate", show=not as_json):
+        candidate = ws.call(
+            lambda: propose(
+                ws,
+                name,
+                model=spending["model"],
+                trials=trials,
+                cases=cases_file,
+                min_z=min_z,
+                base_model=spending.get("price_as"),
+                concurrency=concurrency,
+                pass_score=pass_score,
+                note=note,
+            )
         )
-    )
     if as_json:
         dump_json(candidate.version)
     else:

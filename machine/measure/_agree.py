@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import anyio
@@ -97,12 +97,14 @@ async def agree(
     judge_effort: str | None = None,
     regrade: bool = True,
     ctx: GradeContext | None = None,
+    on_grade: Callable[[Run, CriterionScore], None] | None = None,
 ) -> AgreementReport:
     """Grade ``name``'s stored runs on ``criterion`` with ``candidate`` and compare with its own grader.
 
     ``judge_model``/``judge_effort`` set the candidate judge (``judge_model`` also names the Jev model
     for ``"jev"``); the reference is graded as grading a stored run would grade it. ``ctx`` replaces the
-    workspace's grading context (budget, model access, Jev client) for both graders.
+    workspace's grading context (budget, model access, Jev client) for both graders. ``on_grade`` sees
+    each candidate grade as it comes.
     """
     marks = _checked(limit, concurrency, thresholds)
     spec = ws.load(name)
@@ -131,17 +133,27 @@ async def agree(
     graders = _Graders(spec, criterion, anyio.CapacityLimiter(concurrency), base, candidate_ctx, own, grader)
     references = await _references(report, runs, graders, regrade)
     scored = [r for r in runs if r.id in references and references[r.id].score is not None]
+    candidates = await _candidates(graders, scored, on_grade)
+    _pair_up(report, scored, references, candidates)
+    _figures(report, marks)
+    return report
+
+
+async def _candidates(
+    graders: _Graders, runs: Sequence[Run], on_grade: Callable[[Run, CriterionScore], None] | None
+) -> dict[str, CriterionScore]:
+    """The candidate's grade of each run, concurrently, each told as it comes."""
     candidates: dict[str, CriterionScore] = {}
 
     async def grade_candidate(run: Run) -> None:
         candidates[run.id] = await graders.candidate_grade(run)
+        if on_grade is not None:
+            on_grade(run, candidates[run.id])
 
     async with anyio.create_task_group() as group:
-        for run in scored:
+        for run in runs:
             group.start_soon(grade_candidate, run)
-    _pair_up(report, scored, references, candidates)
-    _figures(report, marks)
-    return report
+    return candidates
 
 
 def _contexts(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pydantic import Field, computed_field
 
 from machine.errors import BadInputError, Fix, NotFoundError, WorkFailed
-from machine.runs import Harness, Model, Run, SuiteRecord, checked_score, new_run_id
+from machine.runs import Harness, Model, Run, SuiteRecord, checked_score, counted, new_run_id
 from machine.spec import Case, Machine
 from machine.workspace import Workspace, converse
 
@@ -136,7 +136,8 @@ def find_suite(
     latest = workspace.store.latest_suite(machine.name, suite_key(cases, trials))
     if latest is None:
         raise NotFoundError(
-            f"no earlier suite of {machine.name!r} ran these {len(cases)} cases with {trials} trials each, "
+            f"no earlier suite of {machine.name!r} ran these {counted(len(cases), 'case')} with "
+            f"{counted(trials, 'trial')} each, "
             "so there is nothing to resume",
             fixes=[Fix("resume", "SUITE_ID", "to name the suite to resume")],
         )

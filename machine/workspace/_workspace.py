@@ -27,19 +27,12 @@ from ._adapters import Adapters
 from ._files import hidden_from_runs
 
 if TYPE_CHECKING:
-    from machine.runs import (
-        Event,
-        Harness,
-        Message,
-        ModelAccess,
-        Sandbox,
-        Sandboxes,
-        Store,
-        ToolContext,
-    )
+    from machine.runs import Event, Harness, Message, ModelAccess, Sandbox, Sandboxes, Store, ToolContext
     from machine.spec import Case, Machine
 
 T = TypeVar("T")
+Watcher = Callable[[str, Run], None]
+"""Told of each run a workspace finishes (``"finished"``) or grades (``"graded"``), as it happens."""
 
 
 def workspace_root(root: str | Path | None = None) -> Path:
@@ -91,6 +84,9 @@ class Workspace:
         self.trust = TrustBook(self.data_dir / TRUST_FILE, self.machines_dir)
         """Which of its machine files a model wrote, and which of those the person trusted."""
         self.loader = MachineLoader(self.machines_dir, builtins=True, trust=self.trust)
+        self.watchers: list[Watcher] = []
+        """Who is told of every run finished or graded here (shared with ``using``'s copies): a front
+        end's progress, an event log."""
 
     @property
     def store(self) -> Store:
@@ -158,9 +154,8 @@ class Workspace:
             finally:
                 await self.aclose()
 
-        # The result is handed back beside the event loop's main task, not as its result: on the way out
-        # asyncio builds the main task's repr (for a signal check), and a suite report's repr costs
-        # about 13 ms per thousand cases.
+        # Handed back beside the main task, not as its result: on the way out asyncio builds the main
+        # task's repr (for a signal check), and a suite report's costs about 13 ms per thousand cases.
         import anyio  # loaded by the first command that runs anything, not by `machine list`
 
         anyio.run(inside)
@@ -265,7 +260,12 @@ class Workspace:
             run = await self.grade(run, spec, pass_score=pass_score, store=False)
         if store:
             self.store.put(run)
+        self._tell("finished", run)
         return run
+
+    def _tell(self, what: str, run: Run) -> None:
+        for watcher in list(self.watchers):
+            watcher(what, run)
 
     def _record(
         self,
@@ -388,6 +388,7 @@ class Workspace:
         graded = run.model_copy(update={"scorecard": scorecard})
         if store:
             self.store.put(graded)
+        self._tell("graded", graded)
         return graded
 
     def tag(self, run: Run, kind: str, note: str | None = None, *, answer: str | None = None) -> Run:

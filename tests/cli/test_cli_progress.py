@@ -19,18 +19,21 @@ SGR = re.compile(r"\x1b\[[0-9;]*m")
 LIMIT_S = 60.0
 
 
-def in_a_terminal(*args: str, env: dict[str, str]) -> str:
-    """What the command wrote to a pseudo-terminal (stdout and stderr both), read until it exits."""
+def in_a_terminal(*args: str, env: dict[str, str], typed: bytes | None = None) -> str:
+    """What the command wrote to a pseudo-terminal (stdout and stderr both), read until it exits;
+    ``typed`` is what the person types into it (else its input is empty)."""
     leader, follower = os.openpty()
     done = subprocess.Popen(
         [str(MACHINE_BIN), *args],
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if typed is None else follower,
         stdout=follower,
         stderr=follower,
         env=env,
         cwd=REPO,
     )
     os.close(follower)
+    if typed is not None:
+        os.write(leader, typed)
     seen, deadline = b"", time.monotonic() + LIMIT_S
     try:
         while time.monotonic() < deadline:
@@ -65,10 +68,15 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**env, "TERM": "xterm-256color", "COLUMNS": "120", **extra}
 
 
-def workspace(tmp_path: Path) -> None:
-    shutil.copytree(
-        REPO / "machines" / "red", tmp_path / "machines" / "red", ignore=shutil.ignore_patterns("__pycache__")
-    )
+def workspace(tmp_path: Path, *names: str) -> None:
+    for name in names or ("red",):
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(REPO / "machines" / name, tmp_path / "machines" / name, ignore=ignore)
+
+
+def scripted(tmp_path: Path, name: str) -> list[str]:
+    script = str(tmp_path / "machines" / name / "script.json")
+    return ["--harness", "scripted", "--script", script, "--budget", "none", "--workspace", str(tmp_path)]
 
 
 def test_a_suite_on_a_terminal_shows_the_bar_with_count_rate_and_the_last_run(tmp_path: Path) -> None:
@@ -97,3 +105,33 @@ def test_in_a_pipe_there_is_no_bar(tmp_path: Path) -> None:
     assert (
         "━" not in done.stderr and "runs/s" not in done.stderr and not SGR.search(done.stdout + done.stderr)
     )
+
+
+def test_compare_on_a_terminal_counts_both_versions_runs_on_one_bar(tmp_path: Path) -> None:
+    workspace(tmp_path)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "red"], check=True)
+    shown = SGR.sub("", in_a_terminal("compare", "red", *scripted(tmp_path, "red"), env=clean_env()))
+    assert "34/34" in shown and "runs/s" in shown and "last: " in shown, shown  # 17 cases, A and B
+    assert "comparing red: A = HEAD" in shown
+
+
+def test_a_chat_shows_that_it_is_thinking_while_the_reply_is_awaited(tmp_path: Path) -> None:
+    workspace(tmp_path)
+    typed = b"Is the sky red?\n/quit\n"
+    shown = SGR.sub("", in_a_terminal("run", "red", *scripted(tmp_path, "red"), env=clean_env(), typed=typed))
+    assert "thinking…" in shown, shown
+    assert shown.index("thinking…") < shown.index("spent $")
+
+
+def test_a_conversation_shows_that_it_is_thinking_and_no_spinner_in_a_pipe(tmp_path: Path) -> None:
+    workspace(tmp_path, "chatbot", "persona")
+    args = ["converse", "chatbot", *scripted(tmp_path, "chatbot")]
+    shown = SGR.sub("", in_a_terminal(*args, env=clean_env()))
+    assert "thinking…" in shown and "[1] persona" in shown, shown
+    piped = subprocess.run(
+        [str(MACHINE_BIN), *args], capture_output=True, text=True, env=clean_env(), cwd=REPO, timeout=LIMIT_S
+    )
+    assert piped.returncode == 0 and "thinking" not in piped.stdout + piped.stderr, piped.stderr

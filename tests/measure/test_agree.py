@@ -272,6 +272,18 @@ async def test_limit_takes_the_newest_runs(tmp_path: Path) -> None:
     assert report.n == 2 and report.reference_unscored == 1 and not report.disagreements
 
 
+async def test_each_candidate_grade_is_told_as_it_comes(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    store_plan(ws)
+    grader = chosen()
+    told: list[tuple[str, float | None]] = []
+    await agree(
+        ws, "m", "polite", candidate=grader, limit=3, ctx=GradeContext(),
+        on_grade=lambda run, score: told.append((run.id, score.score)),
+    )  # fmt: skip
+    assert sorted(run_id for run_id, _ in told) == sorted(grader.graded) == ["r09", "r12"]
+
+
 async def test_without_regrading_stale_references_are_left_out(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     store_plan(ws)
