@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import click
 
-from machine.measure import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, AgreementReport, agree
+from machine.measure import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, AgreementReport, AtThreshold, agree
 from machine.runs import CriterionScore, Run
 
 from ._options import concurrency_option, handle_errors, print_spend, with_workspace, workspace_from
 from ._progress import watching
 from ._render import dump_json, fmt_score
+from ._table import print_table
 
 SHOWN_DISAGREEMENTS = 20
 
@@ -149,18 +150,10 @@ def _print_report(report: AgreementReport) -> None:
     if report.n == 0:
         click.secho("no run has both grades scored: nothing to compare", fg="yellow")
         return
-    bases = "  ".join(f"kept bad @{b:.0%}" for b in BASE_PASS_RATES)
-    click.echo(
-        f"{'threshold':>9}  {'agree':>5}  {'kappa':>5}  {'false+':>6}  {'false-':>6}  {'prec':>5}  "
-        f"{'bits':>5}  {bases}"
-    )
-    for row in report.thresholds:
-        s = row
-        kept = "  ".join(f"{_pct(share):>12}" for share in row.kept_bad.values())
-        click.echo(
-            f"{row.threshold:>9.2f}  {_pct(s.agreement):>5}  {_f(s.kappa):>5}  {_pct(s.false_pass_rate):>6}  "
-            f"{_pct(s.false_fail_rate):>6}  {_pct(s.precision):>5}  {_f(s.bits, 3):>5}  {kept}"
-        )
+    headers = ["threshold", "agree", "kappa", "false+", "false-", "prec", "bits"]
+    headers += [f"kept bad @{b:.0%}" for b in BASE_PASS_RATES]
+    rows = [_threshold_row(s) for s in report.thresholds]
+    print_table(headers, rows, right=range(len(headers)))
     click.echo(
         f"unsure candidates (0.3 to 0.7): {report.unsure} of {report.n}; escalate these to a stronger grader"
     )
@@ -179,3 +172,11 @@ def _print_report(report: AgreementReport) -> None:
     more = len(report.disagreements) - SHOWN_DISAGREEMENTS
     if more > 0:
         click.echo(f"  … and {more} more (--json lists them all)")
+
+
+def _threshold_row(s: AtThreshold) -> list[str]:
+    rates = (s.agreement, s.false_pass_rate, s.false_fail_rate, s.precision)
+    agreement, false_pass, false_fail, precision = map(_pct, rates)
+    kept_bad = [_pct(v) for v in s.kept_bad.values()]
+    kappa, bits = _f(s.kappa), _f(s.bits, 3)
+    return [f"{s.threshold:.2f}", agreement, kappa, false_pass, false_fail, precision, bits, *kept_bad]

@@ -23,6 +23,7 @@ from ._options import (
 )
 from ._render import dump_json, fmt_score, print_run
 from ._run_view import fmt_time, print_whole
+from ._table import print_table
 
 
 @click.command()
@@ -101,12 +102,8 @@ def runs(ctx: click.Context, /, name: str, limit: int, as_json: bool) -> None:
     if not found:
         click.echo(f"no runs of {name} yet; `machine run {name} INPUT` makes one")
         return
-    rows = [_row(r) for r in found]
-    rows.insert(0, ("id", "started", "score", "", "cost", "model", "case", "tags", "input, or why it failed"))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-        click.echo("  ".join([*cells, row[-1]]))
+    headers = ("id", "started", "score", "", "cost", "model", "case", "tags", "input, or why it failed")
+    print_table(headers, [_row(r) for r in found])
     click.echo("`machine show-run ID` shows one whole: every step, each grader's reason, the tags", err=True)
 
 

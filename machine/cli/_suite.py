@@ -25,6 +25,7 @@ from ._progress import Bar, verdict
 from ._progress import wanted as progress_wanted
 from ._render import dump_json, fmt_score
 from ._stop import INTERRUPTED, end, resume_command, stop_status
+from ._table import print_table
 
 
 @click.command()
@@ -228,11 +229,11 @@ def _print_family(report: FamilyReport) -> None:
     click.secho(
         f"inherited from {report.root}, across {members} machine{'s' if members != 1 else ''}:", bold=True
     )
-    width = max([9, *(len(c) for c in report.inherited)])
-    click.secho(f"{'criterion':<{width}}  mean     pass   runs  unscored", bold=True)
-    for criterion, c in report.inherited.items():
-        rate = "-" if c.pass_rate is None else f"{c.pass_rate:.0%}"
-        click.echo(f"{criterion:<{width}}  {fmt_score(c.mean):<8} {rate:<6} {c.runs:<5} {c.unscored}")
+    rows = [
+        (criterion, fmt_score(c.mean), _pct(c.pass_rate), str(c.runs), str(c.unscored))
+        for criterion, c in report.inherited.items()
+    ]
+    print_table(("criterion", "mean", "pass", "runs", "unscored"), rows)
     if report.stopped:
         click.secho(f"stopped early: {report.stopped}", fg="yellow")
 
@@ -253,19 +254,19 @@ def _print_verbose(run: Run, done: int, total: int) -> None:
 
 
 def _print_report(report: SuiteReport) -> None:
-    width = max([4, *(len(c.id) for c in report.cases)])
-    click.secho(f"{'case':<{width}}  mean   pass^N  notes", bold=True)
+    rows = []
     for c in report.cases:
         notes = []
         if c.unscored_grades:
-            notes.append(f"{c.unscored_grades} unscored grades")
+            notes.append(counted(c.unscored_grades, "unscored grade"))
         if c.errors:
             notes.append(f"{c.errors} failed")
         if not c.trials:
             notes.append("not run")
         mean = fmt_score(c.mean) if c.trials else "-"
-        click.echo(f"{c.id:<{width}}  {mean:<6} {c.passes}/{c.trials:<5} {', '.join(notes)}")
-    rate = "-" if report.pass_rate is None else f"{report.pass_rate:.0%}"
+        rows.append((c.id, mean, f"{c.passes}/{c.trials}", ", ".join(notes)))
+    print_table(("case", "mean", "pass^N", "notes"), rows)
+    rate = _pct(report.pass_rate)
     click.secho(
         f"{report.machine}: {counted(report.runs, 'run')}, mean {fmt_score(report.mean)}, pass rate {rate}, "
         f"{counted(report.unscored, 'unscored grade')}, {counted(report.errors, 'failed run')}, "
@@ -274,3 +275,7 @@ def _print_report(report: SuiteReport) -> None:
     )
     if report.stopped:
         click.secho(f"stopped early: {report.stopped}", fg="yellow")
+
+
+def _pct(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.0%}"
