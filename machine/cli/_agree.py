@@ -7,6 +7,7 @@ import click
 from machine.measure import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, AgreementReport, AtThreshold, agree
 from machine.runs import CriterionScore, Run
 
+from ._complete import machine_argument
 from ._options import concurrency_option, handle_errors, print_spend, with_workspace, workspace_from
 from ._progress import watching
 from ._render import dump_json, fmt_score
@@ -16,7 +17,7 @@ SHOWN_DISAGREEMENTS = 20
 
 
 @click.command("agree")
-@click.argument("name")
+@machine_argument()
 @click.argument("criterion")
 @click.option(
     "--with",

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from ._stop import INTERRUPTED, end, stop_status
+from ._usage import UsageRefused, unknown_command
 from ._workspace_option import workspace_option
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -45,6 +46,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "export": ("_export", "export_command", "Write a machine's good runs as chat JSONL for fine-tuning."),
     "serve": ("_serve", "serve_command", "Serve the workspace's machines to an agent host over MCP."),
     "machinist": ("_machinist", "machinist_command", "Talk to the machinist, which improves your machines."),
+    "completion": (
+        "_complete",
+        "completion_command",
+        "Print the script that completes commands and names in SHELL.",
+    ),
 }
 """Each command by name: the module that defines it, its name there, and its line in the listing."""
 
@@ -71,6 +77,21 @@ class _Commands(click.Group):
                 sub.epilog = sub.epilog or command.epilog
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and not args[0].startswith("-") and args[0] not in COMMANDS:
+            ctx.fail(unknown_command(args[0], COMMANDS))
+        return super().resolve_command(ctx, args)
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as error:
+            raise UsageRefused(error) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The listing, from the lines above: no command's module is imported to show it."""
         with formatter.section("Commands"):
@@ -79,6 +100,10 @@ class _Commands(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except UsageRefused:
+            raise
+        except click.ClickException as error:
+            raise UsageRefused(error) from None
         except BaseException as error:
             status = stop_status(error)
             if status is None:

@@ -9,6 +9,7 @@ import click
 from machine.measure import Comparison, Plan, Side, compare
 from machine.runs import counted
 
+from ._complete import machine_argument
 from ._options import (
     concurrency_option,
     handle_errors,
@@ -23,7 +24,7 @@ from ._render import dump_json, fmt_score
 
 
 @click.command("compare")
-@click.argument("name")
+@machine_argument()
 @click.option(
     "--ref", default="HEAD", show_default=True, metavar="REV", help="The git revision to compare with."
 )

@@ -13,6 +13,7 @@ from machine.runs import Run
 from machine.spec import Case
 from machine.workspace import Conversation, converse, counterpart_of
 
+from ._complete import case_ids, machine_argument
 from ._options import (
     handle_errors,
     pass_score_option,
@@ -30,8 +31,8 @@ TOOL_TEXT = 120
 
 
 @click.command("converse")
-@click.argument("name")
-@click.argument("case_id", metavar="[CASE]", required=False)
+@machine_argument()
+@click.argument("case_id", metavar="[CASE]", required=False, shell_complete=case_ids)
 @click.option("--eval", "grade", is_flag=True, help="Grade the last turn of each side.")
 @click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases file (default: cases.json).")
 @pass_score_option

@@ -44,6 +44,10 @@ EXAMPLES: dict[str, list[str]] = {
     "export": ["machine export red --out red.jsonl", "machine export signoff --out good.jsonl --tags good"],
     "serve": ["machine serve", "machine serve --print-config claude-desktop"],
     "machinist": ["machine machinist", "machine machinist --continue"],
+    "completion": [
+        "machine completion bash",
+        "machine completion fish",
+    ],
 }
 """Each command's examples by name (``training``'s also end its subcommands' help)."""
 

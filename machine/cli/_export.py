@@ -6,13 +6,14 @@ import click
 
 from machine.learn import ExportOptions, export
 
+from ._complete import machine_argument
 from ._model_options import model_options
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 
 
 @click.command("export")
-@click.argument("name")
+@machine_argument()
 @model_options(
     ExportOptions,
     skip=("cases",),  # read from the file --cases names

@@ -11,6 +11,7 @@ from machine.learn import Optimization, OptimizeOptions, optimize
 from machine.learn.optimize import format_optimization
 from machine.runs import Run
 
+from ._complete import machine_argument
 from ._model_options import model_options
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._plan import print_plan
@@ -44,7 +45,7 @@ def _next_steps(name: str, result: Optimization) -> str:
 
 
 @click.command("optimize")
-@click.argument("name")
+@machine_argument()
 @model_options(
     OptimizeOptions,
     skip=("model",),  # the run options' --model

@@ -8,6 +8,7 @@ import click
 
 import machine.ops as ops  # each command loads the operation it calls: `list` builds none of `show`'s models
 
+from ._complete import machine_argument
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 
@@ -50,7 +51,7 @@ def _criteria(count: int) -> str:
 
 
 @click.command()
-@click.argument("name")
+@machine_argument()
 @click.option("--instructions", "with_instructions", is_flag=True, help="Print its instructions too.")
 @click.option("--json", "as_json", is_flag=True, help="Print the machine as JSON.")
 @with_workspace
@@ -87,7 +88,7 @@ def show(ctx: click.Context, /, name: str, with_instructions: bool, as_json: boo
 
 
 @click.command()
-@click.argument("name")
+@machine_argument()
 @with_workspace
 @click.pass_context
 @handle_errors

@@ -12,6 +12,7 @@ from machine.errors import BadInputError
 from machine.runs import RunSummary
 
 from ._chat import chat
+from ._complete import machine_argument
 from ._options import (
     grading_options,
     handle_errors,
@@ -27,7 +28,7 @@ from ._table import print_table
 
 
 @click.command()
-@click.argument("name")
+@machine_argument()
 @click.argument("input", required=False)
 @click.option("--eval", "grade", is_flag=True, help="Grade the run (every exchange, when interactive).")
 @click.option("--continue", "resume", is_flag=True, help="Resume the last conversation with this machine.")
@@ -82,7 +83,7 @@ def run(
 
 
 @click.command()
-@click.argument("name")
+@machine_argument()
 @click.option(
     "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="How many runs, newest first."
 )
@@ -123,7 +124,7 @@ def _row(r: RunSummary) -> tuple[str, ...]:
 
 
 @click.command("eval")
-@click.argument("name")
+@machine_argument()
 @click.argument("run_id")
 @pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the graded run as JSON.")

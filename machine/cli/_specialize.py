@@ -10,6 +10,7 @@ import click
 from machine.learn import SpecializeOptions, draft_rubric, specialize
 from machine.learn.specialize import DraftRubricOptions, format_rubric_draft, format_specialization
 
+from ._complete import machine_argument
 from ._model_options import model_options
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._plan import print_plan
@@ -21,7 +22,7 @@ AUTHOR_EXTRA = {"author_model": {"metavar": "MODEL"}}
 
 
 @click.command("specialize")
-@click.argument("parent")
+@machine_argument("parent")
 @model_options(
     SpecializeOptions,
     skip=("model",),  # the run options' --model: the child's model
@@ -52,7 +53,7 @@ def specialize_command(
 
 
 @click.command("draft-rubric")
-@click.argument("name")
+@machine_argument()
 @model_options(DraftRubricOptions, flags=AUTHOR_FLAGS, extra=AUTHOR_EXTRA)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @spending_options

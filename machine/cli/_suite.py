@@ -12,6 +12,7 @@ from machine.ops import plan_suite, run_planned
 from machine.runs import Run, counted
 from machine.workspace import Workspace
 
+from ._complete import machine_argument
 from ._options import (
     concurrency_option,
     handle_errors,
@@ -29,7 +30,7 @@ from ._table import print_table
 
 
 @click.command()
-@click.argument("name")
+@machine_argument()
 @click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases file (default: cases.json).")
 @click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per case.")
 @concurrency_option

@@ -12,6 +12,7 @@ from machine.ops import make_trainer
 from machine.runs import Run, StepMetrics
 from machine.versions import Candidate, format_report
 
+from ._complete import machine_argument
 from ._model_options import model_options
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._plan import print_plan
@@ -35,7 +36,7 @@ def _step_line(metrics: StepMetrics) -> str:
 
 
 @click.command("train")
-@click.argument("name")
+@machine_argument()
 @model_options(
     TrainOptions,
     skip=("effort",),  # the run options' --effort

@@ -8,6 +8,7 @@ import click
 
 from machine.learn import training_rows, training_shown
 
+from ._complete import machine_argument
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 
@@ -18,7 +19,7 @@ def training_group() -> None:
 
 
 @training_group.command("list")
-@click.argument("name", required=False)
+@machine_argument(required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the records as a JSON list.")
 @with_workspace
 @click.pass_context

@@ -10,6 +10,7 @@ from machine.errors import BadInputError
 from machine.ops import TrustReview, pending, review, trust, untrustable
 from machine.spec import FileTrust
 
+from ._complete import machine_argument
 from ._options import fail, handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 
@@ -22,7 +23,7 @@ STATES = {
 
 
 @click.command("trust")
-@click.argument("name", required=False)
+@machine_argument(required=False)
 @click.option("--list", "listing", is_flag=True, help="List the model-written files not trusted as they are.")
 @click.option("--yes", "-y", is_flag=True, help="Trust them without asking (after you have read them).")
 @click.option(

@@ -20,6 +20,7 @@ from machine.versions import (
     versions,
 )
 
+from ._complete import machine_argument
 from ._options import (
     concurrency_option,
     fail,
@@ -50,7 +51,7 @@ def _line(version: Version) -> str:
 
 
 @click.command("versions")
-@click.argument("name")
+@machine_argument()
 @click.option(
     "--record", is_flag=True, help="Record the machine's files as they are now as a new live version."
 )
@@ -96,7 +97,7 @@ def versions_command(ctx: click.Context, /, name: str, record: bool, note: str, 
 
 
 @click.command("propose")
-@click.argument("name")
+@machine_argument()
 @click.option(
     "--trials", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per held-out case, each."
 )
@@ -175,7 +176,7 @@ def propose_command(
 
 
 @click.command("commit")
-@click.argument("name")
+@machine_argument()
 @click.option(
     "--force",
     is_flag=True,
@@ -211,7 +212,7 @@ def _files(version: Version) -> str:
 
 
 @click.command("revert")
-@click.argument("name")
+@machine_argument()
 @click.option(
     "--to",
     "to",

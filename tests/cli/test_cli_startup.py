@@ -64,6 +64,7 @@ def test_help_loads_the_group_and_nothing_heavy(tmp_path: Path) -> None:
         "machine.cli",
         "machine.cli._app",
         "machine.cli._stop",
+        "machine.cli._usage",
         "machine.cli._workspace_option",
     ]
 
@@ -99,9 +100,9 @@ def test_each_listed_command_loads_under_its_own_name(name: str) -> None:
     assert COMMANDS[name][2].endswith(".") and len(COMMANDS[name][2]) <= 60
 
 
-def test_an_unknown_command_is_clicks_error(tmp_path: Path) -> None:
+def test_an_unknown_command_is_refused_with_the_nearest(tmp_path: Path) -> None:
     code = "import sys\nfrom machine.cli import main\nsys.argv = ['machine', 'lsit']\nmain()"
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False
     )
-    assert done.returncode == 2 and "No such command 'lsit'" in done.stderr
+    assert done.returncode == 2 and "no such command 'lsit' (did you mean 'list'?)" in done.stderr

@@ -168,7 +168,7 @@ def test_bad_options_exit_2_with_one_error_line(machine_cmd: Command, root: Path
     result = machine_cmd("train", "caps", *bad, *common(root))
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
-    assert f"Error: Invalid value for '{bad[0]}'" in result.stderr
+    assert f"error: invalid value for '{bad[0]}'" in result.stderr
     assert not (root / ".machine").exists()
 
 
