@@ -62,13 +62,13 @@ class Disagreement(Model):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def run(self) -> str:
+    def run_id(self) -> str:
         """The run's id."""
         return self.pair.run_id
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def case(self) -> str | None:
+    def case_id(self) -> str | None:
         """The run's case."""
         return self.pair.case_id
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from machine.errors import BadInputError
 
@@ -27,7 +27,8 @@ class TrainExample(Model):
     tools: list[dict[str, Any]] = Field(default_factory=list)
     targets: list[int]
     run_id: str = ""
-    case: str | None = None
+    case_id: str | None = Field(default=None, validation_alias=AliasChoices("case_id", "case"))
+    """The run's case (read as ``case`` from records written before it had this name)."""
     effort: float | None = None
     """The reasoning effort the run was sampled at: a renderer that writes effort into the prompt renders
     the example at it, so the model learns from the prompt it was given."""

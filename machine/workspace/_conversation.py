@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from machine.errors import BadInputError, BudgetExceeded, DefinitionError, Fix, plain_spelling
 from machine.runs import Harness, Message, Model, Run, is_free, new_run_id
@@ -34,12 +34,10 @@ Ending = Literal["until", "max_turns", "error", "budget"]
 class Conversation(Model):
     """One conversation: every turn of both sides, which turns were graded, and why it ended."""
 
-    model_config = ConfigDict(populate_by_name=True)
-
     conversation_id: str
     machine: str
     counterpart: str
-    case_id: str | None = Field(default=None, alias="case")
+    case_id: str | None = None
     trial: int | None = None
     ended: Ending = "max_turns"
     """Why it ended: ``until`` held, ``max_turns`` were taken, a turn failed, or the budget ran out."""

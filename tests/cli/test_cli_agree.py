@@ -103,7 +103,8 @@ def test_json_report_with_chosen_thresholds(
     assert row["false_fail_rate"] == pytest.approx(1 / 2) and row["false_pass_rate"] == 0.0
     assert row["kept_bad"] == [{"base_pass_rate": 0.1, "share": 0.0}, {"base_pass_rate": 0.5, "share": 0.0}]
     (disagreement,) = data["disagreements"]
-    assert disagreement["case"] == "bob" and disagreement["candidate"] == 0.4 and disagreement["at"] == [0.5]
+    assert disagreement["case_id"] == "bob" and disagreement["candidate"] == 0.4
+    assert disagreement["at"] == [0.5]
 
 
 def test_unreachable_judge_makes_every_candidate_unscored(ws: WorkspaceFolder, invoke: Invoke) -> None:

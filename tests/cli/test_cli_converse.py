@@ -151,7 +151,7 @@ def test_converse_json_stores_every_turn_and_swaps_only_the_machines_model(
         invoke("converse", "talker", "--json", "--eval", "--model", "Qwen/Qwen3.6-27B", *scripted(talk))
     )
     data: dict[str, Any] = json.loads(result.stdout)
-    assert (data["machine"], data["counterpart"], data["case"], data["ended"]) == (
+    assert (data["machine"], data["counterpart"], data["case_id"], data["ended"]) == (
         "talker",
         "asker",
         "one",

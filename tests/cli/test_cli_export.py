@@ -50,7 +50,7 @@ def test_held_out_runs_are_left_out_unless_asked_for(sampled: WorkspaceFolder, i
     args = ("--out", out, "--min-score", "0.5", "--workspace", sampled.root)
     done = invoke("export", "greet", *args)
     assert done.exit_code == 0, done.output
-    assert [r["metadata"]["case"] for r in rows(out)] == ["ann"]  # bob's run is the held-out "Greet Bob."
+    assert [r["metadata"]["case_id"] for r in rows(out)] == ["ann"]  # bob's run is the held-out "Greet Bob."
     assert "1 of cases not held out" in done.stdout
     assert (
         "left out the runs of 1 held-out case, which the gate measures (--include-holdout exports them)"
@@ -58,7 +58,7 @@ def test_held_out_runs_are_left_out_unless_asked_for(sampled: WorkspaceFolder, i
     )
     done = invoke("export", "greet", *args, "--include-holdout")
     assert done.exit_code == 0, done.output
-    assert sorted(r["metadata"]["case"] for r in rows(out)) == ["ann", "bob"]
+    assert sorted(r["metadata"]["case_id"] for r in rows(out)) == ["ann", "bob"]
     assert "left out" not in done.stdout
 
 
@@ -72,7 +72,7 @@ def test_export_prints_the_funnel_and_what_it_wrote(sampled: WorkspaceFolder, in
         "from: 1 of Qwen/Qwen3.8-27B on scripted",
     ]
     [row] = rows(out)
-    assert (row["metadata"]["case"], row["metadata"]["harness"]) == ("ann", "scripted")
+    assert (row["metadata"]["case_id"], row["metadata"]["harness"]) == ("ann", "scripted")
     assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
     assert row["tools"][0]["function"]["name"] == "shout"
     assert stat.S_IMODE(out.stat().st_mode) == 0o600

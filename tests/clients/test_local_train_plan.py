@@ -77,7 +77,8 @@ async def test_a_smoke_run_trains_two_steps_through_a_saved_state_and_keeps_noth
     assert smoke is not None
     assert [m.step for m in smoke.steps] == [1, 2] and smoke.resumed_at == 1
     assert all(m.loss is not None and m.loss > 0 for m in smoke.steps)
-    assert smoke.checkpoint.startswith(f"local:{tiny}+") and smoke.case == "c0" and smoke.output_tokens >= 1
+    assert smoke.checkpoint.startswith(f"local:{tiny}+") and smoke.case_id == "c0"
+    assert smoke.output_tokens >= 1
     assert check.plan.steps == 30  # the plan of the real training, reported beside it
     # nothing kept: no record, no folder, no candidate, no run
     assert not (ws.data_dir / "training").exists()

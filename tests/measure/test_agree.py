@@ -256,7 +256,7 @@ async def test_every_figure_by_hand(tmp_path: Path) -> None:
     row = data["thresholds"][1]
     assert row["threshold"] == 0.5 and row["agreement"] == pytest.approx(0.8)
     assert [k["base_pass_rate"] for k in row["kept_bad"]] == [0.1, 0.5]
-    assert data["disagreements"][0]["run"] == "r02" and data["disagreements"][0]["at"] == [0.3, 0.5, 0.7]
+    assert data["disagreements"][0]["run_id"] == "r02" and data["disagreements"][0]["at"] == [0.3, 0.5, 0.7]
     # agree changes no stored run: the regraded references are not written back.
     stored = ws.store.get("r09").scorecard
     assert stored is not None and stored.criteria["polite"].score is None

@@ -54,7 +54,7 @@ def decide_cases(search: SearchState, proposal: Proposal, arm: Arm, stopped: str
         first = proposal.copied[0]
         proposal.outcome = "discarded"
         proposal.decision = (
-            f'it copies case {first.case!r} ({first.field}) word for word ("{first.words}"), so it may '
+            f'it copies case {first.case_id!r} ({first.field}) word for word ("{first.words}"), so it may '
             "have memorized the cases rather than learned the task (allow_overlap keeps such a proposal); "
             + said
         )

@@ -29,7 +29,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 class Overlap:
     """Where a proposal copies a case: the case, which field, and the words copied."""
 
-    case: str
+    case_id: str
     field: str
     words: str
 
@@ -86,9 +86,9 @@ def overlaps(proposal: str, cases: Sequence[Case], *, known: Iterable[str] = ())
             ordered = (tuple(theirs[i : i + n]) for i in range(len(theirs) - n + 1))
             copied = next((g for g in ordered if g in mine.grams(n) and g not in allowed), None)
             if copied is not None:
-                found.append(Overlap(case=case.id, field=field, words=" ".join(copied)))
+                found.append(Overlap(case_id=case.id, field=field, words=" ".join(copied)))
         copied_key = _key_and_answer(case, data, mine, before)
-        if copied_key is not None and not any(o.case == case.id for o in found):
+        if copied_key is not None and not any(o.case_id == case.id for o in found):
             found.append(copied_key)
     return found
 
@@ -105,6 +105,6 @@ def _key_and_answer(case: Case, data: dict[str, Any], mine: _Held, before: _Held
         answer = _words(text)
         if mine.holds(answer) and not (before.holds(key) and before.holds(answer)):
             return Overlap(
-                case=case.id, field=f"input and {field}", words=f"{' '.join(key)} → {' '.join(answer)}"
+                case_id=case.id, field=f"input and {field}", words=f"{' '.join(key)} → {' '.join(answer)}"
             )
     return None

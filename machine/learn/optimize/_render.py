@@ -40,7 +40,7 @@ def _proposal(p: Proposal) -> list[str]:
         lines.append("      " + _measured("cases", p.cases))
     if p.holdout is not None:
         lines.append("      " + _measured("held-out", p.holdout))
-    lines.extend(f'      copies case {c.case!r} ({c.field}): "{c.words}"' for c in p.copied)
+    lines.extend(f'      copies case {c.case_id!r} ({c.field}): "{c.words}"' for c in p.copied)
     lines.append(f"      cost: {_cost(p.cost)}")
     return lines
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from machine.runs import Model, now
 from machine.spec import GateReport
@@ -45,7 +45,8 @@ class Calls(Model):
 class Copied(Model):
     """A case field a proposal copies word for word."""
 
-    case: str
+    case_id: str = Field(validation_alias=AliasChoices("case_id", "case"))
+    """The case's id (read as ``case`` from reports written before it had this name)."""
     field: str
     words: str
 

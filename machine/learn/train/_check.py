@@ -45,7 +45,7 @@ class Smoke(Model):
     """The step the saved state was loaded at (1: the first step's state, loaded for the second)."""
     checkpoint: str
     """The checkpoint it sampled (discarded since)."""
-    case: str | None = None
+    case_id: str | None = None
     output: str
     """The checkpoint's reply to the case."""
     output_tokens: int = 0
@@ -77,7 +77,7 @@ class TrainingCheck(Model):
                 f"smoke: {len(s.steps)} steps (loss {losses}), a state saved and loaded at step "
                 f"{s.resumed_at}, one sample from {s.checkpoint} in {s.seconds:.1f} s"
             )
-            said.append(f"  {s.case or 'the case'}: {s.output[:200]!r}")
+            said.append(f"  {s.case_id or 'the case'}: {s.output[:200]!r}")
             said.append("  discarded: no training record, no candidate, no run stored")
         return said
 
@@ -158,7 +158,7 @@ async def _smoke(
         steps=steps,
         resumed_at=first.step,
         checkpoint=last.model,
-        case=case.id,
+        case_id=case.id,
         output=run.output,
         output_tokens=run.usage.output_tokens,
         seconds=time.monotonic() - started,

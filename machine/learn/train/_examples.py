@@ -45,6 +45,6 @@ def example_of(
         tools=row["tools"],
         targets=targets,
         run_id=run.id,
-        case=run.case_id,
+        case_id=run.case_id,
         effort=run.effort,
     )

@@ -102,7 +102,7 @@ def rows_of(
         "run_id": run.id,
         "machine": run.machine,
         "version": run.version,
-        "case": run.case_id,
+        "case_id": run.case_id,
         "trial": run.trial,
         "score": run.score,
         "model": run.model,

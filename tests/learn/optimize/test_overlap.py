@@ -77,7 +77,7 @@ def test_a_table_of_short_keys_and_answers_is_caught() -> None:
         "capital japan -> Tokyo."
     )
     found = overlaps(table, CAPITALS)
-    assert [(o.case, o.field, o.words) for o in found] == [
+    assert [(o.case_id, o.field, o.words) for o in found] == [
         ("fr", "input and expected", "capital france → paris"),
         ("es", "input and expected", "capital spain → madrid"),
         ("jp", "input and expected", "capital japan → tokyo"),
@@ -93,14 +93,14 @@ def test_a_short_answer_or_key_alone_is_not_a_table() -> None:
     assert overlaps("capital france is not Madrid.", CAPITALS) == []
     short = [Case(id="y", input="is the sky blue", expected="yes"), Case(id="n", input="2 + 2", expected="4")]
     assert overlaps("Answer yes or no, or with a number such as 4.", short) == []
-    assert [o.case for o in overlaps("Is the sky blue? yes. 2+2? 4.", short)] == ["y", "n"]
+    assert [o.case_id for o in overlaps("Is the sky blue? yes. 2+2? 4.", short)] == ["y", "n"]
 
 
 def test_a_key_and_answer_the_instructions_already_held_is_not_copying() -> None:
     known = ["For example, capital france: Paris."]
     assert overlaps("Keep it short. For example, capital france: Paris.", CAPITALS, known=known) == []
     assert [
-        o.case for o in overlaps("capital france: Paris; capital spain: Madrid", CAPITALS, known=known)
+        o.case_id for o in overlaps("capital france: Paris; capital spain: Madrid", CAPITALS, known=known)
     ] == ["es"]
 
 
@@ -126,7 +126,7 @@ def test_one_copy_per_field_and_each_case_named() -> None:
     other = "a completely different sentence with nothing at all shared"
     cases = [Case(id="one", input=ELEVEN), Case(id="two", input=other)]
     found = overlaps(f"{ELEVEN}. {ELEVEN}. {other}.", cases)
-    assert [(o.case, o.field) for o in found] == [("one", "input"), ("two", "input")]
+    assert [(o.case_id, o.field) for o in found] == [("one", "input"), ("two", "input")]
 
 
 @pytest.mark.anyio
@@ -141,7 +141,7 @@ async def test_a_proposal_copying_a_case_is_refused_unless_allowed(tmp_path: Pat
     result = await optimize(ws, "shout", trials=1, rounds=1, candidates=1, allow_overlap=allow)
     [p] = result.report.rounds[0].proposals
     words = " ".join(LONG.split()[:8])
-    assert [(c.case, c.field, c.words) for c in p.copied] == [
+    assert [(c.case_id, c.field, c.words) for c in p.copied] == [
         ("long", "input", words),
         ("long", "expected", words),
     ]
@@ -171,7 +171,7 @@ async def test_a_proposal_listing_short_cases_with_their_answers_is_refused(tmp_
     versions(ws, "shout")
     result = await optimize(ws, "shout", trials=1, rounds=1, candidates=1)
     [p] = result.report.rounds[0].proposals
-    assert [c.case for c in p.copied] == ["k0", "k1", "k2"]
+    assert [c.case_id for c in p.copied] == ["k0", "k1", "k2"]
     assert p.cases is not None and p.cases.outcome == "passed"
     assert p.outcome == "discarded"
     assert p.decision.startswith(

@@ -36,7 +36,7 @@ async def suite(ws: Workspace, name: str = "calc", trials: int = 1) -> str:
 
 
 def rows_by_case(path: Path) -> dict[str, dict[str, object]]:
-    return {row["metadata"]["case"]: row for row in read_rows(path)}
+    return {row["metadata"]["case_id"]: row for row in read_rows(path)}
 
 
 @pytest.mark.anyio
@@ -72,7 +72,7 @@ async def test_row_shape(ws: Workspace, tmp_path: Path) -> None:
         "run_id": stored["sum"].id,
         "machine": "calc",
         "version": stored["sum"].version,
-        "case": "sum",
+        "case_id": "sum",
         "trial": 0,
         "score": 1.0,
         "model": "Qwen/Qwen3.8-27B",
@@ -157,7 +157,7 @@ def test_best_k_keeps_each_cases_best_best_first_then_newest(ws: Workspace, tmp_
     ]
     ws.store.put_many(runs)
     export(ws, "calc", out=tmp_path / "out.jsonl", min_score=0.0, best=3)
-    got = [(r["metadata"]["case"], r["metadata"]["score"]) for r in read_rows(tmp_path / "out.jsonl")]
+    got = [(r["metadata"]["case_id"], r["metadata"]["score"]) for r in read_rows(tmp_path / "out.jsonl")]
     assert got == [("sum", 1.0), ("sum", 1.0), ("sum", 0.75), ("half", 0.6)]
     ids = [r["metadata"]["run_id"] for r in read_rows(tmp_path / "out.jsonl")]
     assert ids[:2] == [runs[3].id, runs[1].id]
@@ -188,7 +188,7 @@ def test_cases_file_keeps_only_those_cases(ws: Workspace, tmp_path: Path) -> Non
     cases = [Case.model_validate(c) for c in CASES[:1]]
     report = export(ws, "calc", out=tmp_path / "out.jsonl", cases=cases)
     rows = read_rows(tmp_path / "out.jsonl")
-    assert [(r["metadata"]["case"], r["messages"][1]["content"]) for r in rows] == [("sum", "add 2 and 3")]
+    assert [(r["metadata"]["case_id"], r["messages"][1]["content"]) for r in rows] == [("sum", "add 2 and 3")]
     assert ("runs of the cases given", 1) in [(s.keeps, s.left) for s in report.funnel]
 
 
@@ -233,7 +233,7 @@ async def test_from_exports_the_parents_runs_through_the_childs_transform(
     assert report.source == "wordmath" and report.runs == 6  # the script's six right answers
     rows = read_rows(tmp_path / "fw.jsonl")
     runs = {run.id: run for run in ws.store.iter_runs("wordmath")}
-    assert {r["metadata"]["case"] for r in rows} == {
+    assert {r["metadata"]["case_id"] for r in rows} == {
         "muffins",
         "marbles",
         "train",

@@ -41,7 +41,7 @@ def test_export_never_writes_through_a_symlink_planted_beside_out(ws: Workspace,
     report = export(ws, "calc", out=out)
     assert victim.read_bytes() == VICTIM
     assert not out.is_symlink() and (out.stat().st_mode & 0o777) == 0o600
-    assert report.rows == 2 and {r["metadata"]["case"] for r in read_rows(out)} == {"sum", "half"}
+    assert report.rows == 2 and {r["metadata"]["case_id"] for r in read_rows(out)} == {"sum", "half"}
     assert all(link.is_symlink() for link in planted)  # left as they were, not followed, not removed
     assert sorted(p.name for p in out.parent.iterdir()) == sorted([out.name, *(p.name for p in planted)])
 

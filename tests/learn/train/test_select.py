@@ -179,7 +179,7 @@ async def test_example_targets_skip_steps_whose_tool_calls_all_failed(ws: Worksp
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
     assert example.targets == [4, 6]
     assert example.messages == rows_of(half, ws.load("calc"))[0]["messages"]
-    assert (example.run_id, example.case) == (half.id, "half")
+    assert (example.run_id, example.case_id) == (half.id, "half")
     whole = example_of(runs["sum"], ws.load("calc"))
     assert whole is not None and whole.targets == [2, 4]
 

@@ -45,7 +45,7 @@ async def test_no_held_out_case_is_learned_even_under_another_case_id(tmp_path: 
     ws = open_workspace(tmp_path, harness=Tutored())
     first = Counting("good")
     candidate = await train(ws, "caps", samples=2, trials=1, options=SETTINGS, trainer=first)
-    assert {e.case for e in learned(first)} == {"bob", "cat"}
+    assert {e.case_id for e in learned(first)} == {"bob", "cat"}
     # the comparison stored the live model's runs of the held-out cases (h-ann's scored 1): still kept out
     stored = Counter((r.case_id, r.score) for r in ws.store.iter_runs("caps") if r.model == BASE)
     assert stored[("h-ann", 1.0)] == 1
@@ -72,7 +72,7 @@ async def test_a_held_out_input_written_otherwise_is_not_learned(tmp_path: Path)
     trainer = Counting("good")
     await train(ws, "caps", samples=2, trials=1, options=SETTINGS, trainer=trainer)
     assert any(r.case_id == "sky" and r.score == 1.0 for r in ws.store.iter_runs("caps"))  # a good run of it
-    assert {e.case for e in learned(trainer)} == {"ann", "bob", "cat"}
+    assert {e.case_id for e in learned(trainer)} == {"ann", "bob", "cat"}
     assert all("sky" not in json.dumps(e.messages) for e in learned(trainer))
 
 
@@ -176,7 +176,7 @@ async def test_a_replayed_run_is_never_the_models_own(tmp_path: Path) -> None:
     assert len(stored) == 3 and {(r.model, r.harness, r.score) for r in stored} == {(BASE, "scripted", 1.0)}
     replays = Counting()
     await train(ws, "caps", trials=1, any_model=True, options=SETTINGS, trainer=replays)
-    assert {e.case for e in learned(replays)} == {"ann", "bob", "cat"}
+    assert {e.case_id for e in learned(replays)} == {"ann", "bob", "cat"}
 
 
 async def test_best_of_each_case_and_min_score(tmp_path: Path) -> None:
@@ -186,10 +186,10 @@ async def test_best_of_each_case_and_min_score(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=Tutored())
     best = Counting()
     await train(ws, "caps", samples=3, trials=1, best_of=2, options=SETTINGS, trainer=best)
-    assert Counter(e.case for e in learned(best)) == {"ann": 2, "bob": 2, "cat": 2}
+    assert Counter(e.case_id for e in learned(best)) == {"ann": 2, "bob": 2, "cat": 2}
     every = Counting()
     await train(ws, "caps", trials=1, best_of=5, min_score=0.0, options=SETTINGS, trainer=every)
-    assert Counter(e.case for e in learned(every)) == {"ann": 3, "bob": 3, "cat": 3, "dot": 3}
+    assert Counter(e.case_id for e in learned(every)) == {"ann": 3, "bob": 3, "cat": 3, "dot": 3}
     assert {r.score for r in runs_of(ws, learned(every)) if r.case_id == "dot"} == {0.0}
 
 
