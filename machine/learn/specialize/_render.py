@@ -18,9 +18,13 @@ def _attempt(attempt: Attempt) -> list[str]:
 
 
 def _check(result: CheckResult) -> str:
-    scores = [s.score for s in result.samples]
-    shown = " ".join("-" if s is None else f"{s:.2f}" for s in scores)
-    return f"  {result.criterion} ({result.grader}): {shown or 'no sample runs'}"
+    """The check's score of each sample run, the runs that pass on the machine's rubric first."""
+    groups = []
+    for label, verdict in (("passing runs", True), ("failing runs", False), ("ungraded runs", None)):
+        scores = [s.score for s in result.samples if s.passed is verdict]
+        if scores:
+            groups.append(f"{label} " + " ".join("-" if s is None else f"{s:.2f}" for s in scores))
+    return f"  {result.criterion} ({result.grader}): {'; '.join(groups) or 'no sample runs'}"
 
 
 def format_specialization(report: Specialization) -> str:
@@ -29,7 +33,7 @@ def format_specialization(report: Specialization) -> str:
     model = f" on {report.model}" if report.model else ""
     lines = [
         f"specialize {report.parent} -> {report.child}{model}: {report.focus}",
-        f"author: {report.author} on {report.author_model}; checks tried on "
+        f"author machine {report.author!r} on {report.author_model}; checks tried on "
         f"{len(report.samples)} sample runs of {report.parent}",
         *(f"warning: {w}" for w in report.warnings),
         "",
@@ -72,8 +76,8 @@ def format_rubric_draft(report: RubricDraft) -> str:
     """A rubric draft in words: each attempt, the criteria and their checks on the sample runs, the file
     written, the spend and what to do next."""
     lines = [
-        f"draft-rubric {report.machine}: author {report.author} on {report.author_model}; checks tried on "
-        f"{len(report.samples)} sample runs",
+        f"draft-rubric {report.machine}: author machine {report.author!r} on {report.author_model}; "
+        f"checks tried on {len(report.samples)} sample runs",
         *(f"warning: {w}" for w in report.warnings),
         "",
     ]

@@ -255,7 +255,12 @@ def grade_check(session: Session, child: Machine, criterion: str) -> CheckResult
         without = grade_once(session, grader, blank, criterion, definition)[0] if score is not None else None
         result.samples.append(
             SampleScore(
-                run_id=run.id, case_id=run.case_id, score=score, reason=reason, score_without_output=without
+                run_id=run.id,
+                case_id=run.case_id,
+                passed=run.passed,
+                score=score,
+                reason=reason,
+                score_without_output=without,
             )
         )
         if score is None:

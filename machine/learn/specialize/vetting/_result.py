@@ -16,6 +16,9 @@ class SampleScore(Model):
 
     run_id: str
     case_id: str | None = None
+    passed: bool | None = None
+    """Whether the run passed on the machine's own rubric (None: it was not graded), so a check's scores
+    can be read against the runs it should tell apart."""
     score: float | None = None
     reason: str = ""
     score_without_output: float | None = None
