@@ -10,7 +10,7 @@ from machine.runs import CriterionScore, Run
 from ._complete import machine_argument
 from ._options import concurrency_option, handle_errors, print_spend, with_workspace, workspace_from
 from ._progress import watching
-from ._render import dump_json, fmt_score
+from ._render import dump_json, fmt_rate, fmt_score
 from ._table import print_table
 
 SHOWN_DISAGREEMENTS = 20
@@ -127,10 +127,6 @@ def _f(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
-
-
 def _print_report(report: AgreementReport) -> None:
     click.echo(
         f"{report.machine} · {report.criterion}: candidate {report.candidate_grader} against the machine's "
@@ -177,7 +173,7 @@ def _print_report(report: AgreementReport) -> None:
 
 def _threshold_row(s: AtThreshold) -> list[str]:
     rates = (s.agreement, s.false_pass_rate, s.false_fail_rate, s.precision)
-    agreement, false_pass, false_fail, precision = map(_pct, rates)
-    kept_bad = [_pct(v) for v in s.kept_bad.values()]
+    agreement, false_pass, false_fail, precision = map(fmt_rate, rates)
+    kept_bad = [fmt_rate(v) for v in s.kept_bad.values()]
     kappa, bits = _f(s.kappa), _f(s.bits, 3)
     return [f"{s.threshold:.2f}", agreement, kappa, false_pass, false_fail, precision, bits, *kept_bad]

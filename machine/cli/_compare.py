@@ -20,7 +20,7 @@ from ._options import (
     workspace_from,
 )
 from ._progress import watching
-from ._render import dump_json, fmt_score
+from ._render import dump_json, fmt_rate, fmt_score
 
 
 @click.command("compare")
@@ -106,9 +106,9 @@ def _print_plan(plan: Plan) -> None:
 
 
 def _side(label: str, side: Side) -> str:
-    rate = "-" if side.pass_rate is None else f"{side.pass_rate:.0%}"
     return (
-        f"{label}: mean {fmt_score(side.mean)}, pass rate {rate}, {counted(side.runs, 'run')}, "
+        f"{label}: mean {fmt_score(side.mean)}, pass rate {fmt_rate(side.pass_rate)}, "
+        f"{counted(side.runs, 'run')}, "
         f"{counted(side.unscored, 'unscored grade')}, {counted(side.unscored_runs, 'unscored run')}, "
         f"{side.errors} failed"
     )

@@ -7,7 +7,6 @@ prints that script, and the arguments below say what to offer.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +16,7 @@ from click.shell_completion import BashComplete, CompletionItem, FishComplete, S
 
 from machine.errors import MachineError
 from machine.spec import BUILTIN_MACHINES, discover, load_cases
+from machine.workspace import Workspace, workspace_root
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,8 +25,7 @@ SHELLS: dict[str, type[ShellComplete]] = {"bash": BashComplete, "zsh": ZshComple
 
 def _root(ctx: click.Context) -> Path:
     """The workspace a completed command would use: ``--workspace``, else ``MACHINE_WORKSPACE``, else here."""
-    given = (ctx.find_root().obj or {}).get("workspace")
-    return Path(given or os.environ.get("MACHINE_WORKSPACE") or Path.cwd())
+    return workspace_root((ctx.find_root().obj or {}).get("workspace"))
 
 
 def machine_names(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
@@ -42,13 +41,7 @@ def case_ids(ctx: click.Context, _param: click.Parameter, incomplete: str) -> li
     name = ctx.params.get("name")
     if not isinstance(name, str):
         return []
-    folder = _root(ctx) / "machines" / name
-    if not folder.is_dir():
-        folder = BUILTIN_MACHINES / name
-    given = ctx.params.get("cases_file")
-    path = folder / "cases.json" if not given else Path(given)
-    if given and not path.is_absolute() and not path.exists():
-        path = folder / given
+    path = Workspace(_root(ctx)).cases_file(name, ctx.params.get("cases_file"))
     try:
         cases = load_cases(path)
     except (MachineError, OSError):

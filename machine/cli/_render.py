@@ -27,6 +27,11 @@ def fmt_score(score: float | None) -> str:
     return "UNSCORED" if score is None else f"{score:.2f}"
 
 
+def fmt_rate(rate: float | None) -> str:
+    """A share as a whole percentage, or "-" when there was nothing to count."""
+    return "-" if rate is None else f"{rate:.0%}"
+
+
 def scorecard_lines(scorecard: Scorecard) -> list[str]:
     """A scorecard as lines: each criterion with its mark, weight, grader, score and reason; the total."""
     lines = []

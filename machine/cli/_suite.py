@@ -24,7 +24,7 @@ from ._options import (
 )
 from ._progress import Bar, verdict
 from ._progress import wanted as progress_wanted
-from ._render import dump_json, fmt_score
+from ._render import dump_json, fmt_rate, fmt_score
 from ._stop import INTERRUPTED, end, resume_command, stop_status
 from ._table import print_table
 
@@ -231,7 +231,7 @@ def _print_family(report: FamilyReport) -> None:
         f"inherited from {report.root}, across {members} machine{'s' if members != 1 else ''}:", bold=True
     )
     rows = [
-        (criterion, fmt_score(c.mean), _pct(c.pass_rate), str(c.runs), str(c.unscored))
+        (criterion, fmt_score(c.mean), fmt_rate(c.pass_rate), str(c.runs), str(c.unscored))
         for criterion, c in report.inherited.items()
     ]
     print_table(("criterion", "mean", "pass", "runs", "unscored"), rows)
@@ -267,7 +267,7 @@ def _print_report(report: SuiteReport) -> None:
         mean = fmt_score(c.mean) if c.trials else "-"
         rows.append((c.id, mean, f"{c.passes}/{c.trials}", ", ".join(notes)))
     print_table(("case", "mean", "pass^N", "notes"), rows)
-    rate = _pct(report.pass_rate)
+    rate = fmt_rate(report.pass_rate)
     click.secho(
         f"{report.machine}: {counted(report.runs, 'run')}, mean {fmt_score(report.mean)}, pass rate {rate}, "
         f"{counted(report.unscored, 'unscored grade')}, {counted(report.errors, 'failed run')}, "
@@ -276,7 +276,3 @@ def _print_report(report: SuiteReport) -> None:
     )
     if report.stopped:
         click.secho(f"stopped early: {report.stopped}", fg="yellow")
-
-
-def _pct(rate: float | None) -> str:
-    return "-" if rate is None else f"{rate:.0%}"
