@@ -40,6 +40,23 @@ class TrainSequence:
 
 
 @dataclass
+class PairSequence:
+    """A preference pair as two sequences with the same prompt: the chosen answer's and the rejected's."""
+
+    chosen: TrainSequence
+    rejected: TrainSequence
+
+    @property
+    def input_ids(self) -> list[int]:
+        """Both sequences' ids (for counting tokens)."""
+        return self.chosen.input_ids + self.rejected.input_ids
+
+    @property
+    def target_tokens(self) -> int:
+        return self.chosen.target_tokens + self.rejected.target_tokens
+
+
+@dataclass
 class RenderedExample:
     """An example's sequences, and whether it went whole (one sequence with every target in it)."""
 

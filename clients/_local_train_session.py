@@ -18,7 +18,7 @@ from machine.errors import BadInputError
 from machine.runs import epoch_batches
 
 from ._local_models import LocalModel
-from ._local_train_data import IGNORE, TrainSequence
+from ._local_train_data import IGNORE, PairSequence, TrainSequence
 
 STATE_FILE = "trainer_state.json"
 
@@ -126,6 +126,21 @@ class Session:
         import torch
         import torch.nn.functional as F
 
+        ids, wanted, mask, keep = self._tensors(group)
+        logits = self._logits(ids, mask, keep)
+        loss = F.cross_entropy(logits, wanted[keep], reduction="sum")
+        if not self.kl:
+            return loss, torch.zeros((), device=self.device)
+        with torch.no_grad(), self.model.disable_adapter():
+            base = F.log_softmax(self._logits(ids, mask, keep), dim=-1)
+        trained = F.log_softmax(logits, dim=-1)
+        return loss, F.kl_div(base, trained, log_target=True, reduction="sum")
+
+    def _tensors(self, group: list[TrainSequence]) -> tuple[Any, Any, Any, Any]:
+        """The group padded: ids, the token each position predicts, the attention mask, and which
+        positions are targets."""
+        import torch
+
         longest = max(len(s.input_ids) for s in group)
         ids = torch.full((len(group), longest), self.pad_id, dtype=torch.long)
         labels = torch.full((len(group), longest), IGNORE, dtype=torch.long)
@@ -137,15 +152,49 @@ class Session:
             mask[row, :size] = 1
         ids, labels, mask = ids.to(self.device), labels.to(self.device), mask.to(self.device)
         wanted = labels[:, 1:]  # the token at t+1 is predicted at t
-        keep = wanted != IGNORE
-        logits = self._logits(ids, mask, keep)
-        loss = F.cross_entropy(logits, wanted[keep], reduction="sum")
-        if not self.kl:
-            return loss, torch.zeros((), device=self.device)
+        return ids, wanted, mask, wanted != IGNORE
+
+    def log_probs(self, group: list[TrainSequence]) -> Any:
+        """Each sequence's summed log-probability of its target tokens, under the model as it is."""
+        import torch
+        import torch.nn.functional as F
+
+        ids, wanted, mask, keep = self._tensors(group)
+        tokens = -F.cross_entropy(self._logits(ids, mask, keep), wanted[keep], reduction="none")
+        rows = keep.nonzero()[:, 0]  # the row of each target position, in the order the logits are
+        return torch.zeros(len(group), device=self.device).index_add(0, rows, tokens)
+
+    def dpo_loss(self, pairs: list[PairSequence], beta: float) -> Any:
+        """DPO's loss over ``pairs``, a mean: -log sigmoid(beta x (the policy's log-ratio of chosen to
+        rejected minus the base's)), the base being the same model with the adapter switched off."""
+        import torch
+        import torch.nn.functional as F
+
+        group = [s for pair in pairs for s in (pair.chosen, pair.rejected)]
+        policy = self.log_probs(group).view(-1, 2)
         with torch.no_grad(), self.model.disable_adapter():
-            base = F.log_softmax(self._logits(ids, mask, keep), dim=-1)
-        trained = F.log_softmax(logits, dim=-1)
-        return loss, F.kl_div(base, trained, log_target=True, reduction="sum")
+            base = self.log_probs(group).view(-1, 2)
+        margin = (policy[:, 0] - policy[:, 1]) - (base[:, 0] - base[:, 1])
+        return -F.logsigmoid(beta * margin).mean()
+
+    def dpo_step(self, pairs: list[PairSequence], beta: float, rate: float) -> float:
+        """One optimizer step on DPO's loss over ``pairs`` (a pair at a time, gradients summed); the
+        mean loss before the step."""
+        import torch
+
+        for group in self.optimizer.param_groups:
+            group["lr"] = rate
+        self.optimizer.zero_grad(set_to_none=True)
+        total = 0.0
+        for pair in pairs:
+            loss = self.dpo_loss([pair], beta) / len(pairs)
+            loss.backward()
+            total += float(loss.detach())
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+        self.optimizer.step()
+        self.done += 1
+        return total
 
     def _logits(self, ids: Any, mask: Any, keep: Any) -> Any:
         """The next-token logits at the ``keep`` positions, in float32."""

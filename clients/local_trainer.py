@@ -39,7 +39,14 @@ from machine.runs import (
 
 from ._local_light import light
 from ._local_models import LocalModel, load, portable
-from ._local_train_data import Renderer, TrainSequence, end_of_turn, render, renderer_name, truncated
+from ._local_train_data import (
+    PairSequence,
+    Renderer,
+    end_of_turn,
+    render,
+    renderer_name,
+    truncated,
+)
 from ._local_train_session import Batch, Lora, Session, plan
 
 DEFAULT_LEARNING_RATE = 2e-4
@@ -76,8 +83,8 @@ class LocalTrainer:
     """The workspace root: the checkpoint's paths inside it are recorded relative to it, and relative
     paths (a base, a state to resume from) are read from it. None: the current folder, paths absolute."""
     name: str = field(default="local", init=False)
-    takes: ClassVar[tuple[str, ...]] = ("lora_alpha", "lora_dropout", "target_modules", "kl")
-    """The settings beyond the common ones this trainer honours (the adapter's shape, a KL penalty)."""
+    takes: ClassVar[tuple[str, ...]] = ("lora_alpha", "lora_dropout", "target_modules", "kl", "dpo")
+    """The settings beyond the common ones this trainer honours (the adapter's shape, a KL penalty, DPO)."""
 
     def lora(self, settings: TrainSettings) -> Lora:
         """The adapter's shape: each part from the settings, else this trainer's, else the default."""
@@ -91,9 +98,12 @@ class LocalTrainer:
         """Render every example (whole or per step, checked on its tokens) to ids and labels."""
         tokenizer, stop_ids, size = self._described(settings)
         renderer = Renderer(tokenizer, end_of_turn(tokenizer, stop_ids))
-        data: list[TrainSequence] = []
+        data: list[Any] = []
         whole = per_step = dropped = 0
-        for example in examples:
+        if settings.method == "dpo":
+            data, dropped = _pairs(renderer, examples, settings.max_length)
+            whole = len(data)
+        for example in examples if settings.method == "sft" else ():
             rendered = render(
                 renderer, example.messages, example.tools, example.targets, run_id=example.run_id
             )
@@ -144,7 +154,7 @@ class LocalTrainer:
         """Train every step not done yet (``resume.step`` are), saving the state as it goes (and, when
         stopped from outside, once more before it stops), then save the adapter as the checkpoint. Free:
         ``budget`` is neither reserved on nor charged."""
-        data: list[TrainSequence] = list(prepared.data or [])
+        data: list[Any] = list(prepared.data or [])
         steps = plan(len(data), settings.batch_size, settings.epochs, settings.seed)
         if not steps:
             raise BadInputError("nothing to train: the examples rendered to no sequence with a target")
@@ -159,7 +169,8 @@ class LocalTrainer:
                 rate = learning_rate_at(
                     prepared.learning_rate, batch.number, len(steps), settings.lr_schedule
                 )
-                work = functools.partial(self._step, session, batch, data, rate)
+                beta = settings.beta if settings.method == "dpo" else None
+                work = functools.partial(self._step, session, batch, data, rate, beta)
                 on_step(await _off_loop(work, "step", batch.number, saved))
                 if self.save_every and batch.number % self.save_every == 0 and batch.number < len(steps):
                     saved = await self._save(session, folder, settings, saved)
@@ -190,10 +201,16 @@ class LocalTrainer:
             session.restore(state)
         return session
 
-    def _step(self, session: Session, batch: Batch, data: list[TrainSequence], rate: float) -> StepMetrics:
+    def _step(
+        self, session: Session, batch: Batch, data: list[Any], rate: float, beta: float | None
+    ) -> StepMetrics:
+        """One step: on the targets' cross-entropy, or (``beta`` given) on DPO's loss over pairs."""
         started = time.monotonic()
         sequences = [data[i] for i in batch.indices]
-        loss = session.step(sequences, self.max_batch_tokens, rate)
+        if beta is None:
+            loss = session.step(sequences, self.max_batch_tokens, rate)
+        else:
+            loss = session.dpo_step(sequences, beta, rate)
         return StepMetrics(
             step=batch.number,
             epoch=batch.epoch,
@@ -214,6 +231,30 @@ class LocalTrainer:
         named = portable(path, self.root)
         model = f"{settings.base_model}+{named}"
         return Checkpoint(model=model, base_model=settings.base_model, step=step, state=named)
+
+
+def _pairs(
+    renderer: Renderer, examples: Sequence[TrainExample], max_length: int | None
+) -> tuple[list[PairSequence], int]:
+    """Each preference pair as its chosen and its rejected sequence after the same prompt (the pairs a
+    cut leaves without a target in either are dropped); and how many were dropped."""
+    pairs: list[PairSequence] = []
+    for example in examples:
+        if not example.rejected or len(example.targets) != 1:
+            raise BadInputError(
+                f"example of run {example.run_id!r} is no preference pair (one target, a rejected answer): "
+                "DPO trains on the pairs export writes"
+            )
+        [target] = example.targets
+        prompt = example.messages[:target]
+        sides = [
+            render(renderer, messages, example.tools, [target], run_id=example.run_id).sequences
+            for messages in (example.messages[: target + 1], [*prompt, *example.rejected[:1]])
+        ]
+        cut = [truncated(side[0], max_length) if side else None for side in sides]
+        if cut[0] is not None and cut[1] is not None:
+            pairs.append(PairSequence(cut[0], cut[1]))
+    return pairs, len(examples) - len(pairs)
 
 
 def _named(names: Iterable[str], module: str) -> bool:

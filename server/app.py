@@ -60,12 +60,14 @@ def build_server(
 
 def add_tools(server: MCPServer) -> None:
     """Register every tool, resource and prompt on ``server``, importing their modules only now."""
+    from ._ask_tool import register_ask
     from ._learn_tools import register_learning
     from ._resources import register_resources
     from ._tools import register
     from ._trust_tools import register_trust
 
     register(server)
+    register_ask(server)
     register_learning(server)
     register_trust(server)
     if isinstance(server, MachineServer):

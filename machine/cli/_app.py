@@ -24,6 +24,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("_runs", "run", "Run a machine on INPUT, or talk to it in the terminal."),
     "runs": ("_runs", "runs", "List a machine's newest runs."),
     "show-run": ("_runs", "show_run", "Show a stored run whole: steps, scorecard reasons, tags."),
+    "tagged": ("_tagging", "tagged_command", "List the runs a person marked good, bad or corrected."),
+    "data": ("_tagging", "data_command", "Show where the runs are kept and how many are marked."),
+    "observe": ("_tagging", "observe_command", "Keep or stop keeping the runs outside hosts make."),
+    "observed": ("_tagging", "observed_command", "List the runs outside hosts made through serve."),
+    "fork": ("_tagging", "fork_command", "Run the newest observed run again with a correction."),
+    "correction": ("_tagging", "correction_command", "Run a stored run again with a correction."),
     "eval": ("_runs", "eval_run", "Grade a stored run with the machine's current rubric."),
     "suite": ("_suite", "suite", "Run and grade every case of a machine, --trials times each."),
     "converse": (

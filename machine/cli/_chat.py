@@ -13,6 +13,7 @@ from machine.runs import Run
 from machine.spec import Machine
 from machine.workspace import Workspace
 
+from ._chat_tags import Counts, mark, show_tagged
 from ._progress import thinking
 from ._render import print_run, scorecard_lines
 from ._stop import INTERRUPTED, stop_status
@@ -20,8 +21,8 @@ from ._stop import INTERRUPTED, stop_status
 T = TypeVar("T")
 
 HELP = (
-    "/score grade the last exchange · /good /bad mark it · /good --as TEXT learn TEXT as its answer · "
-    "/correct NOTE · /machine · /quit"
+    "/score grade the last exchange · /good [--as TEXT] [--trace] [--reasoning] [NOTE] · /bad NOTE · "
+    "/correct NOTE · /tagged · /machine · /quit"
 )
 
 
@@ -40,6 +41,7 @@ def chat(
     click.secho(f"{spec.name} — {spec.intent}", bold=True)
     click.secho(HELP, dim=True)
     last: Run | None = None
+    counts = Counts()
     while True:
         try:
             line = click.prompt("you", prompt_suffix="> ", default="", show_default=False).strip()
@@ -51,13 +53,18 @@ def chat(
             command, _, arg = line.partition(" ")
             if command in ("/quit", "/exit"):
                 break
-            last = _command(ws, spec, command, arg.strip(), last, pass_score)
+            marked = _command(ws, spec, command, arg.strip(), last, pass_score)
+            if marked is not None and marked.tags != (last.tags if last else []):
+                counts.add(marked)
+                click.secho(counts.footer(), dim=True)
+            last = marked or last
             continue
         with thinking():
             sent = _unless_interrupted(ws, functools.partial(session.send, line, interactive=True))
         if sent is not None:
             last = sent
             print_run(last)
+            click.secho(counts.footer(), dim=True)
     click.echo(ws.budget.describe(), err=True)
 
 
@@ -76,6 +83,7 @@ def _unless_interrupted(ws: Workspace, fn: Callable[[], Awaitable[T]]) -> T | No
 def _command(
     ws: Workspace, spec: Machine, command: str, arg: str, last: Run | None, pass_score: float
 ) -> Run | None:
+    """Do one slash command; the last exchange as it now is (None: unchanged)."""
     if command == "/machine":
         info = describe(ws, spec.name)
         click.echo(f"{info.name} on {info.model}: {info.intent}")
@@ -83,35 +91,22 @@ def _command(
             click.echo(f"  {c.name} ×{c.weight:g} ({c.grader})")
         click.echo("  tools: " + (", ".join(t.name for t in info.tools) or "none"))
         click.echo("  " + ws.budget.describe())
-        return last
+        return None
+    if command == "/tagged":
+        show_tagged(ws, spec.name)
+        return None
     if command not in ("/score", "/good", "/bad", "/correct"):
         click.echo(f"unknown command {command}; {HELP}")
-        return last
+        return None
     if last is None:
         click.echo(f"{command} applies to the last exchange, and there is none yet")
-        return last
-    if command == "/score" and last.status == "error":
+        return None
+    if command != "/score":
+        return mark(ws, command, arg, last)
+    if last.status == "error":
         click.echo(f"run {last.id} failed, so there is nothing to grade")
-        return last
-    if command == "/score":
-        graded = _unless_interrupted(ws, lambda: ws.grade(last, spec, pass_score=pass_score))
-        if graded is None:
-            return last
-        if graded.scorecard is not None:
-            click.echo("\n".join(scorecard_lines(graded.scorecard)))
-        return graded
-    if command == "/correct" and not arg:
-        click.echo("/correct needs a note saying what should change, e.g. /correct answer in one line")
-        return last
-    kind = command[1:].replace("correct", "correction")
-    answer = None
-    if command == "/good" and (arg == "--as" or arg.startswith("--as ")):
-        answer = arg.removeprefix("--as").strip()
-        if not answer:
-            click.echo("/good --as needs the answer to learn, e.g. /good --as The capital is Paris.")
-            return last
-        arg = ""
-    tagged = ws.tag(last, kind, arg or None, answer=answer)
-    said = f": {arg}" if arg else f", to be learned as: {answer}" if answer else ""
-    click.echo(f"marked run {tagged.id} {kind}{said}")
-    return tagged
+        return None
+    graded = _unless_interrupted(ws, lambda: ws.grade(last, spec, pass_score=pass_score))
+    if graded is not None and graded.scorecard is not None:
+        click.echo("\n".join(scorecard_lines(graded.scorecard)))
+    return graded

@@ -42,6 +42,12 @@ EXAMPLES: dict[str, list[str]] = {
     "commit": ["machine commit signoff"],
     "revert": ["machine revert signoff", "machine revert signoff --to v1"],
     "export": ["machine export red --out red.jsonl", "machine export signoff --out good.jsonl --tags good"],
+    "tagged": ["machine tagged", "machine tagged chatbot --json"],
+    "data": ["machine data", "machine data --json"],
+    "observe": ["machine observe on", "machine observe"],
+    "observed": ["machine observed", "machine observed red --limit 5"],
+    "fork": ["machine fork use the existing helper instead of rewriting it"],
+    "correction": ["machine correction --id 20261203-154001-3f9a2c8e1b7d4a60 answer in one line"],
     "serve": ["machine serve", "machine serve --print-config claude-desktop"],
     "machinist": ["machine machinist", "machine machinist --continue"],
     "completion": [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from machine.learn import ExportOptions, export
+from machine.runs import counted
 
 from ._complete import machine_argument
 from ._model_options import model_options
@@ -34,22 +35,34 @@ def export_command(
     ctx: click.Context, /, name: str, options: ExportOptions, cases_file: str | None, as_json: bool
 ) -> None:
     """Write NAME's graded runs that score at least --min-score as chat JSONL: one {"messages", "tools",
-    "metadata"} object a line, the instructions each run was given as its system message."""
+    "metadata"} object a line, the instructions each run was given as its system message. With --pairs,
+    preference pairs for DPO instead: one {"prompt", "chosen", "rejected", "metadata"} object a line."""
     ws = workspace_from(ctx)
     cases = ws.cases(name, cases_file) if cases_file else None
     report = export(ws, name, ExportOptions.of(options, cases=cases))
     if as_json:
         dump_json(report)
         return
-    kept = ", ".join(f"{step.left} {step.keeps.removeprefix('runs ')}" for step in report.funnel)
-    click.echo(f"of {report.stored} stored runs: {kept}")
-    examples = f"{report.rows} example{'' if report.rows == 1 else 's'}"
-    runs = f"{report.runs} run{'' if report.runs == 1 else 's'}"
-    click.echo(f"wrote {examples} from {runs} to {report.out} (readable only by you)")
-    click.echo("from: " + ", ".join(f"{n} of {source}" for source, n in report.sources.items()))
+    runs = counted(report.runs, "run")
+    if report.pairs is not None:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in report.pairs.items())
+        pairs = counted(report.rows, "preference pair")
+        click.echo(f"wrote {pairs} ({kinds}) from {runs} to {report.out} (readable only by you)")
+    else:
+        kept = ", ".join(f"{step.left} {step.keeps.removeprefix('runs ')}" for step in report.funnel)
+        click.echo(f"of {report.stored} stored runs: {kept}")
+        click.echo(
+            f"wrote {counted(report.rows, 'example')} from {runs} to {report.out} (readable only by you)"
+        )
+        click.echo("from: " + ", ".join(f"{n} of {source}" for source, n in report.sources.items()))
     if report.held_out:
         held = f"{report.held_out} held-out case{'' if report.held_out == 1 else 's'}"
         click.echo(f"left out the runs of {held}, which the gate measures (--include-holdout exports them)")
     if report.redacted:
         secrets = f"{report.redacted} secret{'' if report.redacted == 1 else 's'}"
         click.echo(f"redacted {secrets} (keys, tokens, passwords) from what was written")
+    click.echo(
+        "it holds the runs' prompts and outputs, tool results too: read it before you train on it or "
+        "share it",
+        err=True,
+    )

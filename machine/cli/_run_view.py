@@ -62,10 +62,19 @@ def step_lines(message: Message) -> list[str]:
     return lines
 
 
+def tag_words(tag: Tag) -> str:
+    """``good (whole trajectory): the tone is right``: a tag in words."""
+    kept = [
+        *(["learn this answer: " + repr(tag.answer)] if tag.answer else []),
+        *(["whole trajectory"] if tag.trace else []),
+        *(["with its reasoning"] if tag.reasoning else []),
+    ]
+    said = f" ({', '.join(kept)})" if kept else ""
+    return f"{tag.kind}{said}" + (f": {tag.note}" if tag.note else "")
+
+
 def tag_line(tag: Tag) -> str:
-    note = f" — {tag.note}" if tag.note else ""
-    answer = f" (learn this answer instead: {tag.answer!r})" if tag.answer else ""
-    return f"  {tag.kind} at {fmt_time(tag.at)}{note}{answer}"
+    return f"  {tag_words(tag)} (at {fmt_time(tag.at)})"
 
 
 def print_whole(run: Run) -> None:

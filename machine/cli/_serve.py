@@ -98,13 +98,14 @@ def serve_command(
     """Serve this workspace's machines to an agent host over MCP (stdio by default).
 
     Tools: list_machines, show_machine, recent_runs, show_run, show_training, plan_training (read-only);
-    rehearse, specialize, optimize, train, smoke_training (spend, each needs budget_usd); commit, revert
-    and trust_machine (change what is live or trusted). Resources machine://machines, machines/NAME,
-    runs/ID and training/ID; prompts improve_machine, specialize_machine, explain_run. Spending and
-    changing tools run only with your consent: the host asks you (MCP elicitation), or
+    rehearse, ask_machine, specialize, optimize, train, smoke_training (spend, each needs budget_usd);
+    commit, revert and trust_machine (change what is live or trusted). Resources machine://machines,
+    machines/NAME, runs/ID and training/ID; prompts improve_machine, specialize_machine, explain_run.
+    Spending and changing tools run only with your consent: the host asks you (MCP elicitation), or
     MACHINE_ALLOW_SPEND_USD in the server's env is an allowance (a running total in USD; it also
     authorises commit and revert). Over HTTP every request needs "Authorization: Bearer TOKEN":
-    MACHINE_SERVER_TOKEN, else a token printed once at start.
+    MACHINE_SERVER_TOKEN, else a token printed once at start. ask_machine's runs are kept only while
+    the workspace observes (machine observe on).
 
     \b
     Examples:

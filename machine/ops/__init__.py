@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ._session import RunMessage, RunStream, Session
     from ._spend import Spend
     from ._suite import CASES_NAME, SuitePlan, plan_suite, run_planned
+    from ._tagging import MarkedRun, WorkspaceData, data, fork, observed, tagged
     from ._trust import FileReview, TrustReview, pending, review, trust, untrustable
     from ._untrusted import stand_in
 
@@ -49,6 +50,12 @@ _HOMES = {
     "CriterionInfo": "._describe",
     "MachineInfo": "._describe",
     "MachineSummary": "._listing",
+    "MarkedRun": "._tagging",
+    "WorkspaceData": "._tagging",
+    "data": "._tagging",
+    "fork": "._tagging",
+    "observed": "._tagging",
+    "tagged": "._tagging",
     "ToolInfo": "._describe",
     "cases_files": "._describe",
     "describe": "._describe",
@@ -90,6 +97,7 @@ __all__ = [
     "MachineHandle",
     "MachineInfo",
     "MachineSummary",
+    "MarkedRun",
     "RunMessage",
     "RunStream",
     "Session",
@@ -98,9 +106,12 @@ __all__ = [
     "SuitePlan",
     "ToolInfo",
     "TrustReview",
+    "WorkspaceData",
     "cases_files",
+    "data",
     "default_harness_name",
     "describe",
+    "fork",
     "harness_for",
     "list_machines",
     "load",
@@ -108,6 +119,7 @@ __all__ = [
     "make_harness",
     "make_trainer",
     "model_access",
+    "observed",
     "open_workspace",
     "pending",
     "plan_learning",
@@ -115,6 +127,7 @@ __all__ = [
     "review",
     "run_planned",
     "stand_in",
+    "tagged",
     "trust",
     "untrustable",
 ]

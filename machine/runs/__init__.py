@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         new_run_id,
         now,
         passes,
+        retagged,
         timestamp,
     )
     from ._rows import ChatSession, RunSummary, SuiteRecord
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from ._trainer import (
         Checkpoint,
         LrSchedule,
+        Method,
         Prepared,
         StepMetrics,
         Trainer,
@@ -148,6 +150,7 @@ _HOMES = {
     "checked_score": "._records",
     "counted": "._records",
     "new_run_id": "._records",
+    "retagged": "._records",
     "now": "._records",
     "passes": "._records",
     "timestamp": "._records",
@@ -174,6 +177,7 @@ _HOMES = {
     "epoch_batches": "._trainer",
     "learning_rate_at": "._trainer",
     "LrSchedule": "._trainer",
+    "Method": "._trainer",
     "epoch_order": "._trainer",
     "refuse_untaken": "._trainer",
 }
@@ -202,6 +206,7 @@ __all__ = [
     "HarnessResult",
     "LrSchedule",
     "Message",
+    "Method",
     "Model",
     "ModelAccess",
     "NextTurn",
@@ -262,6 +267,7 @@ __all__ = [
     "price_of",
     "publish_prices",
     "refuse_untaken",
+    "retagged",
     "run_loop",
     "run_seed",
     "runner_outcome",

@@ -206,7 +206,23 @@ class Tag(Record):
     note: str | None = None
     answer: str | None = None
     """For ``good``: the final answer to learn instead of the run's own (``/good --as TEXT``)."""
+    trace: bool = False
+    """For ``good``: learn the run's whole trajectory, tool calls and results (behaviour cloning), not only
+    its input and final answer (``/good --trace``)."""
+    reasoning: bool = False
+    """For ``good``: keep the run's thinking with what is learned (``/good --reasoning``)."""
     at: datetime = Field(default_factory=now)
+
+    @property
+    def verdict(self) -> bool:
+        """Whether the tag is a verdict on the run (good or bad): a run has one at most."""
+        return self.kind in ("good", "bad")
+
+
+def retagged(tags: list[Tag], tag: Tag) -> list[Tag]:
+    """``tags`` with ``tag`` added: a verdict (good or bad) replaces the run's earlier one, whichever it
+    was, so a run is never both; corrections add up."""
+    return [*(t for t in tags if not (tag.verdict and t.verdict)), tag]
 
 
 class Run(Derived):
@@ -241,6 +257,13 @@ class Run(Derived):
     """The suite invocation that made this run (``machine suite``), so ``--resume`` finds its pairs."""
     scorecard: Scorecard | None = None
     tags: list[Tag] = Field(default_factory=list)
+    observed: bool = False
+    """Made for an outside host through ``machine serve`` while the workspace observes: stored unlabeled
+    (finishing is no sign it was good) for a person to review, tag or correct."""
+    forked_from: str | None = None
+    """The run this one re-ran with a person's correction added to its input (``machine fork``)."""
+    correction: str | None = None
+    """That correction, as the person wrote it."""
 
     @property
     def created_at(self) -> datetime:

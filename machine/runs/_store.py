@@ -67,6 +67,8 @@ class Store(Protocol):
         self, machine: str, *, min_score: float | None, marks: Sequence[str]
     ) -> Iterator[Run]: ...
     def tally(self, machine: str) -> tuple[int, int]: ...
+    def iter_newest_with(self, text: str, machine: str | None = None) -> Iterator[Run]: ...
+    def count(self, machine: str | None = None) -> int: ...
 
 
 class SQLiteStore:
@@ -245,6 +247,23 @@ class SQLiteStore:
             for created_at, run_id, data in rows:
                 yield Run.model_validate_json(data)
                 after = (created_at, run_id)
+            if len(rows) < PAGE_SIZE:
+                return
+
+    def iter_newest_with(self, text: str, machine: str | None = None) -> Iterator[Run]:
+        """The runs (of ``machine``) whose stored JSON holds ``text``, newest first, in pages along the
+        time index: a superset the caller filters (``"observed":true``), read only as far as it asks."""
+        where = "instr(data, ?) > 0 AND (created_at, id) < (?, ?)"
+        where = where if machine is None else f"machine = ? AND {where}"
+        sql = f"SELECT created_at, id, data FROM runs WHERE {where} ORDER BY created_at DESC, id DESC"
+        sql += f" LIMIT {PAGE_SIZE}"
+        before: tuple[str, str] = ("\uffff", "")
+        while True:
+            with self._reading() as db:
+                rows = db.execute(sql, (*([] if machine is None else [machine]), text, *before)).fetchall()
+            for created_at, run_id, data in rows:
+                yield Run.model_validate_json(data)
+                before = (created_at, run_id)
             if len(rows) < PAGE_SIZE:
                 return
 

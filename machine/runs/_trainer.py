@@ -32,8 +32,14 @@ class TrainExample(Model):
     effort: float | None = None
     """The reasoning effort the run was sampled at: a renderer that writes effort into the prompt renders
     the example at it, so the model learns from the prompt it was given."""
+    rejected: list[dict[str, Any]] | None = None
+    """For a preference pair (DPO): the assistant message preferred less, in place of the one target
+    (the last message, preferred), after the same prompt."""
 
 
+Method = Literal["sft", "dpo"]
+"""``sft``: learn the examples' targets (cross-entropy); ``dpo``: learn to prefer each pair's chosen
+answer over its rejected one, against the base model (direct preference optimization)."""
 LrSchedule = Literal["constant", "linear"]
 """``constant``: the same rate every step; ``linear``: from the rate at the first step down toward 0 at
 the last, so the final steps settle the model instead of pulling it toward their own batch."""
@@ -73,6 +79,10 @@ class TrainSettings(Model):
     which holds what the examples do not teach in place (None or 0: none)."""
     lr_schedule: LrSchedule = "constant"
     """How the learning rate moves over the steps (``learning_rate_at``)."""
+    method: Method = "sft"
+    """What the examples teach: their targets (``sft``), or a preference within each pair (``dpo``)."""
+    beta: float = 0.1
+    """DPO's beta: how far the trained model may move from its base to widen a pair's margin."""
 
 
 class Prepared(Model):
@@ -242,6 +252,11 @@ trainers take (their ``takes``)."""
 def refuse_untaken(trainer: Trainer, settings: TrainSettings) -> None:
     """A setting the trainer cannot honour is an error before anything runs, never silently ignored."""
     takes = set(getattr(trainer, "takes", ()))
+    if settings.method != "sft" and settings.method not in takes:
+        raise BadInputError(
+            f"the {trainer.name} trainer does not train on preference pairs ({settings.method}): train a "
+            "local: model with the local trainer, or learn the good runs alone (sft)"
+        )
     given = [key for key in ADAPTER_SHAPE if getattr(settings, key) not in (None, 0) and key not in takes]
     if given:
         shown = ", ".join(ADAPTER_SHAPE[key] for key in given)

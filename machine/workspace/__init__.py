@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._files import CASES_NAME, cases_files, folder_cases_file
     from ._harness import harness_name, made_harness
     from ._holdout import HeldOut, held_out
+    from ._tags import observed_runs, observing, set_observing, tag_run, tagged_runs
     from ._workspace import Workspace, workspace_root
 
 _HOMES = {
@@ -31,6 +32,11 @@ _HOMES = {
     "made_harness": "._harness",
     "HeldOut": "._holdout",
     "held_out": "._holdout",
+    "observed_runs": "._tags",
+    "observing": "._tags",
+    "set_observing": "._tags",
+    "tag_run": "._tags",
+    "tagged_runs": "._tags",
     "Workspace": "._workspace",
     "workspace_root": "._workspace",
 }
@@ -50,6 +56,11 @@ __all__ = [
     "harness_name",
     "held_out",
     "made_harness",
+    "observed_runs",
+    "observing",
+    "set_observing",
+    "tag_run",
+    "tagged_runs",
     "workspace_root",
 ]
 

@@ -12,7 +12,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 # What only a run uses is reached through its package, so it loads with the first run: listing or
 # showing machines opens no store and loads no harness, tools, provenance or versions.
@@ -25,6 +25,7 @@ from machine.spec import TRUST_FILE, MachineLoader, TrustBook
 
 from ._adapters import Adapters
 from ._files import hidden_from_runs
+from ._tags import tag_run
 
 if TYPE_CHECKING:
     from machine.runs import Event, Harness, Message, ModelAccess, Sandbox, Sandboxes, Store, ToolContext
@@ -391,9 +392,6 @@ class Workspace:
         self._tell("graded", graded)
         return graded
 
-    def tag(self, run: Run, kind: str, note: str | None = None, *, answer: str | None = None) -> Run:
-        """Mark ``run`` good (with ``answer``, the final answer to learn instead of its own), bad or with
-        a correction, and store it."""
-        tagged = run.model_copy(update={"tags": [*run.tags, on_run.Tag(kind=kind, note=note, answer=answer)]})
-        self.store.put(tagged)
-        return tagged
+    def tag(self, run: Run, kind: str, note: str | None = None, **marks: Any) -> Run:
+        """Mark ``run`` good, bad or with a correction, and store it (see ``_tags.tag_run``)."""
+        return tag_run(self.store, run, kind, note, **marks)

@@ -126,7 +126,7 @@ def test_good_as_in_a_chat_is_the_exported_answer(ws: WorkspaceFolder, machine_c
     args = ["run", "greet", "--harness", "scripted", "--script", ws.script, "--workspace", ws.root]
     done = machine_cmd(*args, stdin="hi\n/good --as Hello! How can I help?\n/quit\n")
     assert done.returncode == 0, (done.stdout, done.stderr)
-    assert "to be learned as: Hello! How can I help?" in done.stdout
+    assert "good (learn this answer: 'Hello! How can I help?')" in done.stdout
     out = ws.root / "good.jsonl"
     done = machine_cmd("export", "greet", "--out", out, "--tags", "good", "--workspace", ws.root)
     assert done.returncode == 0, (done.stdout, done.stderr)

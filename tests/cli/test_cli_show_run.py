@@ -51,7 +51,7 @@ def test_show_run_prints_every_step_each_reason_and_the_tags(ws: WorkspaceFolder
     assert "  ✓ greets (×2, check:says_hello): 1.00" in card
     assert "? warm (×1, judge:thinkingmachines/Inkling-Small): UNSCORED — the judge call failed" in card
     tagged = out.split("tags:")[1]
-    assert "good at " in tagged and "the tone is right" in tagged and "'hello ann!'" in tagged
+    assert "  good (learn this answer: 'hello ann!'): the tone is right (at " in tagged
 
 
 def test_show_run_json_is_the_stored_run_as_run_json_printed_it(ws: WorkspaceFolder, invoke: Invoke) -> None:

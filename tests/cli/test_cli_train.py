@@ -322,3 +322,10 @@ def test_training_list_and_show_read_the_records(
     missing = invoke("training", "show", "nope", "--workspace", str(root))
     assert missing.exit_code == 2 and "there is no training record 'nope'" in missing.stderr
     assert record.name in missing.stderr
+
+
+def test_the_tinker_trainer_refuses_preference_pairs(machine_cmd: Command, root: Path) -> None:
+    result = machine_cmd("train", "caps", "--any-model", "--method", "dpo", *common(root))
+    refused = "the tinker trainer does not train on preference pairs (dpo)"
+    one_error_line(result, refused, "train a local: model")
+    assert not (root / ".machine" / "training").exists()

@@ -19,6 +19,7 @@ from machine.clients import _local_models  # noqa: E402
 from machine.clients.local import LocalHarness  # noqa: E402
 from machine.learn import TrainingRecord, check_training, train  # noqa: E402
 from machine.ops import make_trainer  # noqa: E402
+from machine.runs import Message, Tag, new_run_id  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -84,3 +85,23 @@ async def test_a_smoke_run_trains_two_steps_through_a_saved_state_and_keeps_noth
     assert not (ws.data_dir / "training").exists()
     assert [p.name for p in ws.data_dir.iterdir() if p.name.startswith("smoke")] == []
     assert not versions.exists() and len(list(ws.store.iter_runs("bye"))) == runs
+
+
+async def test_a_dpo_training_learns_from_the_pairs_of_marked_runs(tiny: Path, tmp_path: Path) -> None:
+    """Each teacher run (good by its grade) paired with a run of the same prompt a person marked bad: the
+    plan counts the pairs, the record says DPO, and the gate measures the checkpoint as for SFT."""
+    ws = await taught(tmp_path / "ws", tiny)
+    for run in list(ws.store.iter_runs("bye")):
+        worse = [*run.trajectory[:-1], Message(role="assistant", content="go away")]
+        marked = {"trajectory": worse, "output": "go away", "tags": [Tag(kind="bad")]}
+        ws.store.put(run.model_copy(update={"id": new_run_id(), **marked}))
+    check = await check_training(ws, "bye", method="dpo", make_trainer=make_trainer)
+    assert (check.plan.examples, check.plan.sequences, check.plan.steps) == (6, 6, 30)
+    candidate = await train(ws, "bye", method="dpo", beta=0.2, trials=1, make_trainer=make_trainer)
+    summary = candidate.report.training
+    assert summary is not None and summary.steps == 30
+    [folder] = (ws.data_dir / "training").iterdir()
+    record = TrainingRecord.model_validate_json((folder / "record.json").read_bytes())
+    assert (record.settings.method, record.settings.beta) == ("dpo", 0.2)
+    assert record.selection.sources == {"preference pairs": 6}
+    assert candidate.report.cases == 1 and candidate.report.after.runs > 0  # gated like any candidate

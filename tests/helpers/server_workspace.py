@@ -29,7 +29,7 @@ SLOW_SCRIPT = {
 
 TOOLS = {
     *("list_machines", "show_machine", "recent_runs", "show_run", "show_training"),
-    *("rehearse", "commit", "revert"),
+    *("rehearse", "ask_machine", "commit", "revert"),
     *("specialize", "optimize", "plan_training", "smoke_training", "train", "trust_machine"),
 }
 """Every tool ``machine serve`` lists."""

@@ -20,6 +20,7 @@ REQUIRED: dict[str, dict[str, Any]] = {
     "show_machine": {"name": "red"},
     "recent_runs": {"name": "red"},
     "rehearse": {"name": "red", "budget_usd": 1},
+    "ask_machine": {"name": "red", "input": "Roses are red.", "budget_usd": 1},
     "commit": {"name": "red"},
     "revert": {"name": "red"},
     "specialize": {"parent": "red", "focus": "noting red", "budget_usd": 1},

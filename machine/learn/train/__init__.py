@@ -4,7 +4,7 @@ in, and propose the checkpoint as a pending candidate gated on the held-out case
 
 from ._check import Smoke, TrainingCheck, check_training
 from ._examples import example_of, failed_steps
-from ._export import ExportReport, FunnelStep, export, iter_rows, rows_of
+from ._export import export, iter_rows, rows_of
 from ._options import ExportOptions, TrainOptions
 from ._plan import plan_train
 from ._prepare import ALL_SOURCES, ChooseSource, MakeTrainer
@@ -13,6 +13,7 @@ from ._sampling import pending
 from ._select import Funnel, Selection, TagFilter
 from ._shown import TrainingRow, TrainingShown, training_rows, training_shown
 from ._train import train
+from ._written import ExportReport, FunnelStep
 
 __all__ = [
     "ALL_SOURCES",

@@ -6,7 +6,8 @@ from __future__ import annotations
 from machine.runs import Redactor, Run, TrainExample
 from machine.spec import Machine
 
-from ._export import answer_of, rows_of
+from ._export import rows_of
+from ._marks import answer_of, answer_only
 
 
 def failed_steps(run: Run) -> set[int]:
@@ -32,7 +33,7 @@ def example_of(
     messages = row["messages"]
     system = 1 if messages and messages[0]["role"] == "system" else 0
     start = system + len(run.history)  # the system message and the history come first
-    skipped = {start + i for i in failed_steps(run)}
+    skipped = set() if answer_only(run) else {start + i for i in failed_steps(run)}
     if answer_of(run) is not None:  # the person's answer replaced the last step: it is always learned
         skipped.discard(max(i for i, m in enumerate(messages) if m["role"] == "assistant"))
     targets = [

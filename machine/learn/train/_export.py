@@ -2,7 +2,8 @@
 object a line in the OpenAI chat shape (the instructions the run was given as the system message, its
 input, the assistant turns with their tool calls and reasoning, the tool results). The file holds prompts
 and outputs, so it is written readable only by its owner; it streams, so memory does not grow with the
-number of runs."""
+number of runs. A run a person marked good is learned as they marked it (``_marks``); ``pairs`` writes
+preference pairs instead (``_pairs``)."""
 
 from __future__ import annotations
 
@@ -12,66 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from machine.errors import BadInputError
+from machine.runs import Redactor, Run, atomic_text, openai_tools, to_openai
+from machine.spec import Machine
+from machine.workspace import Workspace
 
-from machine.errors import BadInputError, Fix
-from machine.runs import Message, Model, Redactor, Run, atomic_text, openai_tools, to_openai
-from machine.spec import Case, Machine
-from machine.workspace import Workspace, held_out
-
+from ._marks import answered
 from ._options import ExportOptions
+from ._pairs import export_pairs
 from ._select import Funnel, Selection, source_of
-
-
-class FunnelStep(Model):
-    """One filter of the selection and how many runs it left."""
-
-    keeps: str
-    left: int
-
-
-class ExportReport(Model):
-    """What an export wrote, and what each filter left of the stored runs."""
-
-    machine: str
-    out: str
-    runs: int
-    rows: int
-    per_turn: bool = False
-    source: str | None = None
-    """``--from``: the machine whose runs were exported as this one's."""
-    stored: int = 0
-    funnel: list[FunnelStep] = Field(default_factory=list)
-    redacted: int = 0
-    """Secrets replaced by a marker in what was written (keys, tokens, passwords the runs read or wrote)."""
-    held_out: int = 0
-    """Held-out cases whose runs were kept out (by id or input, as ``train`` keeps them out)."""
-    include_holdout: bool = False
-    """Whether held-out runs were asked for by name and exported too."""
-    sources: dict[str, int] = Field(default_factory=dict)
-    """The exported runs by where they came from (``teacher on scripted``: model on harness), most first."""
-
-
-def answer_of(run: Run) -> str | None:
-    """The final answer a person gave the run to learn instead of its own (``/good --as``), if any."""
-    answers = [t.answer for t in run.tags if t.kind == "good" and t.answer]
-    return answers[-1] if answers else None
-
-
-def answered(run: Run) -> list[Message]:
-    """The run's trajectory with the person's answer (``/good --as``) in place of its last assistant
-    message (without that message's reasoning), and what followed it dropped; an answer to a run that
-    never replied is added."""
-    answer = answer_of(run)
-    messages = run.trajectory
-    if answer is None:
-        return messages
-    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=None)
-    if last is None:
-        return [*messages, Message(role="assistant", content=answer)]
-    # the run's reasoning led to its own answer, not to the person's: it is not kept with theirs
-    replaced = messages[last].model_copy(update={"content": answer, "tool_calls": [], "reasoning": None})
-    return [*messages[:last], replaced]
+from ._written import ExportReport, FunnelStep, held_out_cases, unwritable
 
 
 def rows_of(
@@ -143,6 +94,8 @@ def export(
     as ``train`` leaves them out, unless ``include_holdout``: training on them would let a checkpoint pass
     the gate on what it memorized."""
     o = ExportOptions.of(options, **fields)
+    if o.pairs:
+        return export_pairs(ws, name, o)
     tree, source, per_turn, include_holdout = o.tree, o.source, o.per_turn, o.include_holdout
     if tree and source is not None:
         raise BadInputError("export takes the family (tree) or another machine's runs (source), not both")
@@ -161,7 +114,7 @@ def export(
             for spec, target in members:
                 tools = json.dumps(openai_tools((target or spec).tools), ensure_ascii=False)
                 funnel = Funnel()
-                held = [] if include_holdout else _held_out(ws, spec, target)
+                held = [] if include_holdout else held_out_cases(ws, spec, target)
                 report.held_out += len(held)
                 selection = Selection(
                     spec.rubric.fingerprint, o.min_score, o.best, o.since, o.cases, held, o.tags
@@ -179,20 +132,11 @@ def export(
             if report.rows == 0:
                 raise _empty(source or name, totals, report)
     except OSError as error:
-        raise _unwritable(path, error) from None
+        raise unwritable(path, error) from None
     report.funnel = [FunnelStep(keeps=what, left=left) for what, left, *_ in totals]
     report.redacted = redactor.count
     report.sources = dict(exported.most_common())
     return report
-
-
-def _held_out(ws: Workspace, spec: Machine, target: Machine | None) -> list[Case]:
-    """The held-out cases whose runs stay out: ``spec``'s, and ``target``'s for runs exported as it."""
-    held: list[Case] = []
-    for machine in (spec, target):
-        found = None if machine is None else held_out(ws, machine.name)
-        held += [] if found is None else found.cases
-    return held
 
 
 def _line(row: dict[str, Any], tools: str) -> str:
@@ -201,13 +145,6 @@ def _line(row: dict[str, Any], tools: str) -> str:
     messages = json.dumps(row["messages"], ensure_ascii=False)
     metadata = json.dumps(row["metadata"], ensure_ascii=False)
     return f'{{"messages": {messages}, "tools": {tools}, "metadata": {metadata}}}\n'
-
-
-def _unwritable(path: Path, error: OSError) -> BadInputError:
-    return BadInputError(
-        f"cannot write the export to {path}: {error.strerror or error}",
-        fixes=[Fix("out", "PATH", "(a file in a folder you can write)")],
-    )
 
 
 def _add(totals: list[list[Any]], report: ExportReport, funnel: Funnel) -> None:

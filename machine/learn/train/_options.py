@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from machine.runs import LrSchedule, TrainSettings
+from machine.runs import LrSchedule, Method, TrainSettings
 from machine.spec import DEFAULT_MIN_Z, Case
 
 from .._options import MAX_TRIALS, Options
@@ -78,6 +78,14 @@ class TrainOptions(Options):
         description="Weight of a penalty on drifting from the base model, per target token (local; "
         "default: none).",
     )
+    method: Method = Field(
+        "sft",
+        description="sft: learn the good runs' answers; dpo: learn to prefer the chosen answer of each "
+        "preference pair (good over bad, corrected over original) over its rejected one (local trainer).",
+    )
+    beta: float = Field(
+        0.1, gt=0, le=10, description="DPO's beta: how far the model may move from its base (with dpo)."
+    )
     any_model: bool = Field(
         False,
         description="Learn from the good runs of any model, not only the machine's own: distillation, e.g. "
@@ -128,6 +136,8 @@ class TrainOptions(Options):
             target_modules=self.target_modules,
             kl=self.kl,
             lr_schedule=self.lr_schedule,
+            method=self.method,
+            beta=self.beta,
         )
 
 
@@ -148,6 +158,12 @@ class ExportOptions(Options):
         None, description="Export this other machine's runs as the machine's own (its reasoning rewritten)."
     )
     per_turn: bool = Field(False, description="One example per assistant message, ending at it.")
+    pairs: bool = Field(
+        False,
+        description="Write preference pairs in the DPO shape (prompt, chosen, rejected): on the same input, "
+        "a run marked good (or passing) over one marked bad (or failing); and each corrected run over "
+        "the run it corrects.",
+    )
     tags: TagFilter = Field(
         "all",
         description="good: only runs marked good; bad: only runs marked bad; all: graded runs (a bad mark "

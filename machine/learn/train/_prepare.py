@@ -5,6 +5,7 @@ training would follow."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from machine.runs import (
     TrainExample,
     TrainingPlan,
     TrainSettings,
+    openai_tools,
     price_of,
     refuse_untaken,
 )
@@ -27,6 +29,7 @@ from machine.workspace import Workspace, held_out
 
 from ._examples import example_of
 from ._options import TrainOptions
+from ._pairs import iter_pairs, no_pairs
 from ._record import Chosen
 from ._schedule import applied, refuse_short, schedule
 from ._select import Funnel, Selection, sources
@@ -139,6 +142,8 @@ def _examples(
     secrets were redacted from the examples (those of the environment and the workspace's .env)."""
     spec = at.spec
     redactor = Redactor.here(ws.root)
+    if o.method == "dpo":
+        return _pair_examples(ws, at, o, redactor)
     selection = Selection(
         spec.rubric.fingerprint,
         min_score=o.min_score,
@@ -171,6 +176,37 @@ def _examples(
         run_ids=[e.run_id for e in examples],
     )
     return runs, examples, chose, redactor.count
+
+
+def _pair_examples(
+    ws: Workspace, at: Target, o: TrainOptions, redactor: Redactor
+) -> tuple[list[Run], list[TrainExample], Chosen, int]:
+    """The preference pairs of the machine's runs as examples to learn with DPO: the prompt and the
+    chosen answer, its target, with the rejected answer beside it."""
+    tools = openai_tools(at.spec.tools)
+    examples, prompts = [], {}
+    read: Counter[str] = Counter()
+    for pair in iter_pairs(ws, at.spec, o.min_score, at.held, read):
+        prompt = pair.prompt_messages()
+        chosen, rejected = (
+            {"role": "assistant", "content": side[1]} for side in (pair.chosen, pair.rejected)
+        )
+        examples.append(
+            TrainExample(
+                messages=redactor.data([*prompt, chosen]), tools=tools, targets=[len(prompt)],
+                rejected=redactor.data([rejected]), run_id=pair.chosen[0], case_id=pair.prompt.case_id,
+                effort=pair.prompt.effort,
+            )
+        )  # fmt: skip
+        prompts[pair.prompt.id] = pair.prompt
+    if not examples:
+        raise no_pairs(at.spec.name, read["stored"])
+    chose = Chosen(
+        samples=o.samples, min_score=o.min_score, best_of=None, any_model=True, own_model=None,
+        sources={"preference pairs": len(examples)}, held_out=sorted(c.id for c in at.held),
+        run_ids=[e.run_id for e in examples],
+    )  # fmt: skip
+    return list(prompts.values()), examples, chose, redactor.count
 
 
 def chosen_before(o: TrainOptions, before: Chosen) -> TrainOptions:

@@ -99,8 +99,36 @@ def test_system_is_the_instructions_the_run_was_given(ws: Workspace, tmp_path: P
     assert row["messages"][0] == {"role": "system", "content": "Older instructions, since rewritten."}
 
 
+def test_good_alone_learns_the_input_and_the_final_answer(ws: Workspace, tmp_path: Path) -> None:
+    """``/good``: the tool steps and the thinking are left out; ``--reasoning`` keeps the answer's."""
+    run = graded(ws, "sum", 0.0, tags=[Tag(kind="good")])
+    ws.store.put(run)
+    export(ws, "calc", out=tmp_path / "out.jsonl")
+    [row] = read_rows(tmp_path / "out.jsonl")
+    assert row["messages"][1:] == [
+        {"role": "user", "content": "add 2 and 3"},
+        {"role": "assistant", "content": "answer 0.0"},
+    ]
+    thinking = run.model_copy(update={"tags": [Tag(kind="good", reasoning=True)]})
+    last = rows_of(thinking, ws.load("calc"))[0]["messages"][-1]
+    assert last == {"role": "assistant", "content": "answer 0.0", "reasoning_content": "Done."}
+
+
+def test_good_trace_learns_every_step_thinking_only_if_asked(ws: Workspace, tmp_path: Path) -> None:
+    untagged = rows_of(graded(ws, "sum", 0.0), ws.load("calc"))[0]["messages"]
+    for reasoning in (False, True):
+        run = graded(ws, "sum", 0.0, tags=[Tag(kind="good", trace=True, reasoning=reasoning)])
+        messages = rows_of(run, ws.load("calc"))[0]["messages"]
+        expected = untagged if reasoning else [
+            {k: v for k, v in m.items() if k != "reasoning_content"} for m in untagged
+        ]  # fmt: skip
+        assert messages == expected
+    assert any("reasoning_content" in m for m in untagged)
+
+
 def test_good_as_replaces_the_final_answer(ws: Workspace, tmp_path: Path) -> None:
-    run = graded(ws, "sum", 0.0, tags=[Tag(kind="good", answer="5, by the add tool")])
+    mark = Tag(kind="good", answer="5, by the add tool", trace=True, reasoning=True)
+    run = graded(ws, "sum", 0.0, tags=[mark])
     ws.store.put(run)
     export(ws, "calc", out=tmp_path / "out.jsonl")
     [row] = read_rows(tmp_path / "out.jsonl")
