@@ -67,8 +67,7 @@ def data(ws: Workspace) -> WorkspaceData:
     verdicts: Counter[str] = Counter()
     corrections = 0
     for run in store.iter_newest_with('"kind":"'):
-        verdict = next((t.kind for t in reversed(run.tags) if t.verdict), None)
-        verdicts[verdict or ""] += 1
+        verdicts[run.verdict.kind if run.verdict else ""] += 1
         corrections += sum(t.kind == "correction" for t in run.tags)
     return WorkspaceData(
         workspace=str(ws.root), store=str(ws.data_dir / "store.db"), runs=store.count(),

@@ -283,6 +283,12 @@ class Run(Derived):
         return None if self.scorecard is None else self.scorecard.passed
 
     @property
+    def verdict(self) -> Tag | None:
+        """The person's last good or bad mark on the run (one replaces the other; older stores may
+        hold both, and then the last counts)."""
+        return next((t for t in reversed(self.tags) if t.verdict), None)
+
+    @property
     def tool_calls(self) -> list[ToolCall]:
         """Every tool call the model made during this run, in order."""
         return [call for message in self.trajectory for call in message.tool_calls]

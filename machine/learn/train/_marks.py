@@ -10,7 +10,7 @@ from machine.runs import Message, Run, Tag
 
 def good_mark(run: Run) -> Tag | None:
     """The run's last verdict, if a person marked it good."""
-    verdict = next((t for t in reversed(run.tags) if t.verdict), None)
+    verdict = run.verdict
     return verdict if verdict is not None and verdict.kind == "good" else None
 
 

@@ -48,9 +48,8 @@ def _answer(run: Run) -> str:
 
 def _side(run: Run, fingerprint: str, min_score: float) -> str | None:
     """chosen, rejected or neither: a person's verdict decides, else the grade under the current rubric."""
-    verdict = next((t.kind for t in reversed(run.tags) if t.verdict), None)
-    if verdict is not None:
-        return "chosen" if verdict == "good" else "rejected"
+    if run.verdict is not None:
+        return "chosen" if run.verdict.kind == "good" else "rejected"
     card = run.scorecard
     if card is None or card.rubric_fingerprint != fingerprint or run.score is None:
         return None

@@ -61,11 +61,6 @@ class Funnel:
         return BadInputError(f"no run of machine {machine!r} was selected")
 
 
-def _best_tag(run: Run) -> str | None:
-    """The run's last good or bad mark, if it has one."""
-    return next((t.kind for t in reversed(run.tags) if t.kind in ("good", "bad")), None)
-
-
 def _since(value: str | None) -> tuple[str | None, datetime | None]:
     """``--since``: a suite id, or a time (ISO 8601)."""
     if value is None:
@@ -177,7 +172,7 @@ class Selection:
                 if run.status != "ok":
                     continue
                 counts[1] += 1
-            mark = _best_tag(run)
+            mark = run.verdict.kind if run.verdict else None
             checks = [
                 self._scores(mark, run.score),  # a weighted mean: computed once here
                 mark is not None or self._graded(run.scorecard),
