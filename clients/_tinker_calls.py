@@ -3,13 +3,16 @@
 Tinker pauses work when it is out of capacity or over a rate limit (429, or a 408 that carries the queue
 state), fails now and then on its side (5xx, a request failed in the server's category), and connections
 drop; each of those may pass. A refused request (bad data, a missing key, a model it does not serve)
-will not, and is reported at once.
+will not, and is reported at once. A call with no reply yet is never sent again (``Flight``).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def retry_reason(error: BaseException, timeout_s: float) -> str | None:
@@ -42,3 +45,35 @@ def attempt_note(reasons: Sequence[str]) -> str:
     counts = Counter(reasons)
     parts = ", ".join(f"{n}x {reason}" for reason, n in counts.items())
     return f"{len(reasons)} times ({parts})"
+
+
+class Flight:
+    """One call's requests, submitted once and waited on by every try until the service answers them or
+    reports their failure (then the next try submits them again)."""
+
+    def __init__(self, submit: Callable[[], list[Any]]) -> None:
+        self.submit = submit
+        self.futures: list[Any] | None = None
+        self.lock = threading.Lock()
+
+    def wait(self, timeout_s: float) -> list[Any]:
+        """In a worker thread: submit unless a submission is in flight, then wait for each reply within
+        the timeout. A reply that does not come leaves the submission in flight."""
+        with self.lock:
+            if self.futures is None:
+                self.futures = self.submit()
+            futures = self.futures
+        deadline = time.monotonic() + timeout_s
+        try:
+            replies = [f.result(timeout=max(deadline - time.monotonic(), 0.0)) for f in futures]
+        except TimeoutError:
+            raise
+        except BaseException:
+            with self.lock:  # the service answered with a failure: nothing is in flight any more
+                if self.futures is futures:
+                    self.futures = None
+            raise
+        with self.lock:
+            if self.futures is futures:
+                self.futures = None
+        return replies

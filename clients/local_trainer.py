@@ -240,16 +240,9 @@ def _pairs(
     cut leaves without a target in either are dropped); and how many were dropped."""
     pairs: list[PairSequence] = []
     for example in examples:
-        if not example.rejected or len(example.targets) != 1:
-            raise BadInputError(
-                f"example of run {example.run_id!r} is no preference pair (one target, a rejected answer): "
-                "DPO trains on the pairs export writes"
-            )
-        [target] = example.targets
-        prompt = example.messages[:target]
         sides = [
-            render(renderer, messages, example.tools, [target], run_id=example.run_id).sequences
-            for messages in (example.messages[: target + 1], [*prompt, *example.rejected[:1]])
+            render(renderer, messages, example.tools, example.targets, run_id=example.run_id).sequences
+            for messages in example.sides()
         ]
         cut = [truncated(side[0], max_length) if side else None for side in sides]
         if cut[0] is not None and cut[1] is not None:

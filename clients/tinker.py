@@ -7,18 +7,18 @@ and a hang is cut off. A capacity pause, a rate limit, a 5xx, a dropped connecti
 again with a growing pause, a bounded number of times, then stops training with a ``TrainingError`` that
 names the step; a failed step reports nothing and charges nothing. After the last step the state is saved
 (to resume from) and the weights are saved for sampling: that ``tinker://…/sampler_weights/…`` path is
-the checkpoint a harness samples.
+the checkpoint a harness samples. Preference pairs (``method="dpo"``) train on DPO's loss as a custom
+loss against the base model's log-probabilities, measured once before the first step (``_tinker_dpo``).
 """
 
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import anyio.to_thread
@@ -37,7 +37,8 @@ from machine.runs import (
     learning_rate_at,
 )
 
-from ._tinker_calls import attempt_note, retry_reason
+from ._tinker_calls import Flight, attempt_note, retry_reason
+from ._tinker_dpo import PairDatums, dpo_loss, full_sequence, pair_datums, scored, weight_sum
 from ._tinker_render import Rendering, learning_rate_for, render, rendering_for, template_check
 
 LOSS = "cross_entropy"
@@ -61,18 +62,24 @@ class Batch:
     """1-based, over every epoch."""
     epoch: int
     data: list[Any]
+    """Datums, or PairDatums for DPO."""
+
+    @property
+    def pairs(self) -> list[PairDatums]:
+        return [d for d in self.data if isinstance(d, PairDatums)]
+
+    @property
+    def datums(self) -> list[Any]:
+        """The Datums sent: a pair's chosen then its rejected."""
+        return [one for d in self.data for one in (d.datums if isinstance(d, PairDatums) else (d,))]
 
     @property
     def tokens(self) -> int:
-        return sum(int(d.model_input.length) for d in self.data)
+        return sum(int(d.model_input.length) for d in self.datums)
 
     @property
     def target_tokens(self) -> float:
-        return sum(_weight_sum(d) for d in self.data)
-
-
-def _weight_sum(datum: Any) -> float:
-    return float(sum(datum.loss_fn_inputs["weights"].data))
+        return sum(weight_sum(d) for d in self.datums)
 
 
 def batches(data: Sequence[Any], settings: TrainSettings) -> list[Batch]:
@@ -88,7 +95,11 @@ def batches(data: Sequence[Any], settings: TrainSettings) -> list[Batch]:
 
 def loss_of(output: Any, batch: Batch) -> float | None:
     """The step's mean loss per target token: from the per-token log-probabilities the service returns
-    where it returns them, else its summed loss metric over the batch's target tokens."""
+    where it returns them, else its summed loss metric over the batch's target tokens. A DPO step's is
+    the loss's own mean over its pairs."""
+    metrics: dict[str, float] = getattr(output, "metrics", None) or {}
+    if batch.pairs:
+        return float(metrics["dpo_loss"]) if "dpo_loss" in metrics else None
     outputs = getattr(output, "loss_fn_outputs", None) or []
     if len(outputs) == len(batch.data) and all("logprobs" in o for o in outputs):
         total = sum(
@@ -98,7 +109,6 @@ def loss_of(output: Any, batch: Batch) -> float | None:
         )
         weight = batch.target_tokens
         return float(total / weight) if weight else None
-    metrics: dict[str, float] = getattr(output, "metrics", None) or {}
     if "loss:sum" in metrics and batch.target_tokens:
         return float(metrics["loss:sum"]) / batch.target_tokens
     found = [v for k, v in metrics.items() if k.startswith("loss")]
@@ -127,23 +137,31 @@ class TinkerTrainer:
     save_every: int = 0
     """Also save the state every this many steps (0: only at the end), so a stopped training resumes."""
     name: str = field(default="tinker", init=False)
+    takes: ClassVar[tuple[str, ...]] = ("dpo",)
+    """The settings beyond the common ones this trainer honours (DPO on preference pairs)."""
 
     def prepare(self, examples: Sequence[TrainExample], settings: TrainSettings) -> Prepared:
-        """Render every example (whole or per step, checked on its tokens) into Tinker Datums."""
+        """Render every example (whole or per step, checked on its tokens) into Tinker Datums; a
+        preference pair into the Datums of its two answers."""
         from tinker_cookbook.supervised.common import datum_from_model_input_weights
 
         rendering = self.rendering or rendering_for(settings.base_model, settings.effort)
         lr = learning_rate_for(settings.base_model, settings.learning_rate)
         checked = template_check(rendering, examples)
+
+        def datum(s: Any) -> Any:
+            return datum_from_model_input_weights(s.model_input, s.weights, max_length=settings.max_length)
+
         data: list[Any] = []
         whole = per_step = dropped = 0
-        for example in examples:
+        for example in examples if settings.method == "dpo" else ():
+            pair = pair_datums(example, rendering, datum)
+            data.extend([pair] if pair else [])
+            whole, dropped = (whole + 1, dropped) if pair else (whole, dropped + 1)
+        for example in examples if settings.method == "sft" else ():
             rendered = render(example, rendering)
-            datums = [
-                datum_from_model_input_weights(s.model_input, s.weights, max_length=settings.max_length)
-                for s in rendered.sequences
-            ]
-            kept = [d for d in datums if _weight_sum(d) > 0]  # cut to max_length with nothing left to learn
+            datums = [datum(s) for s in rendered.sequences]
+            kept = [d for d in datums if weight_sum(d) > 0]  # cut to max_length with nothing left to learn
             dropped += len(datums) - len(kept)
             datums = kept
             if not datums:
@@ -159,8 +177,8 @@ class TinkerTrainer:
             whole_run=whole,
             per_step=per_step,
             dropped=dropped,
-            tokens=sum(int(d.model_input.length) for d in data),
-            target_tokens=int(sum(_weight_sum(d) for d in data)),
+            tokens=Batch(0, 0, data).tokens,
+            target_tokens=int(Batch(0, 0, data).target_tokens),
             learning_rate=lr,
             learning_rate_is=_rate_is(settings.base_model),
             template=checked[0],
@@ -189,6 +207,9 @@ class TinkerTrainer:
         budget.check()  # a spent budget, or an unknown price under one, is refused before the start
         budget.probe_price(TRAINING + settings.base_model)
         client = await self._open(settings, resume)
+        pairs = [d for d in prepared.data or [] if isinstance(d, PairDatums)]
+        if pairs:
+            await self._measure_base(pairs, settings, budget, resume)
         saved = resume
         for batch in steps[done:]:
             on_step(await self._step(client, batch, len(steps), prepared, settings, budget, saved))
@@ -252,13 +273,21 @@ class TinkerTrainer:
         rate = learning_rate_at(prepared.learning_rate, batch.number, steps, settings.lr_schedule)
         params = types.AdamParams(learning_rate=rate)
         started = time.monotonic()
-        usage = Usage(input_tokens=tokens)
+        if batch.pairs:  # a custom loss costs a forward pass before the forward and backward
+            loss = dpo_loss(batch.pairs, settings.beta)
+            usage = Usage(input_tokens=2 * tokens)
+
+            def submit() -> list[Any]:
+                return [client.forward_backward_custom(batch.datums, loss), client.optim_step(params)]
+        else:
+            usage = Usage(input_tokens=tokens)
+
+            def submit() -> list[Any]:
+                return [client.forward_backward(batch.data, LOSS), client.optim_step(params)]
+
         async with budget.reserve(TRAINING + settings.base_model, usage, kind="training") as hold:
             output, _ = await self._call(
-                f"training step {batch.number}",
-                lambda: [client.forward_backward(batch.data, LOSS), client.optim_step(params)],
-                step=batch.number,
-                saved=saved,
+                f"training step {batch.number}", submit, step=batch.number, saved=saved
             )
             cost = hold.settle(usage)
         return StepMetrics(
@@ -271,6 +300,26 @@ class TinkerTrainer:
             seconds=time.monotonic() - started,
             cost_usd=cost,
         )
+
+    async def _measure_base(
+        self, pairs: list[PairDatums], settings: TrainSettings, budget: Budget, saved: Checkpoint | None
+    ) -> None:
+        """The base model's log-probability of both answers of every pair, read once through a sampler
+        of the base (the same on a resume), and charged at the training price."""
+        sequences = [full_sequence(d) for pair in pairs for d in pair.datums]
+        usage = Usage(input_tokens=Batch(0, 0, list(pairs)).tokens)  # as the plan prices it
+
+        def submit() -> list[Any]:
+            sampler = self.service().create_sampling_client(base_model=settings.base_model).result()
+            return [sampler.compute_logprobs(s) for s in sequences]
+
+        async with budget.reserve(TRAINING + settings.base_model, usage, kind="training") as hold:
+            replies = await self._call(
+                "measuring the base model on the preference pairs", submit, step=0, saved=saved
+            )
+            hold.settle(usage)
+        for i, pair in enumerate(pairs):
+            pair.reference = (scored(pair.chosen, replies[2 * i]), scored(pair.rejected, replies[2 * i + 1]))
 
     async def _save_state(
         self, client: Any, folder: Path, settings: TrainSettings, step: int, saved: Checkpoint | None
@@ -294,7 +343,7 @@ class TinkerTrainer:
         training run): the next try waits on the same request."""
         tries = self.retries + 1
         reasons: list[str] = []
-        flight = _Flight(submit)
+        flight = Flight(submit)
         for attempt in range(tries):
             try:
                 with anyio.fail_after(self.timeout_s):
@@ -318,38 +367,6 @@ class TinkerTrainer:
             step=step,
             checkpoint=saved,
         )
-
-
-class _Flight:
-    """One call's requests, submitted once and waited on by every try until the service answers them or
-    reports their failure (then the next try submits them again)."""
-
-    def __init__(self, submit: Callable[[], list[Any]]) -> None:
-        self.submit = submit
-        self.futures: list[Any] | None = None
-        self.lock = threading.Lock()
-
-    def wait(self, timeout_s: float) -> list[Any]:
-        """In a worker thread: submit unless a submission is in flight, then wait for each reply within
-        the timeout. A reply that does not come leaves the submission in flight."""
-        with self.lock:
-            if self.futures is None:
-                self.futures = self.submit()
-            futures = self.futures
-        deadline = time.monotonic() + timeout_s
-        try:
-            replies = [f.result(timeout=max(deadline - time.monotonic(), 0.0)) for f in futures]
-        except TimeoutError:
-            raise
-        except BaseException:
-            with self.lock:  # the service answered with a failure: nothing is in flight any more
-                if self.futures is futures:
-                    self.futures = None
-            raise
-        with self.lock:
-            if self.futures is futures:
-                self.futures = None
-        return replies
 
 
 def _rate_is(base_model: str) -> str:

@@ -36,6 +36,17 @@ class TrainExample(Model):
     """For a preference pair (DPO): the assistant message preferred less, in place of the one target
     (the last message, preferred), after the same prompt."""
 
+    def sides(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """A preference pair's two conversations: the prompt with the chosen answer (its one target, last),
+        and the same prompt with the rejected answer; an example that is no pair is refused."""
+        if not self.rejected or len(self.targets) != 1:
+            raise BadInputError(
+                f"example of run {self.run_id!r} is no preference pair (one target, a rejected answer): "
+                "DPO trains on the pairs export writes"
+            )
+        [target] = self.targets
+        return self.messages[: target + 1], [*self.messages[:target], *self.rejected[:1]]
+
 
 Method = Literal["sft", "dpo"]
 """``sft``: learn the examples' targets (cross-entropy); ``dpo``: learn to prefer each pair's chosen
@@ -254,8 +265,9 @@ def refuse_untaken(trainer: Trainer, settings: TrainSettings) -> None:
     takes = set(getattr(trainer, "takes", ()))
     if settings.method != "sft" and settings.method not in takes:
         raise BadInputError(
-            f"the {trainer.name} trainer does not train on preference pairs ({settings.method}): train a "
-            "local: model with the local trainer, or learn the good runs alone (sft)"
+            f"the {trainer.name} trainer does not train on preference pairs ({settings.method}): train "
+            "with one that does (Tinker's, or the local trainer for a local: model), or learn the good runs "
+            "alone (sft)"
         )
     given = [key for key in ADAPTER_SHAPE if getattr(settings, key) not in (None, 0) and key not in takes]
     if given:

@@ -324,8 +324,11 @@ def test_training_list_and_show_read_the_records(
     assert record.name in missing.stderr
 
 
-def test_the_tinker_trainer_refuses_preference_pairs(machine_cmd: Command, root: Path) -> None:
-    result = machine_cmd("train", "caps", "--any-model", "--method", "dpo", *common(root))
-    refused = "the tinker trainer does not train on preference pairs (dpo)"
-    one_error_line(result, refused, "train a local: model")
+def test_a_trainer_without_dpo_refuses_preference_pairs(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    result = invoke("train", "caps", "--trainer", "counting", "--any-model", "--method", "dpo", *common(root))
+    assert result.exit_code == 2 and counting.steps == []
+    assert "the counting trainer does not train on preference pairs (dpo)" in result.stderr
+    assert "Tinker's, or the local trainer for a local: model" in result.stderr
     assert not (root / ".machine" / "training").exists()

@@ -6,7 +6,13 @@ Each call takes its outcome from a script (per method, in order): a reply, an SD
 future's ``result`` as the SDK raises it, HANG, a future that never answers (until the test ends: the
 request never reached the service), or ``Late(seconds)``: the service does the work at once and its
 answer comes that much later (a wait shorter than that times out, as the SDK's future does). An
-``optim_step`` submitted after a failed or hung ``forward_backward`` fails with it (it has no gradients)."""
+``optim_step`` submitted after a failed or hung ``forward_backward`` fails with it (it has no gradients).
+
+For preference training it also has a sampler of the base model (``compute_logprobs``) and
+``forward_backward_custom``: the model's log-probability of each token is the base's (``base_logprob``)
+plus one learned offset per sequence, the loss function is run on those as leaf tensors as the SDK runs
+it, and ``optim_step`` moves each offset against its gradient's sign by the learning rate, as Adam's
+first steps do. The offsets are the weights a saved state keeps."""
 
 from __future__ import annotations
 
@@ -20,6 +26,13 @@ import tinker
 from tinker import types
 
 HANG = "hang"
+
+
+def base_logprob(token: int) -> float:
+    """The base model's log-probability of a token, in the stand-in: fixed, and different by token."""
+    return -1.0 - (token % 5) / 10
+
+
 HANG_CAP_S = 20.0
 """The longest a hung future blocks its thread, should a test forget to release it."""
 
@@ -92,6 +105,11 @@ class StandInService:
     moments: int = 0
     saved: dict[str, int] = field(default_factory=dict)
     saved_moments: dict[str, int] = field(default_factory=dict)
+    offsets: dict[tuple[int, ...], float] = field(default_factory=dict)
+    """The weights a custom loss trains: an offset per sequence (its tokens) on every log-probability."""
+    saved_offsets: dict[str, dict[tuple[int, ...], float]] = field(default_factory=dict)
+    gradients: dict[tuple[int, ...], float] = field(default_factory=dict)
+    """The last forward_backward_custom's gradient of the loss by each offset, for the next optim_step."""
     release: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -161,8 +179,40 @@ class StandInServiceClient:
         assert name in self.service.saved, f"no state saved at {path}"
         self.service.applied = self.service.saved[name]
         self.service.moments = self.service.saved_moments[name] if with_optimizer else 0
+        self.service.offsets = dict(self.service.saved_offsets.get(name, {}))
         client = StandInTrainingClient(self.service)
         return self.service.future(method, {"path": path}, client)
+
+    def create_sampling_client(
+        self,
+        model_path: str | None = None,
+        base_model: str | None = None,
+        retry_config: Any = None,
+        record_stability_info: bool = False,
+    ) -> StandInFuture:
+        assert model_path is None and isinstance(base_model, str), "the reference is the base model"
+        args = {"base_model": base_model}
+        return self.service.future("create_sampling_client", args, StandInSamplingClient(self.service))
+
+
+class StandInSamplingClient:
+    """``tinker.SamplingClient``: the base model's log-probabilities of a sequence's tokens."""
+
+    def __init__(self, service: StandInService) -> None:
+        self.service = service
+
+    def compute_logprobs(
+        self, prompt: types.ModelInput, prompt_logprobs_last_n: int | None = None
+    ) -> StandInFuture:
+        assert isinstance(prompt, types.ModelInput)
+        tokens = prompt.to_ints()
+        reply: list[float | None] = [None, *(base_logprob(t) for t in tokens[1:])]
+        return self.service.future("compute_logprobs", {"tokens": len(tokens)}, reply)
+
+
+def _key(datum: types.Datum) -> tuple[int, ...]:
+    targets = datum.loss_fn_inputs["target_tokens"].data
+    return (*datum.model_input.to_ints(), int(targets[-1]))
 
 
 class StandInTrainingClient:
@@ -188,6 +238,39 @@ class StandInTrainingClient:
         self.failed_backward = None if isinstance(future.outcome, Late) else future.outcome
         return future
 
+    def forward_backward_custom(
+        self,
+        data: list[types.Datum],
+        loss_fn: Any,
+        *,
+        loss_type_input: Any = None,
+    ) -> StandInFuture:
+        import torch
+
+        assert isinstance(data, list) and data and all(isinstance(d, types.Datum) for d in data)
+        args = {"sequences": len(data), "tokens": sum(d.model_input.length for d in data)}
+        future = self.service.future("forward_backward_custom", args, None)
+        self.failed_backward = None if isinstance(future.outcome, Late) else future.outcome
+        if self.failed_backward is not None:
+            return future
+        rows = []
+        for datum in data:
+            offset = self.service.offsets.get(_key(datum), 0.0)
+            row = [base_logprob(int(t)) + offset for t in datum.loss_fn_inputs["target_tokens"].data]
+            rows.append(torch.tensor(row, requires_grad=True))
+        loss, metrics = loss_fn(data, rows)
+        loss.backward()
+        for datum, row in zip(data, rows, strict=True):
+            assert row.grad is not None
+            self.service.gradients[_key(datum)] = float(row.grad.sum())
+        outputs = [{"logprobs": types.TensorData(data=r.tolist(), dtype="float32")} for r in rows]
+        future.reply = types.ForwardBackwardOutput(
+            loss_fn_output_type="ArrayRecord",
+            loss_fn_outputs=outputs,
+            metrics={**metrics, "loss:sum": float(loss.detach().sum())},
+        )
+        return future
+
     def optim_step(self, optim_params: Any = None, *, adam_params: Any = None) -> StandInFuture:
         params = optim_params or adam_params
         assert isinstance(params, types.AdamParams)
@@ -197,6 +280,10 @@ class StandInTrainingClient:
         if future.outcome is None or isinstance(future.outcome, Late):
             self.service.applied += 1
             self.service.moments += 1
+            for key, gradient in self.service.gradients.items():
+                step = params.learning_rate * (gradient > 0) - params.learning_rate * (gradient < 0)
+                self.service.offsets[key] = self.service.offsets.get(key, 0.0) - step
+            self.service.gradients.clear()
             future.reply = types.OptimStepResponse(metrics={})
         return future
 
@@ -211,6 +298,7 @@ class StandInTrainingClient:
         if future.outcome is None:
             self.service.saved[name] = self.service.applied
             self.service.saved_moments[name] = self.service.moments
+            self.service.saved_offsets[name] = dict(self.service.offsets)
             future.reply = types.SaveWeightsResponse(path=f"tinker://run-1/weights/{name}")
         return future
 

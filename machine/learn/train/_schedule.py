@@ -56,6 +56,8 @@ def schedule(
     if options.lr is None and prepared.learning_rate_is:
         chosen.append(f"learning rate {prepared.learning_rate:g}: {prepared.learning_rate_is}")
     trained = prepared.tokens * epochs
+    # DPO as a custom loss: a forward pass before each forward and backward, and the base's pass once
+    charged = 2 * trained + prepared.tokens if options.method == "dpo" else trained
     return TrainingPlan(
         trainer=prepared.trainer,
         base_model=base_model,
@@ -77,7 +79,7 @@ def schedule(
         learning_rate=prepared.learning_rate,
         lr_schedule=options.lr_schedule,
         trained_tokens=trained,
-        price_usd=None if price is None else price.cost(Usage(input_tokens=trained)),
+        price_usd=None if price is None else price.cost(Usage(input_tokens=charged)),
         seconds=None if prepared.seconds_per_token is None else prepared.seconds_per_token * trained,
         chosen=chosen,
     )

@@ -4,6 +4,7 @@ made against the stand-in service, the sampler checkpoint proposed, gated, commi
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from helpers.training import BASE, HARD, USAGE, make_caps
 from machine import open_workspace
 from machine.clients.tinker import TinkerTrainer
 from machine.learn import TrainOptions, train
-from machine.runs import HarnessRequest, HarnessResult, Message, Turn, run_loop
+from machine.runs import HarnessRequest, HarnessResult, Message, Tag, Turn, new_run_id, run_loop
 from machine.versions import commit, revert
 
 pytestmark = pytest.mark.anyio
@@ -69,3 +70,33 @@ async def test_a_run_trained_on_tinker_is_proposed_committed_and_reverted(tmp_pa
     assert json.loads((folder / "model.json").read_text()) == {"model": checkpoint, "base_model": BASE}
     revert(ws, "caps")
     assert not (folder / "model.json").exists()
+
+
+async def test_preference_pairs_train_on_tinker_with_dpo_and_are_gated(tmp_path: Path) -> None:
+    """Each run of a training case paired with a copy of it a person marked bad: DPO on the stand-in
+    measures the base once, lowers the loss, and the checkpoint is gated as any other."""
+    make_caps(tmp_path)
+    harness = Checkpointed()
+    ws = open_workspace(tmp_path, harness=harness)
+    spec = ws.load("caps")
+    for case in ws.cases(spec):
+        run = await ws.run(spec, case.input, case=case, trial=0, grade=True)
+        worse = [*run.trajectory[:-1], Message(role="assistant", content="go away")]
+        marked = {"trajectory": worse, "output": "go away", "tags": [Tag(kind="bad")]}
+        ws.store.put(run.model_copy(update={"id": new_run_id(), **marked}))
+    service = StandInService()
+    options = TrainOptions(method="dpo", lr=0.05, beta=0.5, batch_size=1, epochs=2, force=True)
+    candidate = await train(ws, "caps", trials=1, options=options, trainer=TinkerTrainer(service=service))
+    training = candidate.report.training
+    assert training is not None and training.trainer == "tinker" and training.steps == 6  # 3 pairs, 2 epochs
+    assert training.first_loss == pytest.approx(math.log(2), abs=1e-6)
+    assert training.last_loss is not None and training.last_loss < training.first_loss
+    methods = service.methods()
+    assert methods.count("compute_logprobs") == 6 and methods.count("forward_backward_custom") == 6
+    assert "forward_backward" not in methods
+    record = json.loads((ws.data_dir / "training" / training.record / "record.json").read_text())
+    assert record["settings"]["method"] == "dpo" and record["selection"]["sources"] == {"preference pairs": 3}
+    assert training.plan is not None and training.plan.price_usd == pytest.approx(
+        ws.budget.spent_by_kind["training"]
+    )  # the plan's price is what the base's pass and the steps cost
+    assert candidate.version.model in harness.models and candidate.passed, candidate.report.decision

@@ -67,6 +67,11 @@ def test_the_price_is_the_tokens_trained_at_the_training_price() -> None:
     assert plan.trained_tokens == 8000 and plan.price_usd == pytest.approx(8000 * 2.0 / 1e6)
 
 
+def test_a_dpo_plan_prices_the_forward_pass_of_each_step_and_the_base_measured_once() -> None:
+    plan = schedule(prepared(16, tokens=1000), TrainOptions(method="dpo"), "base", price=Price(2.0, 0.2, 6.0))
+    assert plan.trained_tokens == 8000 and plan.price_usd == pytest.approx((2 * 8000 + 1000) * 2.0 / 1e6)
+
+
 def test_a_short_plan_is_refused_with_the_flags_that_fix_it_unless_forced() -> None:
     options = TrainOptions(epochs=2, batch_size=4)
     plan = schedule(prepared(12), options, "base")

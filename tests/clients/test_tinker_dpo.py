@@ -1,0 +1,203 @@
+"""DPO on Tinker at the SDK boundary: preference pairs rendered by Inkling's renderer into two Datums after
+one prompt, the base model measured once through a sampler of it, each step a custom loss through
+``forward_backward_custom`` on a stand-in whose weights move with the loss's gradient: the loss starts at
+log 2 and falls, a resume restores the weights and measures against the same base, a timed-out step is
+never trained twice, and the budget pays for the base's pass and every step."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("tinker_cookbook")
+
+import tinker
+from helpers.renderers import INKLING, inkling
+from helpers.tinker_standin import (
+    Late,
+    StandInSamplingClient,
+    StandInService,
+    StandInServiceClient,
+    StandInTrainingClient,
+    status_error,
+)
+
+from machine.clients._tinker_dpo import PairDatums
+from machine.clients.tinker import TinkerTrainer
+from machine.errors import BadInputError, TrainingError
+from machine.runs import Budget, Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings
+
+pytestmark = pytest.mark.anyio
+PRICE = 11.22 / 1e6
+"""Inkling's training price per token."""
+
+
+def pairs(count: int = 4) -> list[TrainExample]:
+    return [
+        TrainExample(
+            messages=[
+                {"role": "system", "content": "Answer briefly, then say bye."},
+                {"role": "user", "content": f"What is {i} plus {i}?"},
+                {"role": "assistant", "content": f"{2 * i}. Bye!"},
+            ],
+            targets=[2],
+            rejected=[{"role": "assistant", "content": f"It is {2 * i + 1}, I think."}],
+            run_id=f"r{i}",
+        )
+        for i in range(count)
+    ]
+
+
+def settings(**changes: Any) -> TrainSettings:
+    made: dict[str, Any] = {"batch_size": 2, "epochs": 3, "learning_rate": 0.05, "method": "dpo", "beta": 0.5}
+    return TrainSettings(base_model=INKLING, **{**made, **changes})
+
+
+@pytest.fixture
+def service() -> Any:
+    made = StandInService()
+    yield made
+    made.release.set()
+
+
+def trainer(service: StandInService, **changes: Any) -> TinkerTrainer:
+    return TinkerTrainer(service=service, rendering=inkling(), **{"backoff_s": 0.01, **changes})
+
+
+def prepared(service: StandInService, count: int = 4) -> Prepared:
+    return trainer(service).prepare(pairs(count), settings())
+
+
+async def train(
+    service: StandInService,
+    tmp_path: Path,
+    *,
+    resume: Checkpoint | None = None,
+    budget: Budget | None = None,
+    trainer_args: dict[str, Any] | None = None,
+    **changes: Any,
+) -> tuple[Checkpoint, list[StepMetrics]]:
+    steps: list[StepMetrics] = []
+    checkpoint = await trainer(service, **(trainer_args or {})).train(
+        prepared(service),
+        settings(**changes),
+        folder=tmp_path / "dpo-1",
+        budget=budget or Budget(),
+        on_step=steps.append,
+        resume=resume,
+    )
+    return checkpoint, steps
+
+
+def shape(function: Any) -> list[tuple[str, Any, Any]]:
+    return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+
+@pytest.mark.parametrize(
+    ("stand_in", "real", "method"),
+    [
+        (StandInServiceClient, tinker.ServiceClient, "create_sampling_client"),
+        (StandInSamplingClient, tinker.SamplingClient, "compute_logprobs"),
+        (StandInTrainingClient, tinker.TrainingClient, "forward_backward_custom"),
+    ],
+)
+def test_the_stand_in_has_the_sdks_signatures(stand_in: type, real: type, method: str) -> None:
+    assert shape(getattr(stand_in, method)) == shape(getattr(real, method))
+
+
+def test_each_pair_is_two_datums_after_one_prompt(service: StandInService) -> None:
+    made = prepared(service)
+    assert (made.trainer, made.examples, made.sequences, made.dropped) == ("tinker", 4, 4, 0)
+    pair: PairDatums = made.data[0]
+    chosen, rejected = (d.model_input.to_ints() for d in pair.datums)
+    weights = [list(d.loss_fn_inputs["weights"].data) for d in pair.datums]
+    first = [w.index(1.0) for w in weights]  # where each answer's weighted tokens begin
+    assert first[0] == first[1] and chosen[: first[0]] == rejected[: first[1]]  # the same prompt
+    assert chosen[first[0] :] != rejected[first[1] :]
+    assert made.tokens == sum(d.model_input.length for p in made.data for d in p.datums)
+    assert made.target_tokens == sum(
+        sum(w) for p in made.data for d in p.datums for w in [d.loss_fn_inputs["weights"].data]
+    )
+
+
+def test_an_example_that_is_no_pair_is_refused(service: StandInService) -> None:
+    single = pairs(1)[0].model_copy(update={"rejected": None})
+    with pytest.raises(BadInputError, match="is no preference pair"):
+        trainer(service).prepare([single], settings())
+
+
+async def test_the_base_is_measured_once_then_every_step_lowers_the_loss(
+    service: StandInService, tmp_path: Path
+) -> None:
+    budget = Budget(usd=5.0)
+    checkpoint, steps = await train(service, tmp_path, budget=budget)
+    assert service.methods() == [
+        "ServiceClient",
+        "create_lora_training_client",
+        "ServiceClient",
+        "create_sampling_client",
+        *["compute_logprobs"] * 8,  # both answers of 4 pairs, once
+        *["forward_backward_custom", "optim_step"] * 6,  # 4 pairs in batches of 2, 3 epochs
+        "save_state",
+        "save_weights_for_sampler",
+    ]
+    assert next(c for c in service.calls if c.method == "create_sampling_client").args == {
+        "base_model": INKLING
+    }
+    losses = [s.loss for s in steps]
+    assert losses[0] == pytest.approx(math.log(2), abs=1e-6)  # the adapter starts as the base
+    assert all(b is not None and a is not None and b < a for a, b in zip(losses, losses[2:], strict=False))
+    assert losses[-1] is not None and losses[-1] < 0.5 * math.log(2), losses
+    assert checkpoint.step == 6 and checkpoint.model.startswith("tinker://")
+    measured = sum(c.args["tokens"] - 1 for c in service.calls if c.method == "compute_logprobs")  # as Datums
+    trained = 2 * sum(s.tokens for s in steps)  # a custom loss's forward pass, then its forward and backward
+    assert budget.spent == pytest.approx((measured + trained) * PRICE)
+
+
+async def test_a_resume_restores_the_weights_and_measures_the_same_base(
+    service: StandInService, tmp_path: Path
+) -> None:
+    _, first = await train(service, tmp_path, epochs=1)
+    state = service.saved["dpo-1-step2"]
+    assert state == 2 and service.saved_offsets["dpo-1-step2"] == service.offsets
+    resume = Checkpoint(
+        model="tinker://run-1/weights/dpo-1-step2",
+        base_model=INKLING,
+        step=2,
+        state="tinker://run-1/weights/dpo-1-step2",
+    )
+    service.offsets = {}  # the service's live weights are gone; only the saved state holds them
+    service.calls.clear()
+    _, rest = await train(service, tmp_path, resume=resume, epochs=3)
+    assert service.methods()[:4] == [
+        "ServiceClient",
+        "create_training_client_from_state_with_optimizer",
+        "ServiceClient",
+        "create_sampling_client",
+    ]
+    assert [s.step for s in rest] == [3, 4, 5, 6]
+    assert rest[0].loss is not None and first[-1].loss is not None
+    assert rest[0].loss < first[0].loss  # it goes on from the trained weights, not from the base
+
+
+async def test_a_timed_out_step_is_waited_on_never_trained_twice(
+    service: StandInService, tmp_path: Path
+) -> None:
+    service.script["forward_backward_custom"] = [Late(0.6)]
+    _, steps = await train(service, tmp_path, epochs=1, trainer_args={"timeout_s": 0.2})
+    assert service.methods().count("forward_backward_custom") == 2  # two steps, each sent once
+    assert service.methods().count("optim_step") == 2 and service.applied == 2
+    assert [s.step for s in steps] == [1, 2]
+
+
+async def test_a_refused_base_measurement_stops_before_any_step(
+    service: StandInService, tmp_path: Path
+) -> None:
+    service.script["compute_logprobs"] = [status_error(400)]
+    with pytest.raises(TrainingError, match="measuring the base model on the preference pairs failed"):
+        await train(service, tmp_path)
+    assert "forward_backward_custom" not in service.methods()
