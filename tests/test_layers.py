@@ -25,7 +25,7 @@ CORE = [
 ]
 """The core's layers, lowest first: each may import only itself and the layers before it."""
 ADAPTERS = ["machine.clients", "machine.sandboxes"]
-FACES = ["machine.cli", "machine.server", "machine.machinist"]
+FACES = ["machine.cli", "machine.server", "machine.machinist", "machine.dashboard"]
 COMPOSITION = "machine.ops._compose"
 """The one core module that imports adapters (by name, when a harness or sandbox is made)."""
 ADAPTERS_MAY_IMPORT = ["machine.errors", "machine.runs"]

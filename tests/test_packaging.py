@@ -44,12 +44,17 @@ SUBPACKAGES = [
     "machine.sandboxes",
     "machine.sandboxes.tools",
     "machine.machinist",
+    "machine.dashboard",
 ]
 PACKAGE_DATA = [
     "machine/py.typed",
     "machine/clients/pi_extension.ts",
     "machine/machinist/machines/optimizer/instructions.md",
     "machine/machinist/machines/author/instructions.md",
+    "machine/dashboard/static/index.html",
+    "machine/dashboard/static/app.js",
+    "machine/dashboard/static/chart.js",
+    "machine/dashboard/static/style.css",
 ]
 """Files besides the modules that the wheel must ship (pyproject's package-data)."""
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")

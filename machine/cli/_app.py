@@ -51,6 +51,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "revert": ("_versions", "revert_command", "Make an earlier version live again."),
     "export": ("_export", "export_command", "Write a machine's good runs as chat JSONL for fine-tuning."),
     "serve": ("_serve", "serve_command", "Serve the workspace's machines to an agent host over MCP."),
+    "dashboard": ("_dashboard", "dashboard_command", "Watch runs, scores, spend and training in a browser."),
     "machinist": ("_machinist", "machinist_command", "Talk to the machinist, which improves your machines."),
     "completion": (
         "_complete",

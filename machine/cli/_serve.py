@@ -149,12 +149,7 @@ def _serve_http(root: Any, host: str, port: int, harness: str | None, script: st
 
     serve = _module("serve")
     build_server = _module("app").build_server
-    http_auth, is_loopback, serve_http, token_from_env = (
-        serve.http_auth,
-        serve.is_loopback,
-        serve.serve_http,
-        serve.token_from_env,
-    )
+    http_auth, serve_http, token_from_env = serve.http_auth, serve.serve_http, serve.token_from_env
 
     def echo(text: str) -> None:
         click.echo(text, err=True)
@@ -162,8 +157,7 @@ def _serve_http(root: Any, host: str, port: int, harness: str | None, script: st
     token = token_from_env(echo)
     verifier, auth = http_auth(token, host, port)
     server = build_server(root, harness=harness, script=script, token_verifier=verifier, auth=auth)
-    if not is_loopback(host):
-        echo(f"warning: listening on {host}, reachable from other machines; the bearer token guards it")
+    serve.warn_if_exposed(host, echo)
 
     def ready(url: str) -> None:
         echo(f"machine serve: MCP over streamable HTTP at {url}")

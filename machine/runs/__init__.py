@@ -15,6 +15,8 @@ from machine._lazy import resolver
 if TYPE_CHECKING:
     from ._budget import Budget, Reservation, parse_budget
     from ._effort import LEVELS, Effort, parse_effort
+    from ._events import EVENT_KINDS, EVENTS_FILE, EventKind, EventLog
+    from ._events import preview as event_preview
     from ._files import atomic_text, confined, kept_out_of_git, open_new, write_atomic
     from ._harness import (
         Event,
@@ -86,9 +88,19 @@ if TYPE_CHECKING:
         learning_rate_at,
         refuse_untaken,
     )
+    from ._views import Choices, RunFilter, RunPage, TrendPoint
 
 _HOMES = {
     "Budget": "._budget",
+    "EVENTS_FILE": "._events",
+    "EVENT_KINDS": "._events",
+    "EventKind": "._events",
+    "EventLog": "._events",
+    "event_preview": "._events:preview",
+    "RunPage": "._views",
+    "TrendPoint": "._views",
+    "RunFilter": "._views",
+    "Choices": "._views",
     "Reservation": "._budget",
     "parse_budget": "._budget",
     "LEVELS": "._effort",
@@ -184,6 +196,8 @@ _HOMES = {
 """The module each public name is defined in."""
 
 __all__ = [
+    "EVENTS_FILE",
+    "EVENT_KINDS",
     "FREE_HARNESSES",
     "LEVELS",
     "LOCAL",
@@ -197,9 +211,12 @@ __all__ = [
     "Budget",
     "ChatSession",
     "Checkpoint",
+    "Choices",
     "CriterionScore",
     "Effort",
     "Event",
+    "EventKind",
+    "EventLog",
     "EventType",
     "Harness",
     "HarnessRequest",
@@ -216,6 +233,8 @@ __all__ = [
     "Redactor",
     "Reservation",
     "Run",
+    "RunFilter",
+    "RunPage",
     "RunSummary",
     "RunnerOutcome",
     "SQLiteStore",
@@ -235,6 +254,7 @@ __all__ = [
     "TrainSettings",
     "Trainer",
     "TrainingPlan",
+    "TrendPoint",
     "Turn",
     "Usage",
     "alone",
@@ -246,6 +266,7 @@ __all__ = [
     "counted",
     "epoch_batches",
     "epoch_order",
+    "event_preview",
     "final_files",
     "git_revision",
     "hub_access",

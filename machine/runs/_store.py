@@ -23,6 +23,7 @@ from typing import Protocol
 from machine.errors import Fix, NotFoundError
 
 from . import _store_faults as faults
+from . import _views as views
 from ._files import kept_out_of_git
 from ._names import check_name
 from ._records import Run
@@ -69,6 +70,16 @@ class Store(Protocol):
     def tally(self, machine: str) -> tuple[int, int]: ...
     def iter_newest_with(self, text: str, machine: str | None = None) -> Iterator[Run]: ...
     def count(self, machine: str | None = None) -> int: ...
+    def page(
+        self, chosen: views.RunFilter, *, cursor: str | None = None, limit: int = 50
+    ) -> views.RunPage: ...
+    def trend(self, machine: str, limit: int = views.TREND_LIMIT) -> list[views.TrendPoint]: ...
+    def case_means(
+        self, machine: str, *, version: str | None = None, suite_id: str | None = None
+    ) -> dict[str, tuple[float, int]]: ...
+    def data_version(self) -> int: ...
+    def choices(self, machine: str) -> views.Choices: ...
+    def machine_counts(self) -> dict[str, int]: ...
 
 
 class SQLiteStore:
@@ -316,6 +327,35 @@ class SQLiteStore:
             if machine is None:
                 return int(db.execute("SELECT count(*) FROM runs").fetchone()[0])
             return int(db.execute("SELECT count(*) FROM runs WHERE machine = ?", (machine,)).fetchone()[0])
+
+    def page(self, chosen: views.RunFilter, *, cursor: str | None = None, limit: int = 50) -> views.RunPage:
+        """A page of run summaries matching ``chosen``, newest first (``views.page``: bounded reads)."""
+        with self._reading() as db:
+            return views.page(db, chosen, cursor=cursor, limit=limit)
+
+    def trend(self, machine: str, limit: int = views.TREND_LIMIT) -> list[views.TrendPoint]:
+        with self._reading() as db:
+            return views.trend(db, machine, limit)
+
+    def case_means(
+        self, machine: str, *, version: str | None = None, suite_id: str | None = None
+    ) -> dict[str, tuple[float, int]]:
+        with self._reading() as db:
+            return views.case_means(db, machine, version=version, suite_id=suite_id)
+
+    def choices(self, machine: str) -> views.Choices:
+        with self._reading() as db:
+            return views.choices(db, machine)
+
+    def machine_counts(self) -> dict[str, int]:
+        with self._reading() as db:
+            return views.machine_counts(db)
+
+    def data_version(self) -> int:
+        """A number that changes whenever another connection (another process) writes the store: a
+        watcher polls it to learn of new runs without reading any."""
+        with self._reading() as db:
+            return int(db.execute("PRAGMA data_version").fetchone()[0])
 
     def put_session(self, session: ChatSession) -> None:
         check_name(session.name, "session name")

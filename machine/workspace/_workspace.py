@@ -24,6 +24,9 @@ from machine.runs import Budget, Effort, Run, checked_score, kept_out_of_git, pa
 from machine.spec import TRUST_FILE, MachineLoader, TrustBook
 
 from ._adapters import Adapters
+from ._events import finished as told_finished
+from ._events import graded as told_graded
+from ._events import started as told_started
 from ._files import hidden_from_runs
 from ._tags import tag_run
 
@@ -88,6 +91,11 @@ class Workspace:
         self.watchers: list[Watcher] = []
         """Who is told of every run finished or graded here (shared with ``using``'s copies): a front
         end's progress, an event log."""
+
+    @cached_property
+    def events(self) -> on_run.EventLog:
+        """The event log every run made here is told to as it goes (``.machine/events.jsonl``)."""
+        return on_run.EventLog(self.data_dir / on_run.EVENTS_FILE)
 
     @property
     def store(self) -> Store:
@@ -250,8 +258,9 @@ class Workspace:
             run_id=run.id, sandbox=sandbox, budget=self.budget, interactive=interactive,
             conversation=said, root=self.root,
         )  # fmt: skip
+        listen = told_started(self.events, run, on_event)
         try:
-            run = await self._drive(harness, spec, run, context, effort, on_event)
+            run = await self._drive(harness, spec, run, context, effort, listen)
         finally:
             fresh = sandbox is not None and sandbox.path != folder  # the person's own folder is never removed
             if sandbox is not None and fresh and not self.keep_sandboxes:
@@ -261,6 +270,7 @@ class Workspace:
             run = await self.grade(run, spec, pass_score=pass_score, store=False)
         if store:
             self.store.put(run)
+        told_finished(self.events, run)
         self._tell("finished", run)
         return run
 
@@ -282,22 +292,13 @@ class Workspace:
     ) -> Run:
         """The run as it starts: what it is of, on what, with what provenance."""
         return Run(
-            machine=spec.name,
-            version=spec_on_run.version_label(spec, model),
-            model=model,
-            harness=harness.name,
-            effort=None if effort is None else effort.value,
-            instructions=spec.instructions,
-            input=input,
-            history=list(history or []),
-            case_id=case.id if case else None,
-            case=case.data() if case else None,
-            trial=trial,
-            conversation_id=conversation_id,
-            revision=self.revision,
-            library_version=on_run.library_version(),
-            timings=on_run.Timings(),
-        )
+            machine=spec.name, version=spec_on_run.version_label(spec, model), model=model,
+            harness=harness.name, effort=None if effort is None else effort.value,
+            instructions=spec.instructions, input=input, history=list(history or []),
+            case_id=case.id if case else None, case=case.data() if case else None,
+            trial=trial, conversation_id=conversation_id, revision=self.revision,
+            library_version=on_run.library_version(), timings=on_run.Timings(),
+        )  # fmt: skip
 
     async def _drive(
         self,
@@ -389,6 +390,7 @@ class Workspace:
         graded = run.model_copy(update={"scorecard": scorecard})
         if store:
             self.store.put(graded)
+        told_graded(self.events, graded)
         self._tell("graded", graded)
         return graded
 

@@ -27,6 +27,7 @@ PAGES = (
     "docs/cli.md",
     "docs/sdk.md",
     "docs/hosts.md",
+    "docs/dashboard.md",
 )
 FENCE = re.compile(r"^```([a-z]*)\n(.*?)^```$", re.S | re.M)
 MARK = re.compile(r"<!-- (file|excerpt|background|set-up)(?::\s*(.*?))? -->\s*$")

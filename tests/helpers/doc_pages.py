@@ -30,7 +30,9 @@ from helpers.openai_server import FakeOpenAI, text
 BLOCK_TIMEOUT_S = 420
 VENV_BIN = Path(sys.executable).parent
 STATUS_TRAP = 'trap \'printf "%s\\t%s\\n" "$?" "$BASH_COMMAND" >> "$DOC_STATUS"\' ERR\n'
-SERVE_PORT = re.compile(r"serve --http.*?(?:--port (\d+)|$)", re.M)
+SERVE_PORT = re.compile(r"(serve --http|dashboard).*?(?:--port (\d+)|$)", re.M)
+PORTS = {"serve --http": 8765, "dashboard": 4242}
+"""Where each server a page starts listens unless its ``--port`` says otherwise."""
 READY_S = 60
 KEYS = ("TINKER_API_KEY", "OPENROUTER_API_KEY", "AI_GATEWAY_API_KEY", "OPENAI_API_KEY", "TYPESAFE_API_KEY")
 
@@ -180,7 +182,7 @@ class PageRun:
         found = SERVE_PORT.search(self.source(block))
         if found is None:
             return
-        port = int(found.group(1) or 8765)
+        port = int(found.group(2) or PORTS[found.group(1)])
         deadline = time.monotonic() + READY_S
         while time.monotonic() < deadline:
             assert self.background is not None and self.background.poll() is None, f"{block.where} exited"

@@ -15,6 +15,7 @@ FOLDERS = {
     "clients": "machine.clients",
     "sandboxes": "machine.sandboxes",
     "machinist": "machine.machinist",
+    "dashboard": "machine.dashboard",
 }
 """The folders pyproject.toml maps into the ``machine`` package."""
 

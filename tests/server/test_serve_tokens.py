@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from machine.clients.listening import MIN_CHOSEN_TOKEN as MIN_TOKEN_CHARS
 from machine.errors import BadInputError
 from machine.server.serve import (
-    MIN_TOKEN_CHARS,
     SCOPE,
     TOKEN_ENV,
     StaticTokenVerifier,

@@ -203,12 +203,16 @@ class RecordFolder:
             return []
         return [StepMetrics.model_validate_json(line) for line in path.read_text().splitlines() if line]
 
-    def last_checkpoint(self) -> Checkpoint | None:
+    def checkpoints(self) -> list[Checkpoint]:
+        """Every state saved on the way and the final checkpoint, in order."""
         path = self.folder / CHECKPOINTS
         if not path.exists():
-            return None
-        lines = [line for line in path.read_text().splitlines() if line]
-        return Checkpoint.model_validate_json(lines[-1]) if lines else None
+            return []
+        return [Checkpoint.model_validate_json(line) for line in path.read_text().splitlines() if line]
+
+    def last_checkpoint(self) -> Checkpoint | None:
+        saved = self.checkpoints()
+        return saved[-1] if saved else None
 
     def saved(self, checkpoint: Checkpoint) -> None:
         """A state the trainer saved on the way, recorded at once (once)."""

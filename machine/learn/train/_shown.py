@@ -9,7 +9,7 @@ from datetime import datetime
 from pydantic import Field
 
 from machine.errors import MachineError
-from machine.runs import Model, StepMetrics, counted
+from machine.runs import Checkpoint, Model, StepMetrics, counted
 from machine.spec import VERSIONS_FILE, read_book
 from machine.versions import sparkline
 from machine.workspace import Workspace
@@ -42,6 +42,8 @@ class TrainingShown(Model):
     outcome: str
     steps: list[StepMetrics] = Field(default_factory=list)
     epoch_losses: list[float] = Field(default_factory=list)
+    checkpoints: list[Checkpoint] = Field(default_factory=list)
+    """Every state saved on the way (to resume from) and the final checkpoint, in order."""
 
     def lines(self) -> list[str]:
         """The record as ``machine training show`` prints it."""
@@ -113,8 +115,9 @@ def training_shown(ws: Workspace, record_id: str) -> TrainingShown:
     record = folder.read()
     steps = folder.metrics()
     return TrainingShown(
-        record=record, outcome=outcome_of(ws, record), steps=steps, epoch_losses=epoch_means(steps)
-    )
+        record=record, outcome=outcome_of(ws, record), steps=steps, epoch_losses=epoch_means(steps),
+        checkpoints=folder.checkpoints(),
+    )  # fmt: skip
 
 
 def outcome_of(ws: Workspace, record: TrainingRecord) -> str:

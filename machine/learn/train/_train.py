@@ -257,8 +257,19 @@ async def _fit(
     def step(metrics: StepMetrics) -> None:
         folder.step(metrics)
         record.steps = metrics.step
+        planned = record.plan.steps if record.plan else None
+        of = {"record": folder.id, "machine": record.machine, "steps": planned}
+        ws.events.emit("training_step", **of, **metrics.model_dump())
         if on_step is not None:
             on_step(metrics)
+
+    def told(checkpoint: Checkpoint) -> None:
+        at = {"step": checkpoint.step, "model": checkpoint.model}
+        ws.events.emit("checkpoint", record=folder.id, machine=record.machine, **at)
+
+    def saved(checkpoint: Checkpoint) -> None:
+        folder.saved(checkpoint)
+        told(checkpoint)
 
     folder.log(
         f"{trainer.name} on {record.base_model}: {prepared.sequences} sequences, {prepared.tokens} tokens"
@@ -267,7 +278,7 @@ async def _fit(
     try:
         checkpoint = await trainer.train(
             prepared, settings, folder=folder.folder, budget=ws.budget, on_step=step, resume=done,
-            on_saved=folder.saved,
+            on_saved=saved,
         )  # fmt: skip
     except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
         _interrupted(folder, record, say)
@@ -278,6 +289,7 @@ async def _fit(
         folder.stopped(record, error, failed=True)
         raise
     folder.checkpoint(checkpoint)
+    told(checkpoint)
     record.checkpoint, record.status = checkpoint, "trained"
     folder.write(record)
     folder.log(f"checkpoint {checkpoint.model} after {checkpoint.step} steps")

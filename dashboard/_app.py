@@ -1,0 +1,112 @@
+"""The dashboard's web app (Starlette): the page and its modules, the JSON endpoints, and the server-sent
+events that tell an open page what changed, all behind the access guard. Blocking reads (the store, the
+files) run in worker threads, so one slow answer never holds up the events."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from machine.errors import BadInputError, MachineError, NotFoundError
+from machine.runs import EVENTS_FILE
+from machine.workspace import Workspace
+
+from ._access import Guard
+from ._api import Api
+from ._follow import Follower
+
+STATIC = Path(__file__).parent / "static"
+KEEP_ALIVE_S = 15.0
+"""How often a quiet event stream sends a comment, so proxies and the browser keep it open."""
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return JSONResponse(value, status_code=status, headers={"cache-control": "no-store"})
+
+
+def build_app(ws: Workspace, *, host: str = "127.0.0.1", token: str | None = None) -> Any:
+    """The app for ``ws``, guarded for a server listening on ``host`` (``token``: required off loopback)."""
+    follower = Follower(ws.data_dir / EVENTS_FILE, ws.store.data_version)
+    api = Api(ws, follower)
+
+    def handler(read: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                return _json(await anyio.to_thread.run_sync(read, request))
+            except NotFoundError as error:
+                return _json({"error": str(error)}, 404)
+            except BadInputError as error:
+                return _json({"error": str(error)}, 400)
+            except MachineError as error:
+                return _json({"error": str(error)}, 500)
+
+        return endpoint
+
+    async def page(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
+
+    async def events(request: Request) -> Response:
+        return StreamingResponse(
+            _stream(follower, request),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
+
+    routes = [
+        Route("/", page),
+        Route("/api/machines", handler(lambda r: api.machines())),
+        Route("/api/machines/{name:path}/trend", handler(lambda r: api.machine(r.path_params["name"]))),
+        Route("/api/runs", handler(lambda r: api.runs(r.query_params))),
+        Route("/api/runs/{run_id}", handler(lambda r: api.run(r.path_params["run_id"]))),
+        Route("/api/running", handler(lambda r: api.running())),
+        Route("/api/compare", handler(lambda r: api.compare(r.query_params))),
+        Route("/api/training", handler(lambda r: api.trainings(r.query_params.get("machine")))),
+        Route("/api/training/{record_id}", handler(lambda r: api.training(r.path_params["record_id"]))),
+        Route("/api/spending", handler(lambda r: api.spending(r.query_params))),
+        Route("/api/events", events),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await anyio.to_thread.run_sync(follower.start_at_tail)
+        async with anyio.create_task_group() as group:
+            group.start_soon(follower.run)
+            yield
+            group.cancel_scope.cancel()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    return Guard(app, host=host, token=token)
+
+
+async def _stream(follower: Follower, request: Request) -> AsyncIterator[str]:
+    """One subscriber's events as server-sent events, until the page goes away."""
+    send, receive = follower.subscribe()
+    try:
+        yield ": connected\n\n"
+        while True:
+            with anyio.move_on_after(KEEP_ALIVE_S) as waited:
+                event = await receive.receive()
+            if waited.cancelled_caught:
+                if await request.is_disconnected():
+                    return
+                yield ": keep-alive\n\n"
+                continue
+            yield f"event: {event.get('kind', 'message')}\ndata: {json.dumps(event, default=str)}\n\n"
+    finally:
+        follower.unsubscribe(send)
+        send.close()
+
+
+__all__ = ["build_app"]

@@ -1,0 +1,153 @@
+"""The dashboard in a real browser: headless Chromium (Debian's, driven by Playwright) on ``machine
+dashboard`` as a real process. The runs page lists the stored runs and a filter narrows them; a run's page
+shows its scorecard's reasons; a run stored by another process appears without a reload, as does a run in
+progress; the comparison page shows the known paired difference of two versions; a training record shows
+its loss curve. Each page is saved as a screenshot in build/test-artifacts/dashboard/."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from helpers.dashboard import Served, dashboard, make_workspace, stored_run
+from helpers.env import REPO, on_ci
+from helpers.training import Counting, Tutored, make_caps
+
+from machine import open_workspace
+from machine.learn import TrainOptions, train
+from machine.runs import EVENTS_FILE, EventLog, SQLiteStore
+
+pytestmark = pytest.mark.slow
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = REPO / "build" / "test-artifacts" / "dashboard"
+WAIT_MS = 10_000
+
+if not CHROMIUM.exists() or shutil.which("chromium") is None:
+    if on_ci():
+        raise RuntimeError("Debian's chromium is missing, and CI=true requires it: make test installs it")
+    pytest.skip("chromium is not installed (apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shout machine's stored runs, and a training record of caps (30 steps, loss falling)."""
+    root = make_workspace(tmp_path_factory.mktemp("ws"))
+    make_caps(root)
+    ws = open_workspace(root, harness=Tutored())
+    anyio.run(
+        lambda: train(ws, "caps", samples=2, trials=1, options=TrainOptions(batch_size=2), trainer=Counting())
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def served(root: Path) -> Iterator[Served]:
+    with dashboard(root) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser(served: Served) -> Iterator[Any]:  # after the workspace is made: its set-up runs an event loop
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(served: Served, browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(WAIT_MS)
+    yield opened
+    context.close()
+
+
+def visit(page: Any, served: Served, route: str) -> None:
+    page.goto(served.url + route)
+    page.wait_for_selector(f'body[data-ready="{route}"]')
+
+
+def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_the_runs_page_lists_the_runs_and_a_filter_narrows_them(page: Any, served: Served) -> None:
+    visit(page, served, "#/runs/shout")
+    rows = page.locator("[data-testid=run-row]")
+    assert rows.count() == 11
+    shot(page, "runs")
+    page.select_option("select[name=outcome]", "fail")
+    page.click("form[data-testid=filters] button[type=submit]")
+    page.wait_for_selector('body[data-ready="#/runs/shout?outcome=fail"]')
+    assert rows.count() == 4  # v1: beta, gamma, delta; v2: delta
+    assert all("fail" in text for text in rows.locator("td:nth-child(2)").all_inner_texts())
+    shot(page, "runs-filtered")
+
+
+def test_a_run_shows_its_scorecard_reasons(page: Any, served: Served) -> None:
+    visit(page, served, "#/runs/shout?case=beta&version=v1")
+    page.click("[data-testid=run-row] a")
+    page.wait_for_selector("[data-testid=scorecard]")
+    assert page.locator("[data-testid=reason]").all_inner_texts() == ["the reply is not all capitals (beta)"]
+    assert page.locator("[data-testid=run-input]").inner_text() == "input 1"
+    shot(page, "run")
+
+
+def test_a_new_run_appears_without_a_reload(page: Any, served: Served, root: Path) -> None:
+    visit(page, served, "#/runs/shout")
+    page.evaluate("window.notReloaded = true")
+    before = page.locator("[data-testid=run-row]").count()
+    store = SQLiteStore.in_workspace(root)
+    stored = time.monotonic()
+    store.put(stored_run(50, case_id="delta", output="NEW"))  # as another process would
+    store.close()
+    page.wait_for_selector('[data-testid=run-row][data-run$="run0050"]')
+    seen_after = time.monotonic() - stored
+    assert page.locator("[data-testid=run-row]").count() == before + 1
+    assert page.evaluate("window.notReloaded") is True
+    assert (
+        page.locator("[data-testid=run-row]")
+        .first.get_attribute("data-run", timeout=WAIT_MS)
+        .endswith("run0050")
+    )
+    assert seen_after < WAIT_MS / 1000
+    shot(page, "runs-new")
+
+
+def test_a_run_in_progress_shows_up_on_running_now(page: Any, served: Served, root: Path) -> None:
+    visit(page, served, "#/running")
+    log = EventLog(root / ".machine" / EVENTS_FILE)
+    log.emit("run_started", run="live-9", machine="shout", model="echo", input="wake up", case_id=None)
+    log.emit("step", run="live-9", machine="shout", type="tool_call", text="", tool="look")
+    page.wait_for_selector('[data-testid=running-run][data-run="live-9"] >> text=tool_call look')
+    shot(page, "running")
+    log.emit("run_finished", run="live-9", machine="shout", status="ok", score=None, output="awake")
+    page.wait_for_selector('[data-testid=running-run][data-run="live-9"]', state="detached")
+    log.close()
+
+
+def test_the_comparison_shows_the_paired_difference(page: Any, served: Served) -> None:
+    visit(page, served, "#/compare/shout?by=version&a=v1&b=v2")
+    summary = page.locator("[data-testid=paired]").inner_text()
+    assert summary.startswith("v2 − v1: +0.500 (standard error 0.204, z 2.45) over 4 cases; 3 up, 0 down")
+    assert page.locator("[data-testid=moved] li").first.inner_text() == "beta: 0.00 → 1.00 (+1.000)"
+    shot(page, "compare")
+
+
+def test_a_training_record_shows_its_loss_curve(page: Any, served: Served) -> None:
+    visit(page, served, "#/training")
+    page.click("[data-testid=trainings] a")
+    curve = page.wait_for_selector("[data-testid=loss-chart] path[data-series=loss]")
+    assert curve is not None and curve.get_attribute("data-points") == "30"
+    facts = page.locator("[data-testid=training-facts]").inner_text()
+    assert "counting on" in facts and "30 steps" in facts
+    assert page.locator("[data-testid=checkpoints] li").count() >= 1
+    shot(page, "training")

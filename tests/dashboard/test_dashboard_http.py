@@ -1,0 +1,178 @@
+"""``machine dashboard`` as a real process over real HTTP on loopback: its JSON endpoints answer from the
+store, the spending log and the event log; its server-sent events tell of a run as it starts, steps and
+finishes, and of a run another process stored; and what it refuses: another Host (421), another Origin
+(403), and, listening off loopback, a request without its token (401). Every wait is bounded."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from helpers.dashboard import Served, dashboard, make_workspace, stored_run
+from helpers.env import MACHINE_BIN, clean_env
+
+from machine.runs import EVENTS_FILE, EventLog, SQLiteStore
+
+pytestmark = pytest.mark.slow
+TOKEN = "d" * 20 + "-a-dashboard-token-of-44-chars"
+LIMIT_S = 10.0
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_workspace(tmp_path_factory.mktemp("ws"))
+
+
+@pytest.fixture(scope="module")
+def served(root: Path) -> Iterator[Served]:
+    with dashboard(root) as running:
+        yield running
+
+
+def get(served: Served, path: str, **headers: str) -> httpx.Response:
+    return httpx.get(served.url.rstrip("/") + path, headers=headers, timeout=LIMIT_S)
+
+
+def test_the_page_and_its_modules_are_served(served: Served) -> None:
+    page = get(served, "/")
+    assert page.status_code == 200 and '<script type="module" src="/static/app.js">' in page.text
+    script = get(served, "/static/app.js")
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+    assert "innerHTML" not in script.text  # model-written text is only ever set as text
+
+
+def test_machines_and_runs(served: Served) -> None:
+    [shout] = get(served, "/api/machines").json()
+    assert (shout["name"], shout["runs"], shout["intent"]) == ("shout", 11, "Shout the input back.")
+    page = get(served, "/api/runs?machine=shout&limit=4").json()
+    assert [r["id"][-7:] for r in page["runs"]] == ["run0032", "run0031", "run0030", "run0013"]
+    assert page["next"] is not None
+    rest = get(served, f"/api/runs?machine=shout&limit=50&cursor={page['next']}").json()
+    assert len(rest["runs"]) == 7 and rest["next"] is None
+    failing = get(served, "/api/runs?machine=shout&outcome=fail&version=v1").json()["runs"]
+    assert sorted(r["case_id"] for r in failing) == ["beta", "delta", "gamma"]
+    assert [r["case_id"] for r in get(served, "/api/runs?machine=shout&tag=good").json()["runs"]] == ["gamma"]
+    assert [r["error"] for r in get(served, "/api/runs?machine=shout&outcome=error").json()["runs"]] == [
+        "the model fell over"
+    ]
+
+
+def test_a_bad_filter_or_an_unknown_run_is_refused_in_words(served: Served) -> None:
+    bad = get(served, "/api/runs?machine=shout&min_score=2")
+    assert bad.status_code == 400 and "min_score" in bad.json()["error"]
+    assert get(served, "/api/runs?limit=0").status_code == 400
+    missing = get(served, "/api/runs/nope")
+    assert missing.status_code == 404 and "there is no run 'nope'" in missing.json()["error"]
+    assert get(served, "/api/training/nope").status_code == 404
+    assert get(served, "/api/compare?machine=shout").status_code == 400
+
+
+def test_one_run_whole(served: Served) -> None:
+    run_id = get(served, "/api/runs?machine=shout&case=beta&version=v1").json()["runs"][0]["id"]
+    run = get(served, f"/api/runs/{run_id}").json()
+    assert run["scorecard"]["criteria"]["loud"]["reason"] == "the reply is not all capitals (beta)"
+    assert (run["input"], run["output"], run["version"]) == ("input 1", "OUTPUT 1", "v1")
+
+
+def test_the_comparison_of_two_versions(served: Served) -> None:
+    c = get(served, "/api/compare?machine=shout&by=version&a=v1&b=v2").json()
+    assert (c["compared"], c["up"], c["down"]) == (4, 3, 0)
+    assert c["diff"] == pytest.approx(0.5) and c["se"] == pytest.approx(0.2041, abs=1e-4)
+    assert c["moved"][0]["case_id"] == "beta" and c["moved"][0]["diff"] == pytest.approx(1.0)
+
+
+def test_trend_spending_training(served: Served) -> None:
+    trend = get(served, "/api/machines/shout/trend").json()
+    assert len(trend["points"]) == 11 and trend["choices"]["versions"] == ["v1", "v2"]
+    assert trend["choices"]["cases"] == ["alpha", "beta", "delta", "gamma"]
+    spending = get(served, "/api/spending").json()
+    assert spending["total_usd"] == 0.25 and spending["entries"][0]["tool"] == "suite"
+    assert get(served, "/api/training").json() == []
+
+
+def test_events_tell_of_runs_as_they_go_and_of_runs_stored_elsewhere(root: Path, served: Served) -> None:
+    log = EventLog(root / ".machine" / EVENTS_FILE)
+    seen: list[dict[str, object]] = []
+    with httpx.stream("GET", served.url + "api/events", timeout=LIMIT_S) as stream:
+        lines = stream.iter_lines()
+        assert next(lines) == ": connected"
+        log.emit("run_started", run="live-1", machine="shout", model="echo", input="hello", case_id=None)
+        log.emit("step", run="live-1", machine="shout", type="assistant", text="HELLO", tool=None)
+        running = _until(lambda: get(served, "/api/running").json(), lambda r: bool(r and r[0]["steps"]))
+        assert running[0]["run"] == "live-1" and running[0]["steps"][0]["text"] == "HELLO"
+        store = SQLiteStore.in_workspace(root)
+        store.put(stored_run(40, case_id="alpha"))  # another process stores a run
+        store.close()
+        log.emit("run_finished", run="live-1", machine="shout", status="ok", score=None, output="HELLO")
+        deadline = time.monotonic() + LIMIT_S
+        for line in lines:
+            if line.startswith("data: "):
+                seen.append(json.loads(line[6:]))
+            if {"run_finished", "store"} <= {e["kind"] for e in seen} or time.monotonic() > deadline:
+                break
+    assert [e["kind"] for e in seen if e["kind"] != "store"] == ["run_started", "step", "run_finished"]
+    assert any(e["kind"] == "store" for e in seen)
+    assert _until(lambda: get(served, "/api/running").json(), lambda r: r == []) == []
+    log.close()
+
+
+def _until(read, done):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + LIMIT_S
+    while True:
+        value = read()
+        if done(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
+
+
+def test_another_host_or_origin_is_refused(served: Served) -> None:
+    assert get(served, "/api/machines", host="evil.example").status_code == 421
+    assert get(served, "/api/machines", origin="http://evil.example").status_code == 403
+    assert get(served, "/api/machines", origin="http://localhost:1234").status_code == 200
+
+
+def test_off_loopback_every_request_needs_the_token(root: Path) -> None:
+    """Listening on every address (reached here on loopback only): no token, a wrong one: 401; the bearer
+    header, or the cookie a visit with ?token= leaves, opens it; the chosen token is never printed."""
+    with dashboard(root, "--host", "0.0.0.0", env={"MACHINE_DASHBOARD_TOKEN": TOKEN}) as open_to_all:
+        url = open_to_all.url.replace("0.0.0.0", "127.0.0.1")
+        assert httpx.get(url + "api/machines", timeout=LIMIT_S).status_code == 401
+        wrong = {"authorization": "Bearer " + TOKEN[:-1] + "x"}
+        assert httpx.get(url + "api/machines", headers=wrong, timeout=LIMIT_S).status_code == 401
+        right = {"authorization": f"Bearer {TOKEN}"}
+        assert httpx.get(url + "api/machines", headers=right, timeout=LIMIT_S).status_code == 200
+        visit = httpx.get(url + f"?token={TOKEN}", timeout=LIMIT_S)
+        assert visit.status_code == 303 and visit.headers["location"] == "/"
+        assert "HttpOnly" in visit.headers["set-cookie"] and "SameSite=Strict" in visit.headers["set-cookie"]
+        with httpx.Client(cookies=visit.cookies, timeout=LIMIT_S) as browser:
+            assert browser.get(url + "api/machines").status_code == 200
+        assert "warning: listening on 0.0.0.0" in open_to_all.head
+        assert TOKEN not in open_to_all.head
+
+
+def test_a_port_in_use_is_refused_in_words(root: Path, served: Served) -> None:
+    port = served.url.rsplit(":", 1)[1].strip("/")
+    done = subprocess.run(
+        [str(MACHINE_BIN), "dashboard", "--port", port, "--workspace", str(root)],
+        capture_output=True, text=True, timeout=60, env=clean_env(),
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"127.0.0.1:{port} is already in use" in done.stderr and "--port" in done.stderr
+
+
+def test_ctrl_c_stops_it_with_a_page_listening(root: Path) -> None:
+    """An event stream a page holds open never ends by itself; Ctrl-C still stops the server at once."""
+    with (
+        dashboard(root) as running,
+        httpx.stream("GET", running.url + "api/events", timeout=LIMIT_S) as stream,
+    ):
+        assert next(stream.iter_lines()) == ": connected"
+        running.process.send_signal(signal.SIGINT)
+        code = running.process.wait(timeout=LIMIT_S)
+    assert code in (0, 130), code

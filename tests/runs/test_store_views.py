@@ -1,0 +1,150 @@
+"""The store's reads for a viewer, on a real file: a page of runs by every filter, newest first, paged by
+cursor and never reading past its window; a machine's trend; per-case means of a version or a suite; and
+the number that tells a watcher another process wrote."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from machine.runs import CriterionScore, Run, RunFilter, Scorecard, SQLiteStore, Tag, Timings
+from machine.runs import _views as views
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def scorecard(*scores: float | None, pass_score: float = 1.0) -> Scorecard:
+    criteria = {
+        f"c{i}": CriterionScore(criterion=f"c{i}", grader="g", score=s, weight=1.0, reason=f"r{i}")
+        for i, s in enumerate(scores)
+    }
+    return Scorecard(criteria=criteria, rubric_fingerprint="f", pass_score=pass_score)
+
+
+def run(i: int, machine: str = "red", **fields: Any) -> Run:
+    fields.setdefault("timings", Timings(started_at=T0 + timedelta(minutes=i)))
+    fields.setdefault("model", "m1")
+    return Run(id=f"r{i:03d}", machine=machine, harness="echo", input=f"input {i}", **fields)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    opened = SQLiteStore.in_workspace(tmp_path)
+    opened.put_many(
+        [
+            run(0, case_id="a", scorecard=scorecard(1.0), version="v1"),
+            run(1, case_id="a", scorecard=scorecard(0.0), version="v1"),
+            run(2, case_id="b", scorecard=scorecard(0.5, pass_score=0.5), version="v2", model="m2"),
+            run(3, case_id="b", status="error", error="boom", version="v2"),
+            run(4, case_id="a", scorecard=scorecard(1.0, None), version="v2", tags=[Tag(kind="good")]),
+            run(5, case_id="c"),
+            run(6, machine="other", case_id="a", scorecard=scorecard(1.0)),
+        ]
+    )
+    yield opened
+    opened.close()
+
+
+def ids(store: SQLiteStore, **chosen: Any) -> list[str]:
+    return [r.id for r in store.page(RunFilter(**chosen)).runs]
+
+
+def test_a_page_is_the_newest_runs_of_a_machine_first(store: SQLiteStore) -> None:
+    assert ids(store, machine="red") == ["r005", "r004", "r003", "r002", "r001", "r000"]
+    assert ids(store) == ["r006", "r005", "r004", "r003", "r002", "r001", "r000"]
+    first = store.page(RunFilter(machine="red")).runs[0]
+    assert (first.case_id, first.graded, first.input_preview) == ("c", False, "input 5")
+
+
+@pytest.mark.parametrize(
+    ("chosen", "expected"),
+    [
+        ({"case_id": "a"}, ["r004", "r001", "r000"]),
+        ({"outcome": "pass"}, ["r004", "r002", "r000"]),  # r002 passes at its own pass score 0.5
+        ({"outcome": "fail"}, ["r001"]),
+        ({"outcome": "error"}, ["r003"]),
+        ({"outcome": "unscored"}, ["r004"]),
+        ({"outcome": "ungraded"}, ["r005"]),
+        ({"min_score": 0.5}, ["r004", "r002", "r000"]),
+        ({"max_score": 0.5}, ["r002", "r001"]),
+        ({"model": "m2"}, ["r002"]),
+        ({"version": "v2"}, ["r004", "r003", "r002"]),
+        ({"tag": "good"}, ["r004"]),
+        ({"tag": "bad"}, []),
+        ({"since": T0 + timedelta(minutes=2), "until": T0 + timedelta(minutes=4)}, ["r003", "r002"]),
+        ({"case_id": "a", "version": "v1", "outcome": "pass"}, ["r000"]),
+    ],
+)
+def test_each_filter_narrows_the_page(
+    store: SQLiteStore, chosen: dict[str, Any], expected: list[str]
+) -> None:
+    assert ids(store, machine="red", **chosen) == expected
+
+
+def test_pages_follow_their_cursor_to_the_end(store: SQLiteStore) -> None:
+    chosen = RunFilter(machine="red")
+    seen: list[str] = []
+    cursor = None
+    for _ in range(10):
+        page = store.page(chosen, cursor=cursor, limit=4)
+        seen += [r.id for r in page.runs]
+        cursor = page.next
+        if cursor is None:
+            break
+    assert seen == ["r005", "r004", "r003", "r002", "r001", "r000"]
+
+
+def test_a_page_reads_no_further_than_its_window(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(views, "WINDOW", 2)
+    chosen = RunFilter(machine="red", case_id="b")
+    page = store.page(chosen)  # reads r005 and r004, neither of case b
+    assert page.runs == [] and page.window_full and page.next is not None
+    found: list[str] = []
+    cursor: str | None = None
+    for _ in range(10):
+        page = store.page(chosen, cursor=cursor)
+        found += [r.id for r in page.runs]
+        if (cursor := page.next) is None:
+            break
+    assert found == ["r003", "r002"]
+
+
+def test_a_page_walks_the_index(store: SQLiteStore) -> None:
+    chosen = RunFilter(machine="red", case_id="a", outcome="pass")
+    conditions, values = chosen.where()
+    walk = views.WALK.format(scope="machine = ? AND ")
+    where = " AND ".join(conditions)
+    sql = f"SELECT created_at, id, {views.FIELDS} FROM ({walk} LIMIT 10) WHERE {where} LIMIT 5"
+    with sqlite3.connect(store.path) as db:
+        steps = [row[3] for row in db.execute("EXPLAIN QUERY PLAN " + sql, ["red", "\uffff", "", *values])]
+    assert any("USING INDEX runs_newest" in s for s in steps), steps
+    assert not any("TEMP B-TREE" in s for s in steps), steps  # no sort: the index gives the order
+
+
+def test_the_trend_is_the_newest_runs_oldest_first(store: SQLiteStore) -> None:
+    points = store.trend("red", limit=3)
+    assert [(p.score, p.status) for p in points] == [(None, "error"), (1.0, "ok"), (None, "ok")]
+    assert points[0].at < points[-1].at
+
+
+def test_case_means_of_a_version_and_of_a_suite(store: SQLiteStore) -> None:
+    assert store.case_means("red", version="v1") == {"a": (0.5, 2)}
+    assert store.case_means("red", version="v2") == {"a": (1.0, 1), "b": (0.25, 2)}  # the error counts 0
+    store.put_many([run(10, case_id="a", scorecard=scorecard(0.0), suite_id="s1")])
+    assert store.case_means("red", suite_id="s1") == {"a": (0.0, 1)}
+    with pytest.raises(ValueError, match="a version or a suite"):
+        store.case_means("red")
+
+
+def test_data_version_changes_when_another_process_writes(store: SQLiteStore) -> None:
+    before = store.data_version()
+    assert store.data_version() == before  # reading changes nothing
+    other = SQLiteStore(store.path)
+    other.put(run(20))
+    other.close()
+    assert store.data_version() != before
