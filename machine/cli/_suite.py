@@ -7,14 +7,15 @@ from typing import Any
 import click
 
 from machine.errors import BadInputError, WorkFailed
-from machine.measure import FamilyReport, SuiteReport, run_family
-from machine.ops import plan_suite, run_planned
+from machine.measure import Executor, FamilyReport, SuiteReport, run_family
+from machine.ops import SuitePlan, executor_for, plan_suite, run_planned
 from machine.runs import Run, counted
 from machine.workspace import Workspace
 
 from ._complete import machine_argument
 from ._options import (
     concurrency_option,
+    executor_options,
     handle_errors,
     pass_score_option,
     print_spend,
@@ -52,6 +53,7 @@ from ._table import print_table
     help="Run every machine of the family (NAME and NAME/...) on its own cases.json, then report "
     "the criteria they all inherit from NAME across all of them.",
 )
+@executor_options
 @spending_options
 @with_workspace
 @click.pass_context
@@ -68,37 +70,60 @@ def suite(
     verbose: bool,
     resume: str | None,
     tree: bool,
+    executor: str,
+    ray_address: str | None,
     **spending: Any,
 ) -> None:
     """Run and grade every case of a machine, --trials times each."""
     ws = workspace_from(ctx, **spending)
     if tree:
-        if resume is not None or cases_file is not None:
+        if resume is not None or cases_file is not None or executor != "local":
             raise BadInputError(
-                "--tree runs each family member on its own cases.json: leave out --resume and --cases"
+                "--tree runs each family member here on its own cases.json: leave out --resume, --cases "
+                "and --executor"
             )
         _family(ws, name, trials, concurrency, pass_score, as_json, verbose, spending["model"])
         return
     plan = plan_suite(
-        ws,
-        name,
-        cases=cases_file,
-        trials=trials,
-        model=spending["model"],
-        concurrency=concurrency,
+        ws, name, cases=cases_file, trials=trials, model=spending["model"], concurrency=concurrency,
         pass_score=pass_score,
-    )
+    )  # fmt: skip
     progress = _Progress(plan.runs, verbose=verbose, bar=not as_json and not verbose and progress_wanted())
+    elsewhere = executor_for(
+        ws, executor, address=ray_address, concurrency=concurrency, harness=spending["harness"],
+        script=spending["script"], base_url=spending["base_url"],
+    )  # fmt: skip
+    try:
+        report = _run(ctx, ws, plan, progress, resume, as_json, elsewhere)
+    finally:
+        if elsewhere is not None:
+            elsewhere.close()
+    progress.close()
+    _show(report, as_json)
+    print_spend(ws.budget)
+
+
+def _run(
+    ctx: click.Context,
+    ws: Workspace,
+    plan: SuitePlan,
+    progress: _Progress,
+    resume: str | None,
+    as_json: bool,
+    elsewhere: Executor | None,
+) -> SuiteReport:
+    """The planned suite run (or resumed), what finished shown if it stops."""
     announce = resume is not None
     resumed = False if resume is None else True if resume == "latest" else resume
     try:
-        report = ws.call(
+        return ws.call(
             lambda: run_planned(
                 ws,
                 plan,
                 resume=resumed,
                 on_run=progress.run,
                 on_start=lambda r, n: progress.start(r, n, announce),
+                executor=elsewhere,
             )
         )
     except WorkFailed as error:  # what did finish is shown; the spend and the error line follow
@@ -109,9 +134,6 @@ def suite(
         progress.close()
         _stopped(ctx, ws, progress, error)
         raise
-    progress.close()
-    _show(report, as_json)
-    print_spend(ws.budget)
 
 
 def _show(report: SuiteReport, as_json: bool) -> None:

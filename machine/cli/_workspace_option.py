@@ -1,8 +1,9 @@
-"""``--workspace``, the one option the command group itself takes: kept apart from the commands' options
-so that ``machine --help`` loads no more than click to show it."""
+"""``--workspace`` and ``--store``, the options the command group itself takes (and every command): kept
+apart from the commands' options so that ``machine --help`` loads no more than click to show it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -32,5 +33,24 @@ workspace_option = click.option(
 )
 
 
+def _remember_store(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """``--store`` is ``MACHINE_STORE`` for this command (and the processes it starts)."""
+    if value is not None:
+        os.environ["MACHINE_STORE"] = value
+    return value
+
+
+store_option = click.option(
+    "--store",
+    metavar="URL|FILE",
+    default=None,
+    expose_value=False,
+    callback=_remember_store,
+    is_eager=True,
+    help="Where runs are stored: a postgresql:// URL or a SQLite file (default: $MACHINE_STORE, else "
+    "the workspace's .machine/store.db).",
+)
+
+
 def with_workspace(fn: F) -> F:
-    return workspace_option(fn)
+    return workspace_option(store_option(fn))

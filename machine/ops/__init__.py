@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, SPENDING_LOG, Consent, SpendingPolicy
     from ._session import RunMessage, RunStream, Session
     from ._spend import Spend
-    from ._suite import CASES_NAME, SuitePlan, plan_suite, run_planned
+    from ._store_copy import StoreCopy, copy_store
+    from ._suite import CASES_NAME, EXECUTORS, SuitePlan, executor_for, plan_suite, run_planned
     from ._tagging import MarkedRun, WorkspaceData, data, fork, observed, tagged
     from ._trust import FileReview, TrustReview, pending, review, trust, untrustable
     from ._untrusted import stand_in
@@ -72,7 +73,11 @@ _HOMES = {
     "RunStream": "._session",
     "Session": "._session",
     "Spend": "._spend",
+    "StoreCopy": "._store_copy",
+    "copy_store": "._store_copy",
     "CASES_NAME": "._suite",
+    "EXECUTORS": "._suite",
+    "executor_for": "._suite",
     "SuitePlan": "._suite",
     "plan_suite": "._suite",
     "run_planned": "._suite",
@@ -89,6 +94,7 @@ _HOMES = {
 __all__ = [
     "ALLOWANCE_ENV",
     "CASES_NAME",
+    "EXECUTORS",
     "MAX_BUDGET_ENV",
     "SPENDING_LOG",
     "Consent",
@@ -103,14 +109,17 @@ __all__ = [
     "Session",
     "Spend",
     "SpendingPolicy",
+    "StoreCopy",
     "SuitePlan",
     "ToolInfo",
     "TrustReview",
     "WorkspaceData",
     "cases_files",
+    "copy_store",
     "data",
     "default_harness_name",
     "describe",
+    "executor_for",
     "fork",
     "harness_for",
     "list_machines",

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ._loop import NextTurn, call_tool, run_loop
     from ._names import NAME_SEGMENT, check_name
     from ._openai import openai_tools, to_openai
+    from ._pg_store import PostgresStore
     from ._pricing import (
         FREE_HARNESSES,
         LOCAL,
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
     from ._sandbox import Sandbox, Sandboxes
     from ._secrets import SECRET_WORDS, Redactor
     from ._store import SQLiteStore, Store
+    from ._stores import STORE_ENV, is_postgres, open_store
     from ._tools import Tool, ToolContext, ToolFailure, tool
     from ._trainer import (
         Checkpoint,
@@ -100,6 +102,10 @@ _HOMES = {
     "RunPage": "._views",
     "TrendPoint": "._views",
     "RunFilter": "._views",
+    "PostgresStore": "._pg_store",
+    "STORE_ENV": "._stores",
+    "open_store": "._stores",
+    "is_postgres": "._stores",
     "Choices": "._views",
     "Reservation": "._budget",
     "parse_budget": "._budget",
@@ -204,6 +210,7 @@ __all__ = [
     "LOCAL_CHAT_FORMAT",
     "NAME_SEGMENT",
     "SECRET_WORDS",
+    "STORE_ENV",
     "TEST_NAME",
     "TINKER_PRICES",
     "TINKER_TRAIN_PRICES",
@@ -227,6 +234,7 @@ __all__ = [
     "Model",
     "ModelAccess",
     "NextTurn",
+    "PostgresStore",
     "Prepared",
     "Price",
     "Record",
@@ -271,6 +279,7 @@ __all__ = [
     "git_revision",
     "hub_access",
     "is_free",
+    "is_postgres",
     "kept_out_of_git",
     "learning_rate_at",
     "library_version",
@@ -280,6 +289,7 @@ __all__ = [
     "now",
     "offline_hub",
     "open_new",
+    "open_store",
     "openai_tools",
     "parse_budget",
     "parse_effort",

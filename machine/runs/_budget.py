@@ -177,6 +177,14 @@ class Budget:
         self._add(kind, cost)
         return cost
 
+    def spend(self, cost_usd: float, kind: str = "runs") -> float:
+        """Record what work done elsewhere cost, priced there (a run a cluster's worker made under what
+        was left of this budget); a cost that is not a finite amount of 0 or more is refused."""
+        if not math.isfinite(cost_usd) or cost_usd < 0:
+            raise UsageRefused(f"a cost of {cost_usd!r} USD cannot be right", charged=0.0)
+        self._add(kind, cost_usd)
+        return cost_usd
+
     def _add(self, kind: str, cost: float) -> None:
         with _LOCK:
             for budget in self._chain():

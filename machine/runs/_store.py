@@ -20,10 +20,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
+import machine.runs._store_faults as faults
+import machine.runs._views as views
 from machine.errors import Fix, NotFoundError
 
-from . import _store_faults as faults
-from . import _views as views
 from ._files import kept_out_of_git
 from ._names import check_name
 from ._records import Run
@@ -80,6 +80,9 @@ class Store(Protocol):
     def data_version(self) -> int: ...
     def choices(self, machine: str) -> views.Choices: ...
     def machine_counts(self) -> dict[str, int]: ...
+    def iter_sessions(self) -> Iterator[ChatSession]: ...
+    def iter_suites(self) -> Iterator[SuiteRecord]: ...
+    def close(self) -> None: ...
 
 
 class SQLiteStore:
@@ -374,6 +377,18 @@ class SQLiteStore:
         if found is None:
             raise NotFoundError(f"there is no chat session {name!r}")
         return ChatSession.model_validate_json(found[0])
+
+    def iter_sessions(self) -> Iterator[ChatSession]:
+        """Every chat session (there are few: one a name)."""
+        with self._reading() as db:
+            rows = db.execute("SELECT data FROM sessions ORDER BY name").fetchall()
+        return (ChatSession.model_validate_json(data) for (data,) in rows)
+
+    def iter_suites(self) -> Iterator[SuiteRecord]:
+        """Every suite record, oldest first."""
+        with self._reading() as db:
+            rows = db.execute("SELECT data FROM suites ORDER BY created_at, id").fetchall()
+        return (SuiteRecord.model_validate_json(data) for (data,) in rows)
 
     def latest_session(self, machine: str) -> ChatSession | None:
         with self._reading() as db:

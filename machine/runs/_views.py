@@ -93,7 +93,8 @@ def cursor_of(created_at: str, run_id: str) -> str:
     return f"{created_at}|{run_id}"
 
 
-def _cursor(text: str | None) -> tuple[str, str]:
+def parse_cursor(text: str | None) -> tuple[str, str]:
+    """A page's cursor as (created_at, id); none: from the newest."""
     if not text:
         return ("\uffff", "")
     at, _, run_id = text.partition("|")
@@ -110,7 +111,7 @@ WALK = (
 def page(db: sqlite3.Connection, chosen: RunFilter, *, cursor: str | None, limit: int) -> RunPage:
     """Up to ``limit`` runs matching ``chosen``, newest first, after ``cursor``, reading at most
     ``WINDOW`` rows of the index."""
-    before = _cursor(cursor)
+    before = parse_cursor(cursor)
     scope, params = ("machine = ? AND ", [chosen.machine]) if chosen.machine else ("", [])
     walk = WALK.format(scope=scope)
     conditions, values = chosen.where()
@@ -143,9 +144,14 @@ def trend(db: sqlite3.Connection, machine: str, limit: int = TREND_LIMIT) -> lis
     """The newest ``limit`` runs of ``machine``, oldest first: when, how well, at what cost."""
     rows = db.execute(
         "SELECT created_at, score, json_extract(data, '$.cost_usd'), status FROM runs WHERE machine = ?"
-        " ORDER BY created_at DESC, id DESC LIMIT ?",
+        f" {NEWEST} LIMIT ?",
         (machine, limit),
     ).fetchall()
+    return points(rows)
+
+
+def points(rows: list[Any]) -> list[TrendPoint]:
+    """Rows of (created_at, score, cost, status), newest first, as the trend's points, oldest first."""
     return [
         TrendPoint.model_construct(
             at=datetime.fromisoformat(at), score=score, cost_usd=float(cost or 0.0), status=status
@@ -190,6 +196,15 @@ def choices(db: sqlite3.Connection, machine: str) -> Choices:
         f" {NEWEST} LIMIT {TREND_LIMIT}",
         (machine,),
     ).fetchall()
+    suites = db.execute(
+        "SELECT id, created_at FROM suites WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT 50",
+        (machine,),
+    ).fetchall()
+    return choices_of(rows, suites)
+
+
+def choices_of(rows: list[Any], suites: list[Any]) -> Choices:
+    """The choices read from rows of (case_id, [model, version] as JSON text) and of (suite id, when)."""
     cases: set[str] = set()
     models: set[str] = set()
     versions: set[str] = set()
@@ -198,10 +213,6 @@ def choices(db: sqlite3.Connection, machine: str) -> Choices:
         cases.update([case_id] if case_id else [])
         models.update([model] if model else [])
         versions.update([version] if version else [])
-    suites = db.execute(
-        "SELECT id, created_at FROM suites WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT 50",
-        (machine,),
-    ).fetchall()
     return Choices(
         cases=sorted(cases),
         models=sorted(models),

@@ -99,9 +99,9 @@ class Workspace:
 
     @property
     def store(self) -> Store:
-        """The store, opened on first use (``.machine/store.db``)."""
+        """The store, opened on first use (``MACHINE_STORE``, else ``.machine/store.db``)."""
         if self._store is None:
-            self._store = on_run.SQLiteStore(self.data_dir / "store.db")
+            self._store = on_run.open_store(data_dir=self.data_dir)
         return self._store
 
     @property

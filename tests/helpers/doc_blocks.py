@@ -28,6 +28,7 @@ PAGES = (
     "docs/sdk.md",
     "docs/hosts.md",
     "docs/dashboard.md",
+    "docs/scaling.md",
 )
 FENCE = re.compile(r"^```([a-z]*)\n(.*?)^```$", re.S | re.M)
 MARK = re.compile(r"<!-- (file|excerpt|background|set-up)(?::\s*(.*?))? -->\s*$")

@@ -8,12 +8,13 @@ import stat
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.stores import rows_of
 
 from machine.errors import DefinitionError, NotFoundError
 from machine.runs import (
@@ -24,6 +25,7 @@ from machine.runs import (
     RunSummary,
     Scorecard,
     SQLiteStore,
+    Store,
     Tag,
     Timings,
     ToolCall,
@@ -44,13 +46,6 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 def make_run(run_id: str, machine: str = "red", at: datetime = T0, **fields: Any) -> Run:
     fields.setdefault("timings", Timings(started_at=at))
     return Run(id=run_id, machine=machine, model="echo", harness="echo", input=f"input of {run_id}", **fields)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    opened = SQLiteStore.in_workspace(tmp_path)
-    yield opened
-    opened.close()
 
 
 def mode(path: Path) -> int:
@@ -97,7 +92,7 @@ def assert_no_scan(details: list[str], index: str) -> None:
 # --- upserts and lookups -----------------------------------------------------------------------------------
 
 
-def test_put_twice_with_a_changed_field_keeps_one_row_with_the_new_value(store: SQLiteStore) -> None:
+def test_put_twice_with_a_changed_field_keeps_one_row_with_the_new_value(store: Store) -> None:
     store.put(make_run("r1", output="first"))
     store.put(make_run("r1", output="second", status="error", error="boom"))
 
@@ -110,7 +105,7 @@ def test_put_twice_with_a_changed_field_keeps_one_row_with_the_new_value(store: 
     assert [run.output for run in store.runs("red")] == ["second"]
 
 
-def test_put_moves_a_run_when_its_machine_or_time_changes(store: SQLiteStore) -> None:
+def test_put_moves_a_run_when_its_machine_or_time_changes(store: Store) -> None:
     store.put(make_run("r1", machine="red", at=T0))
     store.put(make_run("r1", machine="blue", at=T0 + timedelta(hours=1)))
 
@@ -119,13 +114,13 @@ def test_put_moves_a_run_when_its_machine_or_time_changes(store: SQLiteStore) ->
     assert store.count() == 1
 
 
-def test_get_of_a_missing_id_raises_not_found_naming_the_id(store: SQLiteStore) -> None:
+def test_get_of_a_missing_id_raises_not_found_naming_the_id(store: Store) -> None:
     store.put(make_run("present"))
     with pytest.raises(NotFoundError, match="no-such-run"):
         store.get("no-such-run")
 
 
-def test_a_run_with_a_scorecard_round_trips_unchanged(store: SQLiteStore) -> None:
+def test_a_run_with_a_scorecard_round_trips_unchanged(store: Store) -> None:
     run = make_run(
         "graded",
         version="v3",
@@ -184,7 +179,7 @@ def test_a_run_with_a_scorecard_round_trips_unchanged(store: SQLiteStore) -> Non
 # --- listings ----------------------------------------------------------------------------------------------
 
 
-def test_runs_lists_newest_first_only_that_machine_and_breaks_ties_by_id(store: SQLiteStore) -> None:
+def test_runs_lists_newest_first_only_that_machine_and_breaks_ties_by_id(store: Store) -> None:
     store.put(make_run("old", at=T0))
     store.put(make_run("mid-a", at=T0 + timedelta(minutes=1)))
     store.put(make_run("mid-c", at=T0 + timedelta(minutes=1)))
@@ -200,7 +195,7 @@ def test_runs_lists_newest_first_only_that_machine_and_breaks_ties_by_id(store: 
     assert store.runs("nobody") == []
 
 
-def test_runs_orders_by_instant_whatever_the_time_zone(store: SQLiteStore) -> None:
+def test_runs_orders_by_instant_whatever_the_time_zone(store: Store) -> None:
     plus_two = timezone(timedelta(hours=2))
     store.put(make_run("earlier", at=datetime(2026, 1, 1, 11, 0, tzinfo=plus_two)))  # 09:00 UTC
     store.put(make_run("later", at=datetime(2026, 1, 1, 10, 0, tzinfo=UTC)))
@@ -240,7 +235,7 @@ def assert_summary_is_the_run(summary: RunSummary, run: Run) -> None:
     assert summary.input_preview == run.input[:INPUT_PREVIEW]
 
 
-def test_summaries_equal_the_full_runs_field_by_field(store: SQLiteStore) -> None:
+def test_summaries_equal_the_full_runs_field_by_field(store: Store) -> None:
     at = iter(T0 + timedelta(minutes=i) for i in range(100))
     trajectory = [
         Message(role="user", content="go"),
@@ -295,7 +290,7 @@ def test_summaries_equal_the_full_runs_field_by_field(store: SQLiteStore) -> Non
     assert store.summaries("nobody") == []
 
 
-def test_summaries_list_like_runs_newest_first_with_ties_by_id(store: SQLiteStore) -> None:
+def test_summaries_list_like_runs_newest_first_with_ties_by_id(store: Store) -> None:
     for run_id, minutes in (("old", 0), ("mid-a", 1), ("mid-c", 1), ("mid-b", 1), ("new", 2)):
         store.put(make_run(run_id, at=T0 + timedelta(minutes=minutes)))
     store.put(make_run("child", machine="red/child", at=T0 + timedelta(hours=1)))
@@ -305,7 +300,7 @@ def test_summaries_list_like_runs_newest_first_with_ties_by_id(store: SQLiteStor
     assert [s.id for s in store.summaries("red/child")] == ["child"]
 
 
-def test_iter_runs_streams_every_run_across_pages_oldest_first(store: SQLiteStore) -> None:
+def test_iter_runs_streams_every_run_across_pages_oldest_first(store: Store) -> None:
     # Three runs share each instant so that ties fall across page boundaries too.
     total = 2 * PAGE_SIZE + 203
     runs = [
@@ -326,7 +321,7 @@ def test_iter_runs_streams_every_run_across_pages_oldest_first(store: SQLiteStor
     assert list(store.iter_runs("nobody")) == []
 
 
-def test_iter_runs_of_exactly_one_page(store: SQLiteStore) -> None:
+def test_iter_runs_of_exactly_one_page(store: Store) -> None:
     store.put_many(make_run(f"r{i:04d}", at=T0 + timedelta(seconds=i)) for i in range(PAGE_SIZE))
     assert len(list(store.iter_runs())) == PAGE_SIZE
     assert len(list(store.iter_runs("red"))) == PAGE_SIZE
@@ -335,7 +330,7 @@ def test_iter_runs_of_exactly_one_page(store: SQLiteStore) -> None:
 # --- put_many ----------------------------------------------------------------------------------------------
 
 
-def test_put_many_is_an_upsert_too(store: SQLiteStore) -> None:
+def test_put_many_is_an_upsert_too(store: Store) -> None:
     store.put(make_run("r1", output="first"))
     store.put_many([make_run("r1", output="second"), make_run("r2"), make_run("r2", output="last wins")])
 
@@ -344,7 +339,7 @@ def test_put_many_is_an_upsert_too(store: SQLiteStore) -> None:
     assert store.get("r2").output == "last wins"
 
 
-def test_put_many_writes_nothing_when_one_name_is_bad(store: SQLiteStore) -> None:
+def test_put_many_writes_nothing_when_one_name_is_bad(store: Store) -> None:
     store.put(make_run("kept"))
     with pytest.raises(DefinitionError, match="Bad Name"):
         store.put_many([make_run("fine"), make_run("bad", machine="Bad Name")])
@@ -361,7 +356,7 @@ def test_put_many_writes_nothing_when_one_name_is_bad(store: SQLiteStore) -> Non
     [("ok-id", "Bad Name", "Bad Name"), ("../x", "red", "../x"), ("", "red", "run id"), ("r", "", "machine")],
 )
 def test_invalid_names_are_refused_before_anything_is_written(
-    store: SQLiteStore, run_id: str, machine: str, named: str
+    store: Store, run_id: str, machine: str, named: str
 ) -> None:
     store.put(make_run("existing"))
     with pytest.raises(DefinitionError, match=named.replace(".", r"\.")):
@@ -370,7 +365,7 @@ def test_invalid_names_are_refused_before_anything_is_written(
     assert [run.id for run in store.iter_runs()] == ["existing"]
 
 
-def test_invalid_session_names_are_refused(store: SQLiteStore) -> None:
+def test_invalid_session_names_are_refused(store: Store) -> None:
     with pytest.raises(DefinitionError, match="Bad Name"):
         store.put_session(ChatSession(name="Bad Name", machine="red", conversation_id="c"))
     with pytest.raises(DefinitionError, match="Bad Name"):
@@ -381,7 +376,7 @@ def test_invalid_session_names_are_refused(store: SQLiteStore) -> None:
 # --- sessions ----------------------------------------------------------------------------------------------
 
 
-def test_sessions_put_get_latest_and_upsert(store: SQLiteStore) -> None:
+def test_sessions_put_get_latest_and_upsert(store: Store) -> None:
     assert store.latest_session("red") is None
     with pytest.raises(NotFoundError, match="morning"):
         store.get_session("morning")
@@ -416,8 +411,7 @@ def test_sessions_put_get_latest_and_upsert(store: SQLiteStore) -> None:
     store.put_session(resumed)
     assert store.get_session("morning") == resumed
     assert store.latest_session("red") == resumed
-    with sqlite3.connect(store.path) as db:
-        assert db.execute("SELECT count(*) FROM sessions WHERE name = 'morning'").fetchone() == (1,)
+    assert rows_of(store, "SELECT count(*) FROM sessions WHERE name = 'morning'") == [(1,)]
 
 
 # --- the file ----------------------------------------------------------------------------------------------
@@ -468,7 +462,8 @@ def test_a_store_file_in_a_folder_it_did_not_make_leaves_that_folder_alone(tmp_p
     assert mode(tmp_path / "new") == 0o700
 
 
-def test_wal_mode_is_on(store: SQLiteStore) -> None:
+def test_wal_mode_is_on(sqlite_store: SQLiteStore) -> None:
+    store = sqlite_store
     store.put(make_run("r1"))
     assert store._db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     with sqlite3.connect(store.path) as db:  # WAL is a property of the file, seen by every connection
@@ -489,7 +484,7 @@ def test_the_store_reopens_with_its_runs(tmp_path: Path) -> None:
 # --- indexes -----------------------------------------------------------------------------------------------
 
 
-def fill_for_plans(store: SQLiteStore) -> None:
+def fill_for_plans(store: Store) -> None:
     """Enough rows over several machines, with statistics, that the planner's choice is a real one."""
     store.put_many(
         make_run(f"r{i:05d}", machine=f"m{i % 10}", at=T0 + timedelta(seconds=i)) for i in range(3000)
@@ -497,7 +492,8 @@ def fill_for_plans(store: SQLiteStore) -> None:
     store._db.execute("ANALYZE")
 
 
-def test_the_newest_runs_query_walks_the_index(store: SQLiteStore) -> None:
+def test_the_newest_runs_query_walks_the_index(sqlite_store: SQLiteStore) -> None:
+    store = sqlite_store
     fill_for_plans(store)
     statements = executed(store, lambda: store.runs("m3", 20))
     assert NEWEST_RUNS_SQL in statements  # the constant is the text the store really runs
@@ -506,7 +502,8 @@ def test_the_newest_runs_query_walks_the_index(store: SQLiteStore) -> None:
     assert_no_scan(details, "runs_newest")
 
 
-def test_the_newest_summaries_query_walks_the_index(store: SQLiteStore) -> None:
+def test_the_newest_summaries_query_walks_the_index(sqlite_store: SQLiteStore) -> None:
+    store = sqlite_store
     fill_for_plans(store)
     statements = executed(store, lambda: store.summaries("m3", 20))
     assert NEWEST_SUMMARIES_SQL in statements  # the constant is the text the store really runs
@@ -515,7 +512,8 @@ def test_the_newest_summaries_query_walks_the_index(store: SQLiteStore) -> None:
     assert_no_scan(details, "runs_newest")
 
 
-def test_paging_through_runs_walks_an_index(store: SQLiteStore) -> None:
+def test_paging_through_runs_walks_an_index(sqlite_store: SQLiteStore) -> None:
+    store = sqlite_store
     fill_for_plans(store)
 
     def page_through() -> None:
@@ -589,7 +587,7 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
         store.close()
 
 
-def test_learnable_runs_are_chosen_on_their_columns_and_text_before_parsing(store: SQLiteStore) -> None:
+def test_learnable_runs_are_chosen_on_their_columns_and_text_before_parsing(store: Store) -> None:
     """Finished runs scoring at least the score, or carrying a mark asked for; failed runs never; the tally
     counts every stored and every finished run."""
     store.put_many(
@@ -616,7 +614,7 @@ def test_learnable_runs_are_chosen_on_their_columns_and_text_before_parsing(stor
     assert store.tally("nobody") == (0, 0)
 
 
-def test_learnable_runs_page_past_a_page(store: SQLiteStore) -> None:
+def test_learnable_runs_page_past_a_page(store: Store) -> None:
     store.put_many(
         make_run(f"r{i:04d}", at=T0 + timedelta(seconds=i), scorecard=card(1.0 if i % 2 else 0.0))
         for i in range(PAGE_SIZE * 2 + 3)

@@ -5,14 +5,23 @@ the number that tells a watcher another process wrote."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from machine.runs import CriterionScore, Run, RunFilter, Scorecard, SQLiteStore, Tag, Timings
+from machine.runs import (
+    CriterionScore,
+    PostgresStore,
+    Run,
+    RunFilter,
+    Scorecard,
+    SQLiteStore,
+    Store,
+    Tag,
+    Timings,
+)
+from machine.runs import _pg_sql as pg_sql
 from machine.runs import _views as views
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -32,29 +41,30 @@ def run(i: int, machine: str = "red", **fields: Any) -> Run:
     return Run(id=f"r{i:03d}", machine=machine, harness="echo", input=f"input {i}", **fields)
 
 
+RUNS = [
+    run(0, case_id="a", scorecard=scorecard(1.0), version="v1"),
+    run(1, case_id="a", scorecard=scorecard(0.0), version="v1"),
+    run(2, case_id="b", scorecard=scorecard(0.5, pass_score=0.5), version="v2", model="m2"),
+    run(3, case_id="b", status="error", error="boom", version="v2"),
+    run(4, case_id="a", scorecard=scorecard(1.0, None), version="v2", tags=[Tag(kind="good")]),
+    run(5, case_id="c"),
+    run(6, machine="other", case_id="a", scorecard=scorecard(1.0)),
+]
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    opened = SQLiteStore.in_workspace(tmp_path)
-    opened.put_many(
-        [
-            run(0, case_id="a", scorecard=scorecard(1.0), version="v1"),
-            run(1, case_id="a", scorecard=scorecard(0.0), version="v1"),
-            run(2, case_id="b", scorecard=scorecard(0.5, pass_score=0.5), version="v2", model="m2"),
-            run(3, case_id="b", status="error", error="boom", version="v2"),
-            run(4, case_id="a", scorecard=scorecard(1.0, None), version="v2", tags=[Tag(kind="good")]),
-            run(5, case_id="c"),
-            run(6, machine="other", case_id="a", scorecard=scorecard(1.0)),
-        ]
-    )
-    yield opened
-    opened.close()
+def filled(store: Store) -> Store:
+    """A store of each kind, holding ``RUNS``."""
+    store.put_many(RUNS)
+    return store
 
 
-def ids(store: SQLiteStore, **chosen: Any) -> list[str]:
+def ids(store: Store, **chosen: Any) -> list[str]:
     return [r.id for r in store.page(RunFilter(**chosen)).runs]
 
 
-def test_a_page_is_the_newest_runs_of_a_machine_first(store: SQLiteStore) -> None:
+def test_a_page_is_the_newest_runs_of_a_machine_first(filled: Store) -> None:
+    store = filled
     assert ids(store, machine="red") == ["r005", "r004", "r003", "r002", "r001", "r000"]
     assert ids(store) == ["r006", "r005", "r004", "r003", "r002", "r001", "r000"]
     first = store.page(RunFilter(machine="red")).runs[0]
@@ -80,13 +90,13 @@ def test_a_page_is_the_newest_runs_of_a_machine_first(store: SQLiteStore) -> Non
         ({"case_id": "a", "version": "v1", "outcome": "pass"}, ["r000"]),
     ],
 )
-def test_each_filter_narrows_the_page(
-    store: SQLiteStore, chosen: dict[str, Any], expected: list[str]
-) -> None:
+def test_each_filter_narrows_the_page(filled: Store, chosen: dict[str, Any], expected: list[str]) -> None:
+    store = filled
     assert ids(store, machine="red", **chosen) == expected
 
 
-def test_pages_follow_their_cursor_to_the_end(store: SQLiteStore) -> None:
+def test_pages_follow_their_cursor_to_the_end(filled: Store) -> None:
+    store = filled
     chosen = RunFilter(machine="red")
     seen: list[str] = []
     cursor = None
@@ -99,7 +109,9 @@ def test_pages_follow_their_cursor_to_the_end(store: SQLiteStore) -> None:
     assert seen == ["r005", "r004", "r003", "r002", "r001", "r000"]
 
 
-def test_a_page_reads_no_further_than_its_window(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_page_reads_no_further_than_its_window(filled: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = filled
+    monkeypatch.setattr(pg_sql, "WINDOW", 2)
     monkeypatch.setattr(views, "WINDOW", 2)
     chosen = RunFilter(machine="red", case_id="b")
     page = store.page(chosen)  # reads r005 and r004, neither of case b
@@ -114,7 +126,9 @@ def test_a_page_reads_no_further_than_its_window(store: SQLiteStore, monkeypatch
     assert found == ["r003", "r002"]
 
 
-def test_a_page_walks_the_index(store: SQLiteStore) -> None:
+def test_a_page_walks_the_index(sqlite_store: SQLiteStore) -> None:
+    store = sqlite_store
+    store.put_many(RUNS)
     chosen = RunFilter(machine="red", case_id="a", outcome="pass")
     conditions, values = chosen.where()
     walk = views.WALK.format(scope="machine = ? AND ")
@@ -126,13 +140,15 @@ def test_a_page_walks_the_index(store: SQLiteStore) -> None:
     assert not any("TEMP B-TREE" in s for s in steps), steps  # no sort: the index gives the order
 
 
-def test_the_trend_is_the_newest_runs_oldest_first(store: SQLiteStore) -> None:
+def test_the_trend_is_the_newest_runs_oldest_first(filled: Store) -> None:
+    store = filled
     points = store.trend("red", limit=3)
     assert [(p.score, p.status) for p in points] == [(None, "error"), (1.0, "ok"), (None, "ok")]
     assert points[0].at < points[-1].at
 
 
-def test_case_means_of_a_version_and_of_a_suite(store: SQLiteStore) -> None:
+def test_case_means_of_a_version_and_of_a_suite(filled: Store) -> None:
+    store = filled
     assert store.case_means("red", version="v1") == {"a": (0.5, 2)}
     assert store.case_means("red", version="v2") == {"a": (1.0, 1), "b": (0.25, 2)}  # the error counts 0
     store.put_many([run(10, case_id="a", scorecard=scorecard(0.0), suite_id="s1")])
@@ -141,10 +157,11 @@ def test_case_means_of_a_version_and_of_a_suite(store: SQLiteStore) -> None:
         store.case_means("red")
 
 
-def test_data_version_changes_when_another_process_writes(store: SQLiteStore) -> None:
+def test_data_version_changes_when_another_process_writes(filled: Store) -> None:
+    store = filled
     before = store.data_version()
     assert store.data_version() == before  # reading changes nothing
-    other = SQLiteStore(store.path)
+    other = SQLiteStore(store.path) if isinstance(store, SQLiteStore) else PostgresStore(store.url)
     other.put(run(20))
     other.close()
     assert store.data_version() != before

@@ -1,0 +1,173 @@
+"""A suite's runs made on a Ray cluster (``--executor ray``): the workspace's machines folder is shipped as
+the job's working directory (its files as they are now; each run records the workspace's git revision),
+one runner actor per node of the cluster makes runs there, each in a sandbox of its worker's own, and
+hands the finished run back to this process, which grades, charges the one budget and stores it.
+
+Concurrency is the cluster's, capped by ``--concurrency``: the orders in flight are spread over the
+runners, the least busy first. A worker that dies loses only the runs it was making: its runner is
+replaced by a new one wherever the cluster has room, and each of those runs is made once more; a run
+lost twice is stored as a failed run saying so. Ray is imported only when a Ray executor starts.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from machine.errors import BadInputError, BudgetExceeded, Fix
+from machine.measure import RunOrder
+from machine.runs import Run, new_run_id
+
+from ._ray_runner import BUDGET_SPENT, Runner
+
+SHIPPED_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".machine", ".git")
+SCRIPTS = ".scripts"
+"""Where a script file from outside the machines folder is put in the shipped folder."""
+
+
+@dataclass
+class RayExecutor:
+    """Makes runs on the Ray cluster at ``address`` (None: ``RAY_ADDRESS``, else the local one)."""
+
+    root: Path
+    address: str | None = None
+    harness: str | None = None
+    script: str | None = None
+    base_url: str | None = None
+    concurrency: int = 4
+    name: str = field(default="ray", init=False)
+    shipped: Path | None = field(default=None, init=False)
+    actors: list[Any] = field(default_factory=list, init=False)
+    busy: list[int] = field(default_factory=list, init=False)
+    """The runs in flight at each runner."""
+    per_actor: int = field(default=1, init=False)
+
+    def start(self) -> None:
+        """Ship the machines folder, connect to the cluster and start a runner on each of its nodes."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        _reachable(self.address)
+        self.shipped = self._ship()
+        try:
+            ray.init(
+                address=self.address, runtime_env={"working_dir": str(self.shipped)},
+                log_to_driver=False, configure_logging=False, namespace="machine",
+            )  # fmt: skip
+        except (ConnectionError, RuntimeError, SystemExit) as error:  # Ray exits when its head never answers
+            self.close()
+            raise _unreachable(self.address, str(error) or type(error).__name__) from None
+        nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) > 0]
+        if not nodes:
+            self.close()
+            raise BadInputError(
+                "the Ray cluster has no node with a CPU to run on: start a worker on each computer that "
+                "should make runs, joined to the head (Ray's own start command, given the head's address)"
+            )
+        self.per_actor = max(1, -(-self.concurrency // len(nodes)))
+        for node in nodes:  # one on each node, there and nowhere else (each waits for its node)
+            self.actors.append(self._runner(NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)))
+        self.busy = [0] * len(self.actors)
+
+    def _runner(self, strategy: Any = "DEFAULT") -> Any:
+        import ray
+
+        options = {"max_concurrency": self.per_actor, "num_cpus": 0, "scheduling_strategy": strategy}
+        return ray.remote(Runner).options(**options).remote(self.harness, self._script(), self.base_url)
+
+    def _replace(self, chosen: int, lost: Any) -> None:
+        """A runner whose worker died, replaced by one wherever the cluster has room (once, however many
+        of its runs learn of it)."""
+        if self.actors[chosen] is lost:
+            self.actors[chosen] = self._runner()
+
+    def _ship(self) -> Path:
+        """A folder holding the workspace's ``machines/`` (and the script, when it lies outside it)."""
+        folder = Path(tempfile.mkdtemp(prefix="machine-ship-"))
+        shutil.copytree(self.root / "machines", folder / "machines", ignore=SHIPPED_IGNORE)
+        if self.script is not None and not self._inside(Path(self.script)):
+            (folder / SCRIPTS).mkdir()
+            shutil.copy2(self.script, folder / SCRIPTS / Path(self.script).name)
+        return folder
+
+    def _inside(self, path: Path) -> bool:
+        return path.resolve().is_relative_to((self.root / "machines").resolve())
+
+    def _script(self) -> str | None:
+        """The script's path inside the shipped folder."""
+        if self.script is None:
+            return None
+        path = Path(self.script).resolve()
+        if self._inside(path):
+            return str(path.relative_to(self.root.resolve()))
+        return f"{SCRIPTS}/{path.name}"
+
+    async def run(self, order: RunOrder) -> Run:
+        """One run, made by the least busy runner; a run whose worker died is made once more by another
+        runner, and one lost twice is a failed run."""
+        import ray
+
+        tries = 2
+        while True:
+            chosen = min(range(len(self.actors)), key=self.busy.__getitem__)
+            actor = self.actors[chosen]
+            self.busy[chosen] += 1
+            try:
+                answer: str = await actor.run.remote(order.model_dump_json())
+            except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as lost:
+                self._replace(chosen, actor)
+                tries -= 1
+                if tries == 0:
+                    return _lost(order, self.harness or "?", lost)
+                continue
+            finally:
+                self.busy[chosen] -= 1
+            if answer.startswith(BUDGET_SPENT):
+                raise BudgetExceeded(answer.removeprefix(BUDGET_SPENT))
+            return Run.model_validate_json(answer)
+
+    def close(self) -> None:
+        """Leave the cluster (its runners end with this driver) and remove the shipped folder."""
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+        self.actors, self.busy = [], []
+        if self.shipped is not None:
+            shutil.rmtree(self.shipped, ignore_errors=True)
+            self.shipped = None
+
+
+def _unreachable(address: str | None, why: str) -> BadInputError:
+    return BadInputError(
+        f"cannot reach the Ray cluster at {address or 'RAY_ADDRESS'} ({why})",
+        fixes=[Fix("ray_address", "HOST:PORT", "(the head's address, as its start printed it)")],
+    )
+
+
+def _reachable(address: str | None, timeout_s: float = 5.0) -> None:
+    """Refuse at once a head that does not accept connections (Ray itself waits minutes, then exits)."""
+    if not address or address == "auto" or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError) as error:
+        raise _unreachable(address, str(error) or type(error).__name__) from None
+
+
+def _lost(order: RunOrder, harness: str, error: Exception) -> Run:
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    case = order.case or {}
+    return Run(
+        id=new_run_id(), machine=order.machine, model=order.model or "?", harness=harness, input=order.input,
+        case_id=case.get("id"), case=order.case, trial=order.trial, status="error",
+        error=f"the Ray worker making this run was lost, and so was its one retry ({first})",
+    )  # fmt: skip
+
+
+__all__ = ["RayExecutor"]

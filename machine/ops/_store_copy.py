@@ -1,0 +1,74 @@
+"""Moving a workspace's history from one store to another (``machine store copy``): every run, suite and
+chat session, in batches, as upserts, so a copy stopped part way is finished by running it again and a
+second copy changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import islice
+from pathlib import Path
+
+from machine.errors import BadInputError
+from machine.runs import Model, Store, is_postgres, open_store
+
+BATCH = 1_000
+"""Runs written in one transaction."""
+
+
+class StoreCopy(Model):
+    """What a copy moved, and between which stores (named without a password)."""
+
+    source: str
+    target: str
+    runs: int
+    suites: int
+    sessions: int
+
+
+def copy_store(source: str, target: str, *, on_runs: Callable[[int], None] | None = None) -> StoreCopy:
+    """Copy everything ``source`` holds into ``target`` (each a ``postgresql://`` URL or a SQLite file);
+    ``on_runs(n)`` is told how many runs are copied so far, after each batch."""
+    if source == target:
+        raise BadInputError(f"the source and the target are the same store ({source}): name two stores")
+    stores: list[Store] = []
+    try:
+        stores.append(open_store(_existing(source)))
+        stores.append(open_store(target))
+        return _copy(stores[0], stores[1], on_runs)
+    finally:
+        for store in stores:
+            store.close()
+
+
+def _existing(source: str) -> str:
+    """A SQLite source must be a file that is there: opening a missing one would make an empty store."""
+    if not is_postgres(source) and not Path(source).expanduser().is_file():
+        raise BadInputError(
+            f"the source {source} is not a store file: name a workspace's .machine/store.db, or a "
+            "postgresql:// URL"
+        )
+    return source
+
+
+def _copy(source: Store, target: Store, on_runs: Callable[[int], None] | None) -> StoreCopy:
+    runs = 0
+    every = source.iter_runs()
+    while batch := list(islice(every, BATCH)):
+        target.put_many(batch)
+        runs += len(batch)
+        if on_runs is not None:
+            on_runs(runs)
+    suites = sessions = 0
+    for suite in source.iter_suites():
+        target.put_suite(suite)
+        suites += 1
+    for session in source.iter_sessions():
+        target.put_session(session)
+        sessions += 1
+    return StoreCopy(
+        source=str(getattr(source, "path", "")), target=str(getattr(target, "path", "")),
+        runs=runs, suites=suites, sessions=sessions,
+    )  # fmt: skip
+
+
+__all__ = ["StoreCopy", "copy_store"]

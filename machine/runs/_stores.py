@@ -1,0 +1,33 @@
+"""Which store a workspace keeps its runs in: ``MACHINE_STORE`` (or ``--store``), a ``postgresql://`` URL
+for a team's shared PostgreSQL or a SQLite file's path, else the workspace's own ``.machine/store.db``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ._pg_store import PostgresStore
+from ._store import SQLiteStore, Store
+
+STORE_ENV = "MACHINE_STORE"
+SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres(location: str) -> bool:
+    """Whether ``location`` names a PostgreSQL database (a ``postgresql://`` URL), not a SQLite file."""
+    return location.startswith(SCHEMES)
+
+
+def open_store(location: str | Path | None = None, *, data_dir: Path | None = None) -> Store:
+    """The store at ``location`` (a URL or a file), else at ``MACHINE_STORE``, else ``data_dir/store.db``."""
+    where = str(location) if location is not None else os.environ.get(STORE_ENV, "").strip()
+    if where and is_postgres(where):
+        return PostgresStore(where)
+    if where:
+        return SQLiteStore(Path(where).expanduser())
+    if data_dir is None:
+        raise ValueError("open_store needs a location, MACHINE_STORE, or the workspace's data folder")
+    return SQLiteStore(data_dir / "store.db")
+
+
+__all__ = ["STORE_ENV", "is_postgres", "open_store"]
