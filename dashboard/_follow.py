@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -60,6 +61,7 @@ class Follower:
         self._offset = 0
         self._partial = b""
         self._version: int | None = None
+        self._lock = threading.Lock()
 
     def subscribe(self) -> tuple[Sender, Receiver]:
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](QUEUE)
@@ -74,7 +76,8 @@ class Follower:
         with contextlib.suppress(OSError):
             self._offset = max(0, self.path.stat().st_size - START_TAIL)
         for event in self._read():  # a first line cut by the tail's start does not parse: dropped
-            self._keep(event)
+            with self._lock:
+                self._keep(event)
 
     async def run(self) -> None:
         """Poll until cancelled."""
@@ -87,7 +90,10 @@ class Follower:
     def poll(self) -> list[dict[str, Any]]:
         """What changed since the last poll: the log's new events, and ``{"kind": "store"}`` once when
         the store was written."""
-        found = [e for e in self._read() if self._keep(e)]
+        found = self._read()
+        with self._lock:
+            for event in found:
+                self._keep(event)
         version: int | None
         try:
             version = self.data_version()
@@ -124,8 +130,8 @@ class Follower:
                 events.append(event)
         return events
 
-    def _keep(self, event: dict[str, Any]) -> bool:
-        """Update the runs in progress with ``event``; whether it is worth telling."""
+    def _keep(self, event: dict[str, Any]) -> None:
+        """Update the runs in progress with ``event`` (under the lock: pages read them meanwhile)."""
         kind, run = event.get("kind"), event.get("run")
         now = time.time()
         if kind == "run_started" and isinstance(run, str):
@@ -139,7 +145,6 @@ class Follower:
             self.running.pop(run, None)
         for stale in [r for r, v in self.running.items() if now - v.seen > STALE_S]:
             del self.running[stale]
-        return True
 
     def _tell(self, event: dict[str, Any]) -> None:
         for send in list(self.subscribers):
@@ -148,7 +153,8 @@ class Follower:
 
     def in_progress(self) -> list[dict[str, Any]]:
         """The runs in progress, newest first."""
-        return [r.shown() for r in reversed(self.running.values())]
+        with self._lock:
+            return [r.shown() for r in reversed(self.running.values())]
 
 
 __all__ = ["Follower", "Running"]

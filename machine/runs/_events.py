@@ -21,6 +21,8 @@ from typing import Any, Literal
 EVENTS_FILE = "events.jsonl"
 MAX_BYTES = 32 * 1024 * 1024
 """The log's size past which it is rotated."""
+CHECK_EVERY = 64
+"""Writes between two looks at the log's size (a look costs as much as a write)."""
 PREVIEW = 240
 """Characters of an input, an output or a step's text an event keeps."""
 
@@ -52,6 +54,7 @@ class EventLog:
         self._fd: int | None = None
         self._off = os.environ.get("MACHINE_EVENTS", "").strip().lower() == "off"
         self._lock = threading.Lock()
+        self._writes = 0
 
     def emit(self, kind: EventKind, **fields: Any) -> None:
         """Append one event (its fields JSON-able; anything else is written as text)."""
@@ -63,7 +66,8 @@ class EventLog:
             try:
                 fd = self._open()
                 os.write(fd, data)
-                if os.fstat(fd).st_size > MAX_BYTES:
+                self._writes += 1
+                if self._writes % CHECK_EVERY == 0 and os.fstat(fd).st_size > MAX_BYTES:
                     self._rotate()
             except OSError:
                 self._off = True  # a dashboard is a convenience: the run goes on without its log

@@ -73,6 +73,7 @@ def test_several_processes_append_whole_lines(tmp_path: Path) -> None:
 
 def test_a_full_log_is_rotated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(events, "MAX_BYTES", 1000)
+    monkeypatch.setattr(events, "CHECK_EVERY", 1)
     path = tmp_path / EVENTS_FILE
     log = EventLog(path)
     for i in range(31):
