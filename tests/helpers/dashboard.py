@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from helpers.env import MACHINE_BIN, clean_env
+from helpers.processes import end
 from machine.runs import CriterionScore, Run, Scorecard, SQLiteStore, Tag, Timings
 
 START_S = 30.0
@@ -128,12 +129,7 @@ def dashboard(root: Path, *args: str, env: dict[str, str] | None = None) -> Iter
     try:
         yield _ready(process)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
+        end(process)
 
 
 def _ready(process: subprocess.Popen[str]) -> Served:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from helpers.env import on_ci
+from helpers.processes import end
 
 START_S = 60.0
 USER = "machine"
@@ -73,12 +74,7 @@ def server() -> Iterator[str]:
         _wait(url, running)
         yield url
     finally:
-        running.terminate()
-        try:
-            running.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            running.kill()
-            running.wait(timeout=30)
+        end(running, timeout_s=30)
         shutil.rmtree(folder, ignore_errors=True)
 
 
