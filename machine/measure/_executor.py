@@ -62,7 +62,8 @@ async def executed(
     run = run.model_copy(update={"revision": workspace.revision})
     workspace.budget.spend(run.cost_usd)  # priced by the worker at the same table, failed calls included
     if run.status == "ok":
-        run = await workspace.grade(run, machine, pass_score=pass_score, store=False)
+        run = await workspace.grade(run, machine, pass_score=pass_score, store=False, logged=False)
+    workspace.finished(run)
     return run
 
 

@@ -31,7 +31,8 @@ EVENT_KINDS: dict[str, str] = {
     "run_started": "run, machine, version, model, harness, case_id, trial, input",
     "step": "run, machine, type (assistant, tool_call, tool_result), text, tool",
     "run_finished": "run, machine, status, error, cost_usd, score, output",
-    "graded": "run, machine, score, passed",
+    "graded": "run, machine, score, passed (a run graded on its own; one graded as it is made says its "
+    "score in run_finished)",
     "training_step": "record, machine, steps (planned), and the step's metrics: step, epoch, loss, "
     "sequences, tokens, learning_rate, seconds, cost_usd",
     "checkpoint": "record, machine, step, model",

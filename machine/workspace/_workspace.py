@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 # showing machines opens no store and loads no harness, tools, provenance or versions.
 import machine.runs as on_run
 import machine.spec as spec_on_run
-from machine.errors import BadInputError, BudgetExceeded, HarnessError, MachineError, plain_spelling
+from machine.errors import BadInputError, HarnessError
 from machine.grade import GradeContext
 from machine.runs import Budget, Effort, Run, checked_score, kept_out_of_git, parse_effort
 from machine.spec import TRUST_FILE, MachineLoader, TrustBook
 
 from ._adapters import Adapters
+from ._drive import drive
 from ._events import finished as told_finished
 from ._events import graded as told_graded
 from ._events import started as told_started
@@ -31,7 +32,7 @@ from ._files import hidden_from_runs
 from ._tags import tag_run
 
 if TYPE_CHECKING:
-    from machine.runs import Event, Harness, Message, ModelAccess, Sandbox, Sandboxes, Store, ToolContext
+    from machine.runs import Event, Harness, Message, ModelAccess, Sandbox, Sandboxes, Store
     from machine.spec import Case, Machine
 
 T = TypeVar("T")
@@ -260,14 +261,14 @@ class Workspace:
         )  # fmt: skip
         listen = told_started(self.events, run, on_event)
         try:
-            run = await self._drive(harness, spec, run, context, effort, listen)
+            run = await drive(harness, spec, run, context, effort, listen, self.budget, self.root)
         finally:
             fresh = sandbox is not None and sandbox.path != folder  # the person's own folder is never removed
             if sandbox is not None and fresh and not self.keep_sandboxes:
                 sandbox.remove()
         run.timings.finished_at = on_run.now()
         if grade and run.status == "ok":
-            run = await self.grade(run, spec, pass_score=pass_score, store=False)
+            run = await self.grade(run, spec, pass_score=pass_score, store=False, logged=False)
         if store:
             self.store.put(run)
         told_finished(self.events, run)
@@ -300,53 +301,6 @@ class Workspace:
             library_version=on_run.library_version(), timings=on_run.Timings(),
         )  # fmt: skip
 
-    async def _drive(
-        self,
-        harness: Harness,
-        spec: Machine,
-        run: Run,
-        context: ToolContext,
-        effort: Effort | None,
-        on_event: Callable[[Event], None] | None,
-    ) -> Run:
-        """The run as the harness leaves it; a harness failure is a failed run, a spent budget is raised."""
-        request = on_run.HarnessRequest(
-            run_id=run.id,
-            machine=spec.name,
-            instructions=spec.instructions,
-            input=run.input,
-            model=run.model,
-            tools=spec.tools,
-            tool_context=context,
-            budget=self.budget,
-            history=run.history,
-            max_steps=spec.max_steps,
-            effort=effort,
-            on_event=on_event,
-            seed=on_run.run_seed(run.case_id, run.trial),
-            root=self.root,
-        )
-        try:
-            result = await harness.run(request)
-        except BudgetExceeded:
-            raise
-        except MachineError as error:  # stored, and shown by every face: its fixes in plain words
-            return run.model_copy(update={"status": "error", "error": error.explain(plain_spelling)})
-        except Exception as error:
-            return run.model_copy(update={"status": "error", "error": f"{type(error).__name__}: {error}"})
-        return run.model_copy(
-            update={
-                "trajectory": result.trajectory,
-                "output": result.output,
-                "usage": result.usage,
-                "cost_usd": result.cost_usd,
-                "stop_reason": result.stop_reason,
-                "retries": result.retries,
-                "status": "error" if result.error else "ok",
-                "error": result.error,
-            }
-        )
-
     def _sandbox(
         self, spec: Machine, run_id: str, files: dict[str, str], folder: Path | None
     ) -> Sandbox | None:
@@ -374,9 +328,16 @@ class Workspace:
         return self._sandboxes
 
     async def grade(
-        self, run: Run, machine: Machine | None = None, *, pass_score: float = 1.0, store: bool = True
+        self,
+        run: Run,
+        machine: Machine | None = None,
+        *,
+        pass_score: float = 1.0,
+        store: bool = True,
+        logged: bool = True,
     ) -> Run:
-        """Grade ``run`` with its machine's current evaluator and (by default) store the scorecard."""
+        """Grade ``run`` with its machine's current evaluator and (by default) store the scorecard;
+        ``logged=False`` leaves the event log to the run's finish, which says its score."""
         if run.status == "error":
             raise BadInputError(f"run {run.id} failed ({run.error}), so it has no output to grade")
         spec = machine or self.load(run.machine)
@@ -390,9 +351,16 @@ class Workspace:
         graded = run.model_copy(update={"scorecard": scorecard})
         if store:
             self.store.put(graded)
-        told_graded(self.events, graded)
+        if logged:
+            told_graded(self.events, graded)
         self._tell("graded", graded)
         return graded
+
+    def finished(self, run: Run) -> None:
+        """Tell the event log and the watchers of a run made elsewhere (a cluster's worker) that it is
+        done here: graded, and about to be stored."""
+        told_finished(self.events, run)
+        self._tell("finished", run)
 
     def tag(self, run: Run, kind: str, note: str | None = None, **marks: Any) -> Run:
         """Mark ``run`` good, bad or with a correction, and store it (see ``_tags.tag_run``)."""

@@ -40,14 +40,23 @@ async def test_a_run_is_told_as_it_goes(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=CALLS)
     run = await ws.run(weather_machine(), "weather in Oslo?", grade=True)
     events = logged(tmp_path)
-    assert [e["kind"] for e in events] == ["run_started", "step", "step", "step", "graded", "run_finished"]
+    assert [e["kind"] for e in events] == ["run_started", "step", "step", "step", "run_finished"]
     assert {e["run"] for e in events} == {run.id} and {e["machine"] for e in events} == {"weather"}
-    started, call, result, answer, graded, finished = events
+    started, call, result, answer, finished = events
     assert started["input"] == "weather in Oslo?" and started["model"] == run.model
     assert (call["type"], call["tool"]) == ("tool_call", "get_weather")
     assert (result["type"], result["text"]) == ("tool_result", "18 C")
     assert (answer["type"], answer["text"]) == ("assistant", "18 C")
-    assert (graded["score"], graded["passed"]) == (1.0, True)
+    regraded = await ws.grade(run, weather_machine(), store=False)  # graded on its own: told so
+    assert logged(tmp_path)[-1] | {"at": 0} == {
+        "at": 0,
+        "kind": "graded",
+        "run": run.id,
+        "machine": "weather",
+        "score": 1.0,
+        "passed": True,
+    }
+    assert regraded.score == 1.0
     assert (finished["status"], finished["score"], finished["output"]) == ("ok", 1.0, "18 C")
     assert float(str(started["at"])) <= float(str(finished["at"]))
 
