@@ -89,9 +89,13 @@ class RayExecutor:
         """A folder holding the workspace's ``machines/`` (and the script, when it lies outside it)."""
         folder = Path(tempfile.mkdtemp(prefix="machine-ship-"))
         shutil.copytree(self.root / "machines", folder / "machines", ignore=SHIPPED_IGNORE)
-        if self.script is not None and not self._inside(Path(self.script)):
+        script = None if self.script is None else Path(self.script)
+        if script is not None and not self._inside(script):
             (folder / SCRIPTS).mkdir()
-            shutil.copy2(self.script, folder / SCRIPTS / Path(self.script).name)
+            if script.is_dir():  # a folder of scripts, one for each machine
+                shutil.copytree(script, folder / SCRIPTS / script.name, ignore=SHIPPED_IGNORE)
+            else:
+                shutil.copy2(script, folder / SCRIPTS / script.name)
         return folder
 
     def _inside(self, path: Path) -> bool:

@@ -161,3 +161,25 @@ def test_a_cluster_that_cannot_be_reached_is_said_in_words(root: Path) -> None:
     with pytest.raises(BadInputError, match=r"cannot reach the Ray cluster at 127\.0\.0\.2:1"):
         executor_for(ws, "ray", address="127.0.0.2:1", harness="scripted", script=str(SCRIPT))
     assert time.monotonic() - started < 120
+
+
+def test_the_shipped_folder_holds_the_machines_and_the_script(root: Path, tmp_path: Path) -> None:
+    from machine.ops._ray_executor import RayExecutor
+
+    (root / "machines" / "red" / "__pycache__").mkdir()
+    outside = tmp_path / "elsewhere"
+    (outside / "red").mkdir(parents=True)
+    (outside / "red" / "script.json").write_text("{}")
+    for script, shipped_as in (
+        (str(root / "machines" / "red" / "script.json"), "machines/red/script.json"),
+        (str(SCRIPT), ".scripts/script.json"),
+        (str(outside), ".scripts/elsewhere"),
+    ):
+        executor = RayExecutor(root, script=script)
+        folder = executor._ship()
+        try:
+            assert executor._script() == shipped_as
+            assert (folder / shipped_as).exists() and (folder / "machines" / "red" / "machine.py").is_file()
+            assert not (folder / "machines" / "red" / "__pycache__").exists()
+        finally:
+            shutil.rmtree(folder)
