@@ -30,6 +30,7 @@ from helpers.ray_cluster import cluster  # noqa: E402
 
 from machine import open_workspace, run_suite  # noqa: E402
 from machine.ops import executor_for  # noqa: E402
+from machine.workspace import Executor  # noqa: E402
 
 CONCURRENCY = 32
 LATENCY_S = 0.05
@@ -55,14 +56,13 @@ def workspace(root: Path, runs: int) -> Path:
     return folder / "script.json"
 
 
-def suite(root: Path, script: Path, executor: object | None) -> tuple[float, int]:
+def suite(root: Path, script: Path, executor: Executor | None) -> tuple[float, int]:
     ws = open_workspace(root, harness="scripted", script=script, budget="none")
+    ws = ws if executor is None else ws.using(executor=executor)
     spec = ws.load("bench")
     cases = ws.cases("bench")
     started = time.monotonic()
-    report = anyio.run(
-        lambda: run_suite(ws, spec, cases, concurrency=CONCURRENCY, executor=executor)  # type: ignore[arg-type]
-    )
+    report = anyio.run(lambda: run_suite(ws, spec, cases, concurrency=CONCURRENCY))
     took = time.monotonic() - started
     assert report.summary.runs == len(cases) and report.summary.mean == 1.0, report.summary
     return took, report.summary.runs

@@ -5,7 +5,6 @@ docs/dashboard.md."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,7 +13,7 @@ from pydantic import ValidationError
 from machine.errors import BadInputError
 from machine.learn import training_rows, training_shown
 from machine.measure.stats import paired
-from machine.ops import SPENDING_LOG, list_machines
+from machine.ops import WorkspaceSpendingLog, list_machines
 from machine.runs import RunFilter
 from machine.workspace import Workspace
 
@@ -22,8 +21,6 @@ from ._follow import Follower
 
 PAGE_LIMIT = 50
 MAX_LIMIT = 500
-SPENDING_TAIL = 512 * 1024
-"""The most of the spending log read for its page (its newest entries)."""
 MOVERS = 10
 """The cases a comparison lists as having moved most."""
 FILTER_NAMES = {"case": "case_id", "suite": "suite_id"}
@@ -120,24 +117,7 @@ class Api:
 
     def spending(self, params: Mapping[str, str]) -> dict[str, Any]:
         """The newest entries of the spending log, newest first, and their total."""
-        limit = _limit(params, 200)
-        path = self.ws.data_dir / SPENDING_LOG
-        if not path.is_file():
-            return {"entries": [], "total_usd": 0.0}
-        with open(path, "rb") as handle:
-            size = handle.seek(0, 2)
-            handle.seek(max(0, size - SPENDING_TAIL))
-            lines = handle.read().split(b"\n")
-        entries = []
-        for line in reversed(lines):
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue  # the first line of the tail may be cut
-            if isinstance(entry, dict):
-                entries.append(entry)
-            if len(entries) == limit:
-                break
+        entries = WorkspaceSpendingLog(self.ws).newest(_limit(params, 200))
         total = sum(float(e.get("spent_usd") or 0.0) for e in entries)
         return {"entries": entries, "total_usd": total}
 

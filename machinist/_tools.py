@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from machine.errors import ConsentRequired
-from machine.ops import SpendingPolicy
+from machine.ops import SpendingLog, SpendingPolicy, WorkspaceSpendingLog, open_workspace
 from machine.runs import Message, Tool, ToolContext, ToolFailure
 
 from ._consent import CHANGING, SPENDING, agreement
@@ -46,8 +46,8 @@ class ConversationPolicy(SpendingPolicy):
 
     changes_note = ""
 
-    def __init__(self, *, log_path: Path | None = None) -> None:
-        super().__init__(allowance=None, log_path=log_path)
+    def __init__(self, *, log_path: Path | None = None, log: SpendingLog | None = None) -> None:
+        super().__init__(allowance=None, log_path=log_path, log=log)
         self._taken: dict[str, float] = {}
         self._guard = threading.Lock()
 
@@ -136,7 +136,7 @@ def _server(root: Path | None) -> Any:
     where = str((root or Path.cwd()).resolve())
     with _LOCK:
         if where not in _SERVERS:
-            policy = ConversationPolicy(log_path=Path(where) / ".machine" / "spending.jsonl")
+            policy = ConversationPolicy(log=WorkspaceSpendingLog(open_workspace(where)))
             _SERVERS[where] = build_server(where, policy=policy)
         return _SERVERS[where]
 

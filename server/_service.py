@@ -18,13 +18,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from machine.errors import CommitRefused, ConsentRequired, Fix, MachineError, UnknownPriceError
 from machine.ops import (
-    SPENDING_LOG,
     Consent,
     MachineInfo,
     Spend,
     SpendingPolicy,
     SuitePlan,
     TrustReview,
+    WorkspaceSpendingLog,
     describe,
     harness_for,
     list_machines,
@@ -111,7 +111,7 @@ class Service:
         policy: SpendingPolicy | None,
     ) -> None:
         self.ws = workspace if isinstance(workspace, Workspace) else open_workspace(workspace)
-        self.policy = policy or SpendingPolicy.from_env(self.ws.data_dir / SPENDING_LOG)
+        self.policy = policy or SpendingPolicy.from_env(log=WorkspaceSpendingLog(self.ws))
         self.harness = harness
         self.script = str(script) if script is not None else None
         self.lock = anyio.Lock()

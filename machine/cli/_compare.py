@@ -12,6 +12,7 @@ from machine.runs import counted
 from ._complete import machine_argument
 from ._options import (
     concurrency_option,
+    executor_options,
     handle_errors,
     pass_score_option,
     print_spend,
@@ -35,6 +36,7 @@ from ._render import dump_json, fmt_rate, fmt_score
 @concurrency_option
 @pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@executor_options
 @spending_options
 @with_workspace
 @click.pass_context

@@ -13,7 +13,14 @@ from machine.runs import Run
 
 from ._complete import machine_argument
 from ._model_options import model_options
-from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._options import (
+    executor_options,
+    handle_errors,
+    print_spend,
+    spending_options,
+    with_workspace,
+    workspace_from,
+)
 from ._plan import print_plan
 from ._render import dump_json
 
@@ -56,6 +63,7 @@ def _next_steps(name: str, result: Optimization) -> str:
     },
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@executor_options
 @spending_options
 @with_workspace
 @click.pass_context

@@ -207,13 +207,29 @@ def workspace_from(ctx: click.Context, **options: Any) -> Workspace:
             )
         ws = ws.using(harness=harness)
     ws.store.ready_to_write()  # a damaged or read-only store is refused before anything is spent
-    policy = ops.SpendingPolicy.from_env(ws.data_dir / ops.SPENDING_LOG)
+    policy = ops.SpendingPolicy.from_env(log=ops.WorkspaceSpendingLog(ws))
     command = ctx.command.name or ctx.info_name or "machine"
     typed = f"machine {command} --budget {'none' if budget.usd is None else f'{budget.usd:g}'}"
     ctx.meta[_SPEND_KEY] = ops.Spend.by_command(
         policy, budget, command=command, machine=ctx.params.get("name"), typed=typed
     )
+    if "executor" in options:
+        ws = _elsewhere(ctx, ws, options)
     return ws
+
+
+def _elsewhere(ctx: click.Context, ws: Workspace, options: dict[str, Any]) -> Workspace:
+    """``ws`` making its runs where ``--executor`` says (started now, closed with the command)."""
+    given: int | None = ctx.params.get("concurrency")
+    concurrency = given or int(getattr(ctx.params.get("options"), "concurrency", 4))
+    executor = ops.executor_for(
+        ws, options["executor"], address=options.get("ray_address"), concurrency=concurrency,
+        harness=ws.harness.name, script=options.get("script"), base_url=options.get("base_url"),
+    )  # fmt: skip
+    if executor is None:
+        return ws
+    ctx.call_on_close(executor.close)
+    return ws.using(executor=executor)
 
 
 def _settle_spend(*, finished: bool) -> None:

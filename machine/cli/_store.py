@@ -36,6 +36,7 @@ def store_copy(source: str, target: str, as_json: bool) -> None:
         dump_json(copied)
         return
     click.echo(
-        f"copied {copied.runs} runs, {copied.suites} suites and {copied.sessions} chat sessions from "
+        f"copied {copied.runs} runs, {copied.suites} suites, {copied.sessions} chat sessions and "
+        f"{copied.spending} spending-log lines from "
         f"{copied.source} to {copied.target}"
     )

@@ -7,8 +7,8 @@ from typing import Any
 import click
 
 from machine.errors import BadInputError, WorkFailed
-from machine.measure import Executor, FamilyReport, SuiteReport, run_family
-from machine.ops import SuitePlan, executor_for, plan_suite, run_planned
+from machine.measure import FamilyReport, SuiteReport, run_family
+from machine.ops import SuitePlan, plan_suite, run_planned
 from machine.runs import Run, counted
 from machine.workspace import Workspace
 
@@ -70,18 +70,16 @@ def suite(
     verbose: bool,
     resume: str | None,
     tree: bool,
-    executor: str,
-    ray_address: str | None,
     **spending: Any,
 ) -> None:
     """Run and grade every case of a machine, --trials times each."""
+    if tree and (resume is not None or cases_file is not None or spending["executor"] != "local"):
+        raise BadInputError(
+            "--tree runs each family member here on its own cases.json: leave out --resume, --cases "
+            "and --executor"
+        )
     ws = workspace_from(ctx, **spending)
     if tree:
-        if resume is not None or cases_file is not None or executor != "local":
-            raise BadInputError(
-                "--tree runs each family member here on its own cases.json: leave out --resume, --cases "
-                "and --executor"
-            )
         _family(ws, name, trials, concurrency, pass_score, as_json, verbose, spending["model"])
         return
     plan = plan_suite(
@@ -89,15 +87,7 @@ def suite(
         pass_score=pass_score,
     )  # fmt: skip
     progress = _Progress(plan.runs, verbose=verbose, bar=not as_json and not verbose and progress_wanted())
-    elsewhere = executor_for(
-        ws, executor, address=ray_address, concurrency=concurrency, harness=spending["harness"],
-        script=spending["script"], base_url=spending["base_url"],
-    )  # fmt: skip
-    try:
-        report = _run(ctx, ws, plan, progress, resume, as_json, elsewhere)
-    finally:
-        if elsewhere is not None:
-            elsewhere.close()
+    report = _run(ctx, ws, plan, progress, resume, as_json)
     progress.close()
     _show(report, as_json)
     print_spend(ws.budget)
@@ -110,7 +100,6 @@ def _run(
     progress: _Progress,
     resume: str | None,
     as_json: bool,
-    elsewhere: Executor | None,
 ) -> SuiteReport:
     """The planned suite run (or resumed), what finished shown if it stops."""
     announce = resume is not None
@@ -123,7 +112,6 @@ def _run(
                 resume=resumed,
                 on_run=progress.run,
                 on_start=lambda r, n: progress.start(r, n, announce),
-                executor=elsewhere,
             )
         )
     except WorkFailed as error:  # what did finish is shown; the spend and the error line follow

@@ -14,7 +14,14 @@ from machine.versions import Candidate, format_report
 
 from ._complete import machine_argument
 from ._model_options import model_options
-from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
+from ._options import (
+    executor_options,
+    handle_errors,
+    print_spend,
+    spending_options,
+    with_workspace,
+    workspace_from,
+)
 from ._plan import print_plan
 from ._render import dump_json
 
@@ -58,6 +65,7 @@ def _step_line(metrics: StepMetrics) -> str:
     help="Train two steps end to end (save a state, load it, sample the checkpoint once) and discard it all.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the candidate (or the check) as JSON.")
+@executor_options
 @spending_options
 @with_workspace
 @click.pass_context

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from ._agree import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, agree
     from ._agreement import AgreementReport, AtThreshold, Disagreement, Pair
     from ._compare import Comparison, Plan, changes_between, compare
-    from ._executor import Executor, RunOrder, executed
     from ._family import FamilyReport, Skipped, run_family
     from ._pool import BatchWriter, run_pool
     from ._side import Side
@@ -36,9 +35,6 @@ _HOMES = {
     "Plan": "._compare",
     "changes_between": "._compare",
     "compare": "._compare",
-    "Executor": "._executor",
-    "RunOrder": "._executor",
-    "executed": "._executor",
     "FamilyReport": "._family",
     "Skipped": "._family",
     "run_family": "._family",
@@ -68,11 +64,9 @@ __all__ = [
     "Comparison",
     "CriterionResult",
     "Disagreement",
-    "Executor",
     "FamilyReport",
     "Pair",
     "Plan",
-    "RunOrder",
     "Side",
     "Skipped",
     "SuiteReport",
@@ -80,7 +74,6 @@ __all__ = [
     "agree",
     "changes_between",
     "compare",
-    "executed",
     "find_suite",
     "is_result",
     "run_family",

@@ -29,7 +29,6 @@ from machine.runs import Harness, Model, Run, SuiteRecord, checked_score, counte
 from machine.spec import Case, Machine
 from machine.workspace import Workspace, converse
 
-from ._executor import Executor, executed
 from ._leftovers import suite_sandboxes
 from ._pool import BatchWriter, said
 from ._tally import CaseResult, CriterionResult, tally_criteria
@@ -167,10 +166,8 @@ async def run_suite(
     resume: str | bool = False,
     cases_file: str | None = None,
     on_start: Callable[[SuiteReport, int], None] | None = None,
-    executor: Executor | None = None,
 ) -> SuiteReport:
-    """Run every case ``trials`` times, graded, and report; ``executor`` makes the runs elsewhere (a
-    cluster's workers), and they are graded, charged and stored here.
+    """Run every case ``trials`` times, graded, and report (made wherever the workspace makes runs).
 
     ``resume=True`` continues the newest suite of this machine on the same cases and trials, and a
     suite id continues that suite (with its own cases and trials): only the pairs without a finished
@@ -179,7 +176,6 @@ async def run_suite(
     """
     if concurrency < 1:
         raise BadInputError("concurrency must be at least 1")
-    _here_only(machine, executor)
     checked_score(pass_score)
     record = _record(workspace, machine, cases, trials, model, cases_file, resume)
     if resume is not False:  # the suite resumed has cases and trials of its own
@@ -200,7 +196,7 @@ async def run_suite(
     spent_before = workspace.budget.spent
     try:
         with suite_sandboxes(workspace, record.id, resuming=resume is not False) as runner:
-            jobs = _Jobs(runner, machine, record.id, harness, model, pass_score, count, on_run, executor)
+            jobs = _Jobs(runner, machine, record.id, harness, model, pass_score, count, on_run)
             report.stopped = await jobs.writer.run(todo, jobs.one, concurrency=concurrency)
     except WorkFailed as error:  # what finished is counted and stored: the report and the way on
         report.stopped = error.message if error.cause is None else said(error.cause)
@@ -210,16 +206,6 @@ async def run_suite(
     finally:
         report.cost_usd = workspace.budget.spent - spent_before
     return report
-
-
-def _here_only(machine: Machine, executor: Executor | None) -> None:
-    """A machine with a counterpart holds whole conversations, which are made here."""
-    if executor is not None and machine.counterpart is not None:
-        raise BadInputError(
-            f"machine {machine.name!r} holds conversations with a counterpart, which are made here, not on "
-            f"the {executor.name} executor",
-            fixes=[Fix("executor", "local", "to make them here")],
-        )
 
 
 @dataclass
@@ -235,21 +221,14 @@ class _Jobs:
     pass_score: float
     count: Callable[[Run], None]
     on_run: Callable[[Run], None] | None
-    executor: Executor | None = None
 
     def __post_init__(self) -> None:
         self.writer = BatchWriter(self.workspace.store)
 
     async def one(self, job: tuple[Case, int]) -> str | None:
-        run: Run | None
-        if self.executor is not None:
-            ws, executor = self.workspace, self.executor
-            run = await executed(ws, executor, self.machine, *job, self.model, self.pass_score)
-            turns, stopped = [run], None
-        else:
-            run, turns, stopped = await _case_run(
-                self.workspace, self.machine, *job, self.harness, self.model, self.pass_score
-            )
+        run, turns, stopped = await _case_run(
+            self.workspace, self.machine, *job, self.harness, self.model, self.pass_score
+        )
         marked = {turn.id: turn.model_copy(update={"suite_id": self.suite_id}) for turn in turns}
         run = None if run is None else marked.get(run.id, run)
         if run is not None:

@@ -28,14 +28,16 @@ if TYPE_CHECKING:
         cases_files,
         describe,
     )
+    from ._executors import EXECUTORS, executor_for
     from ._handle import MachineHandle, load
     from ._listing import MachineSummary, list_machines
     from ._plans import plan_learning
-    from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, SPENDING_LOG, Consent, SpendingPolicy
+    from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, Consent, SpendingPolicy
     from ._session import RunMessage, RunStream, Session
     from ._spend import Spend
+    from ._spending_log import SPENDING_LOG, SpendingLog, WorkspaceSpendingLog
     from ._store_copy import StoreCopy, copy_store
-    from ._suite import CASES_NAME, EXECUTORS, SuitePlan, executor_for, plan_suite, run_planned
+    from ._suite import CASES_NAME, SuitePlan, plan_suite, run_planned
     from ._tagging import MarkedRun, WorkspaceData, data, fork, observed, tagged
     from ._trust import FileReview, TrustReview, pending, review, trust, untrustable
     from ._untrusted import stand_in
@@ -66,7 +68,9 @@ _HOMES = {
     "plan_learning": "._plans",
     "ALLOWANCE_ENV": "._policy",
     "MAX_BUDGET_ENV": "._policy",
-    "SPENDING_LOG": "._policy",
+    "SPENDING_LOG": "._spending_log",
+    "SpendingLog": "._spending_log",
+    "WorkspaceSpendingLog": "._spending_log",
     "Consent": "._policy",
     "SpendingPolicy": "._policy",
     "RunMessage": "._session",
@@ -76,8 +80,8 @@ _HOMES = {
     "StoreCopy": "._store_copy",
     "copy_store": "._store_copy",
     "CASES_NAME": "._suite",
-    "EXECUTORS": "._suite",
-    "executor_for": "._suite",
+    "EXECUTORS": "._executors",
+    "executor_for": "._executors",
     "SuitePlan": "._suite",
     "plan_suite": "._suite",
     "run_planned": "._suite",
@@ -108,12 +112,14 @@ __all__ = [
     "RunStream",
     "Session",
     "Spend",
+    "SpendingLog",
     "SpendingPolicy",
     "StoreCopy",
     "SuitePlan",
     "ToolInfo",
     "TrustReview",
     "WorkspaceData",
+    "WorkspaceSpendingLog",
     "cases_files",
     "copy_store",
     "data",

@@ -49,9 +49,10 @@ from machine.workspace import Workspace
 
 from ._compose import harness_for, make_trainer, open_workspace
 from ._plans import plan_learning
-from ._policy import SPENDING_LOG, SpendingPolicy
+from ._policy import SpendingPolicy
 from ._session import RunStream, Session
 from ._spend import Spend
+from ._spending_log import WorkspaceSpendingLog
 from ._suite import plan_suite, run_planned
 
 T = TypeVar("T")
@@ -71,7 +72,7 @@ class MachineHandle:
     async def _spending(self, operation: str, work: Awaitable[T]) -> T:
         """``work`` as one spending call: the caller's own code consented, and the spending log gets its
         line (what the call spent from the handle's budget) as for a command or a tool."""
-        policy = SpendingPolicy.from_env(self.workspace.data_dir / SPENDING_LOG)
+        policy = SpendingPolicy.from_env(log=WorkspaceSpendingLog(self.workspace))
         spend = Spend.by_code(policy, self.workspace.budget, operation=operation, machine=self.name)
         try:
             done = await work

@@ -18,10 +18,10 @@ allowance's ``ledger`` (a ``Budget`` every such call's budget spends from), so c
 cannot spend past it by more than one model call's reservation. It lives in memory only, so it starts
 again from the configured value when the server restarts: the person's configuration sets it.
 
-Every settled call is recorded (``log()``) and, given a ``log_path``, appended to it as one JSON line
-with the correlation id, the tool, the machine, the amount allowed and spent, and who consented how.
-The line never holds a token or a key: only the fields listed, with the ``detail`` the caller gave.
-The file is created 0600, and any folder made for it 0700.
+Every settled call is recorded (``log()``) and, given a spending log (``log``, or a file at ``log_path``),
+appended to it as one line with the correlation id, the tool, the machine, the amount allowed and spent,
+and who consented how. The line never holds a token or a key: only the fields listed, with the
+``detail`` the caller gave.
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from machine.errors import BadInputError, ConsentRequired
-from machine.runs import Budget, kept_out_of_git, now, timestamp
+from machine.runs import Budget, now, timestamp
+
+from ._spending_log import FileSpendingLog, SpendingLog
 
 MAX_BUDGET_ENV = "MACHINIST_MAX_BUDGET"
 ALLOWANCE_ENV = "MACHINE_ALLOW_SPEND_USD"
 DEFAULT_MAX_PER_CALL = 10.0
-SPENDING_LOG = "spending.jsonl"
-"""The spending log's name in a workspace's data folder (``.machine/``), for every face."""
 
 ConsentHow = Literal["elicitation", "allowance", "command", "code", "conversation"]
 
@@ -126,6 +126,7 @@ class SpendingPolicy:
         max_per_call: float | None = None,
         allowance: float | None = None,
         log_path: Path | None = None,
+        log: SpendingLog | None = None,
     ) -> None:
         if max_per_call is None:
             cap = _from_env(MAX_BUDGET_ENV, DEFAULT_MAX_PER_CALL)
@@ -139,6 +140,10 @@ class SpendingPolicy:
             _from_env(ALLOWANCE_ENV, None) if allowance is None else _explicit("allowance", allowance)
         )
         self.log_path = Path(log_path) if log_path is not None else None
+        self.spending_log = (
+            log if log is not None else FileSpendingLog(self.log_path) if self.log_path else None
+        )
+        """Where each settled spend is written (None: kept in this process only)."""
         self._left = self.allowance
         self.ledger: Budget | None = (
             None if self.allowance is None else Budget(self.allowance, label=f"allowance {ALLOWANCE_ENV}")
@@ -149,9 +154,9 @@ class SpendingPolicy:
         self._log: list[dict[str, object]] = []
 
     @classmethod
-    def from_env(cls, log_path: Path | None = None) -> SpendingPolicy:
+    def from_env(cls, log_path: Path | None = None, *, log: SpendingLog | None = None) -> SpendingPolicy:
         """The policy the person configured through the environment."""
-        return cls(log_path=log_path)
+        return cls(log_path=log_path, log=log)
 
     # -- amounts -------------------------------------------------------------------------------------------
 
@@ -264,8 +269,8 @@ class SpendingPolicy:
                 "consent": {"how": pending.consent.how, "detail": pending.consent.detail},
             }
             self._log.append(entry)
-            if self.log_path is not None:
-                self._append(self.log_path, entry)
+            if self.spending_log is not None:
+                self.spending_log.append(entry)
 
     def log(self) -> list[dict[str, object]]:
         """What this policy recorded in this process, oldest first (copies)."""
@@ -279,24 +284,6 @@ class SpendingPolicy:
             correlation_id = "spend-" + secrets.token_hex(6)
             if correlation_id not in self._pending:
                 return correlation_id
-
-    @staticmethod
-    def _append(path: Path, entry: dict[str, object]) -> None:
-        line = json.dumps(entry, sort_keys=True) + "\n"
-        try:
-            missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
-            for folder in reversed(missing):  # every folder made here is 0700, not only the last
-                folder.mkdir(mode=0o700, exist_ok=True)
-                os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask
-                kept_out_of_git(folder)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.fchmod(fd, 0o600)
-                os.write(fd, line.encode())
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise BadInputError(f"could not write the spending log {path}: {exc.strerror or exc}") from exc
 
     @staticmethod
     def _how_to_allow(suggest: float) -> str:

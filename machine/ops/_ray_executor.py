@@ -1,7 +1,9 @@
-"""A suite's runs made on a Ray cluster (``--executor ray``): the workspace's machines folder is shipped as
-the job's working directory (its files as they are now; each run records the workspace's git revision),
-one runner actor per node of the cluster makes runs there, each in a sandbox of its worker's own, and
-hands the finished run back to this process, which grades, charges the one budget and stores it.
+"""Runs made on a Ray cluster (``--executor ray``): the workspace's machines folder is shipped as the job's
+working directory (its files as they are now; each run records the workspace's git revision), one runner
+actor per node of the cluster makes runs there, each in a sandbox of its worker's own, and hands the
+finished run back to this process, which grades, charges the one budget and stores it. A machine loaded
+from another folder (an earlier revision's, for a comparison) has that folder sent once through the
+cluster's object store; a run's own instructions (an optimizer's proposal) go with the run.
 
 Concurrency is the cluster's, capped by ``--concurrency``: the orders in flight are spread over the
 runners, the least busy first. A worker that dies loses only the runs it was making: its runner is
@@ -11,16 +13,19 @@ lost twice is stored as a failed run saying so. Ray is imported only when a Ray 
 
 from __future__ import annotations
 
+import hashlib
+import io
 import shutil
 import socket
+import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from machine.errors import BadInputError, BudgetExceeded, Fix
-from machine.measure import RunOrder
-from machine.runs import Run, new_run_id
+from machine.runs import Run
+from machine.workspace import RunOrder
 
 from ._ray_runner import BUDGET_SPENT, Runner
 
@@ -45,6 +50,9 @@ class RayExecutor:
     busy: list[int] = field(default_factory=list, init=False)
     """The runs in flight at each runner."""
     per_actor: int = field(default=1, init=False)
+    sent: dict[str, tuple[str, list[Any]]] = field(default_factory=dict, init=False)
+    """Each other machines folder sent to the cluster: its content's key and (in a list, so Ray hands
+    the runner the reference, not the bytes) its object."""
 
     def start(self) -> None:
         """Ship the machines folder, connect to the cluster and start a runner on each of its nodes."""
@@ -110,23 +118,35 @@ class RayExecutor:
             return str(path.relative_to(self.root.resolve()))
         return f"{SCRIPTS}/{path.name}"
 
+    def _sent(self, folder: str | None) -> tuple[str, list[Any]] | None:
+        """The machines folder ``folder`` as the runners fetch it (packed and put once), or None for the
+        shipped one."""
+        import ray
+
+        if folder is None:
+            return None
+        if folder not in self.sent:
+            packed = _packed(Path(folder))
+            self.sent[folder] = (hashlib.sha256(packed).hexdigest()[:16], [ray.put(packed)])
+        return self.sent[folder]
+
     async def run(self, order: RunOrder) -> Run:
         """One run, made by the least busy runner; a run whose worker died is made once more by another
         runner, and one lost twice is a failed run."""
         import ray
 
-        tries = 2
+        sent, tries = self._sent(order.folder), 2
         while True:
             chosen = min(range(len(self.actors)), key=self.busy.__getitem__)
             actor = self.actors[chosen]
             self.busy[chosen] += 1
             try:
-                answer: str = await actor.run.remote(order.model_dump_json())
+                answer: str = await actor.run.remote(order.model_dump_json(), sent)
             except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as lost:
                 self._replace(chosen, actor)
                 tries -= 1
                 if tries == 0:
-                    return _lost(order, self.harness or "?", lost)
+                    return _lost(order, lost)
                 continue
             finally:
                 self.busy[chosen] -= 1
@@ -164,14 +184,23 @@ def _reachable(address: str | None, timeout_s: float = 5.0) -> None:
         raise _unreachable(address, str(error) or type(error).__name__) from None
 
 
-def _lost(order: RunOrder, harness: str, error: Exception) -> Run:
+def _lost(order: RunOrder, error: Exception) -> Run:
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    case = order.case or {}
-    return Run(
-        id=new_run_id(), machine=order.machine, model=order.model or "?", harness=harness, input=order.input,
-        case_id=case.get("id"), case=order.case, trial=order.trial, status="error",
-        error=f"the Ray worker making this run was lost, and so was its one retry ({first})",
-    )  # fmt: skip
+    why = f"the Ray worker making this run was lost, and so was its one retry ({first})"
+    return order.run.model_copy(update={"status": "error", "error": why})
+
+
+def _packed(folder: Path) -> bytes:
+    """``folder`` as a gzipped tar, as ``_ship`` would copy it."""
+    skipped = {"__pycache__", ".machine", ".git"}
+
+    def kept(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        return None if skipped & set(Path(info.name).parts) or info.name.endswith(".pyc") else info
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(folder, arcname="machines", filter=kept)
+    return buffer.getvalue()
 
 
 __all__ = ["RayExecutor"]

@@ -1,19 +1,24 @@
 """What a Ray worker runs (an actor per node): the machines folder it was shipped is its workspace, and each
-order is one ``Workspace.run`` there, in a sandbox of the worker's own, under what is left of the caller's
-budget. The finished run goes back as JSON, unstored and ungraded: the caller grades, charges and stores.
+order is one run made there (``Workspace.make``), in a sandbox of the worker's own, under what is left of
+the caller's budget. The finished run goes back as JSON, unstored and ungraded: the caller grades, charges
+and stores. A machine from another folder is loaded from that folder, unpacked once per worker.
 """
 
 from __future__ import annotations
 
+import asyncio
+import io
 import os
+import tarfile
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from machine.errors import BudgetExceeded
-from machine.measure import RunOrder
-from machine.runs import Budget, parse_effort
-from machine.spec import Case
+from machine.runs import Budget
+from machine.spec import Machine, MachineLoader
+from machine.workspace import RunOrder
 
 from ._compose import open_workspace
 
@@ -31,20 +36,33 @@ class Runner:
             root, harness=harness, script=None if script is None else root / script, base_url=base_url,
             data_dir=self.data_dir,
         )  # fmt: skip
+        self.loaders: dict[str, asyncio.Future[MachineLoader]] = {}
 
-    async def run(self, order_json: str) -> str:
+    async def run(self, order_json: str, sent: tuple[str, list[Any]] | None = None) -> str:
         order = RunOrder.model_validate_json(order_json)
         ws = self.workspace.using(budget=Budget(order.budget_usd))
-        spec = ws.load(order.machine)
-        case = None if order.case is None else Case.model_validate(order.case)
+        loader = self.workspace.loader if sent is None else await self._loader(*sent)
+        spec: Machine = loader.load(order.run.machine)
+        if spec.instructions != order.run.instructions:  # a proposal's, or a version's, as the caller had it
+            spec = replace(spec, instructions=order.run.instructions)
         try:
-            run = await ws.run(
-                spec, order.input, case=case, trial=order.trial, model=order.model,
-                effort=parse_effort(order.effort), store=False,
-            )  # fmt: skip
+            run = await ws.make(spec, order.run, files=order.files)
         except BudgetExceeded as spent:
             return BUDGET_SPENT + str(spent)
         return run.model_dump_json()
+
+    def _loader(self, key: str, packed: list[Any]) -> asyncio.Future[MachineLoader]:
+        """The loader of a folder the caller sent, unpacked on its first order (once, however many wait)."""
+        if key not in self.loaders:
+            self.loaders[key] = asyncio.ensure_future(self._unpacked(key, packed[0]))
+        return self.loaders[key]
+
+    async def _unpacked(self, key: str, ref: Any) -> MachineLoader:
+        data: bytes = await ref
+        folder = self.data_dir / "sent" / key
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            tar.extractall(folder, filter="data")
+        return MachineLoader(folder / "machines", builtins=True)
 
     def where(self) -> dict[str, Any]:
         """Which node and process this runner is (for the caller's report and the tests)."""

@@ -1,6 +1,7 @@
 """Moving a workspace's history from one store to another (``machine store copy``): every run, suite and
-chat session, in batches, as upserts, so a copy stopped part way is finished by running it again and a
-second copy changes nothing."""
+chat session, in batches, as upserts, and the spending log (a SQLite store's is the ``spending.jsonl``
+beside it; a PostgreSQL store keeps its own), each line once, so a copy stopped part way is finished by
+running it again and a second copy changes nothing."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 from machine.errors import BadInputError
 from machine.runs import Model, Store, is_postgres, open_store
+
+from ._spending_log import log_of
 
 BATCH = 1_000
 """Runs written in one transaction."""
@@ -23,6 +26,8 @@ class StoreCopy(Model):
     runs: int
     suites: int
     sessions: int
+    spending: int = 0
+    """Spending-log lines the target did not have."""
 
 
 def copy_store(source: str, target: str, *, on_runs: Callable[[int], None] | None = None) -> StoreCopy:
@@ -67,8 +72,23 @@ def _copy(source: Store, target: Store, on_runs: Callable[[int], None] | None) -
         sessions += 1
     return StoreCopy(
         source=str(getattr(source, "path", "")), target=str(getattr(target, "path", "")),
-        runs=runs, suites=suites, sessions=sessions,
+        runs=runs, suites=suites, sessions=sessions, spending=_copy_spending(source, target),
     )  # fmt: skip
+
+
+def _copy_spending(source: Store, target: Store) -> int:
+    """The source's spending-log lines the target lacks (by correlation id), appended oldest first."""
+    into = log_of(target, _folder(target))
+    known = {entry.get("correlation_id") for entry in into.every()}
+    new = [e for e in log_of(source, _folder(source)).every() if e.get("correlation_id") not in known]
+    for entry in new:
+        into.append(entry)
+    return len(new)
+
+
+def _folder(store: Store) -> Path:
+    """The folder a SQLite store's file is in (where its workspace's spending log is)."""
+    return Path(str(getattr(store, "path", "."))).parent
 
 
 __all__ = ["StoreCopy", "copy_store"]

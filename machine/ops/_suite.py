@@ -6,14 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from machine.errors import BadInputError, Fix
-from machine.measure import Executor, SuiteReport, run_suite
+from machine.errors import BadInputError
+from machine.measure import SuiteReport, run_suite
 from machine.runs import Model, Run, is_free
 from machine.spec import Case, Machine
 from machine.workspace import CASES_NAME as CASES_NAME  # a file named by a caller that may not name paths
 from machine.workspace import Workspace, folder_cases_file
-
-from ._ray_executor import RayExecutor
 
 
 class SuitePlan(Model):
@@ -117,10 +115,9 @@ async def run_planned(
     on_run: Callable[[Run], None] | None = None,
     on_start: Callable[[SuiteReport, int], None] | None = None,
     spec: Machine | None = None,
-    executor: Executor | None = None,
 ) -> SuiteReport:
     """Run a planned suite (or finish an earlier one, with ``resume``) and report; ``spec`` is the machine
-    it was planned for, when it was given one rather than a name; ``executor`` makes the runs elsewhere."""
+    it was planned for, when it was given one rather than a name."""
     return await run_suite(
         ws,
         spec or ws.load(plan.machine),
@@ -133,37 +130,4 @@ async def run_planned(
         resume=resume,
         cases_file=plan.cases_file,
         on_start=on_start,
-        executor=executor,
     )
-
-
-EXECUTORS = ("local", "ray")
-
-
-def executor_for(
-    ws: Workspace,
-    name: str,
-    *,
-    address: str | None = None,
-    concurrency: int = 4,
-    harness: str | None = None,
-    script: str | None = None,
-    base_url: str | None = None,
-) -> Executor | None:
-    """The executor named (None for ``local``: runs are made in this process), started and ready; the
-    caller closes it. ``address`` is the Ray head's (``host:port``), for ``ray``."""
-    if name == "local":
-        if address is not None:
-            raise BadInputError(
-                "a Ray cluster's address is for the ray executor", fixes=[Fix("executor", "ray", "to use it")]
-            )
-        return None
-    if name != "ray":
-        raise BadInputError(f"there is no executor {name!r}: choose one of {', '.join(EXECUTORS)}")
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        raise BadInputError("the ray executor needs Ray: pip install 'machine[ray]'") from None
-    made = RayExecutor(ws.root, address, harness, script, base_url, concurrency)
-    made.start()
-    return made

@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from ._sandbox import Sandbox, Sandboxes
     from ._secrets import SECRET_WORDS, Redactor
     from ._store import SQLiteStore, Store
-    from ._stores import STORE_ENV, is_postgres, open_store
+    from ._stores import STORE_ENV, SharedSpending, is_postgres, open_store
     from ._tools import Tool, ToolContext, ToolFailure, tool
     from ._trainer import (
         Checkpoint,
@@ -104,6 +104,7 @@ _HOMES = {
     "RunFilter": "._views",
     "PostgresStore": "._pg_store",
     "STORE_ENV": "._stores",
+    "SharedSpending": "._stores",
     "open_store": "._stores",
     "is_postgres": "._stores",
     "Choices": "._views",
@@ -249,6 +250,7 @@ __all__ = [
     "Sandbox",
     "Sandboxes",
     "Scorecard",
+    "SharedSpending",
     "StepMetrics",
     "Store",
     "SuiteRecord",

@@ -53,6 +53,15 @@ MIGRATIONS: list[str] = [
     """
     CREATE SEQUENCE store_writes;
     """,
+    # 3: the spending log, shared by everyone who uses the store (a line once, by its correlation id)
+    """
+    CREATE TABLE spending (
+        id BIGSERIAL PRIMARY KEY,
+        correlation_id TEXT NOT NULL UNIQUE,
+        at TEXT NOT NULL,
+        data JSONB NOT NULL
+    );
+    """,
 ]
 
 

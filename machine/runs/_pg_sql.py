@@ -87,7 +87,16 @@ def walk(scope: str) -> str:
     )
 
 
+ADD_SPENDING = (
+    "INSERT INTO spending (correlation_id, at, data) VALUES (%s, %s, %s) "
+    "ON CONFLICT (correlation_id) DO NOTHING"
+)
+SPENDING = "SELECT data FROM spending ORDER BY id DESC LIMIT %s"
+"""The newest lines of the spending log (a LIMIT of NULL: all of them)."""
+
+
 __all__ = [
+    "ADD_SPENDING",
     "COMPACT",
     "NEWEST_RUNS",
     "NEWEST_SUMMARIES",
@@ -95,6 +104,7 @@ __all__ = [
     "PAGE_RUNS",
     "PAGE_SIZE",
     "PAGE_SUITE_RUNS",
+    "SPENDING",
     "SUMMARY_FIELDS",
     "UPSERT_RUN",
     "WINDOW",

@@ -285,6 +285,21 @@ class PostgresStore:
     def machine_counts(self) -> dict[str, int]:
         return {m: int(n) for m, n in self._rows("SELECT machine, count(*) FROM runs GROUP BY machine")}
 
+    def add_spending(self, entries: Iterable[dict[str, Any]]) -> int:
+        """Append spending-log lines, oldest first; a line already here (by its correlation id) is left
+        as it is. How many were new."""
+        added = 0
+        with self._using() as db, db.transaction():
+            for entry in entries:
+                row = (str(entry["correlation_id"]), str(entry.get("at") or ""), json.dumps(entry))
+                added += db.execute(sql.ADD_SPENDING, row).rowcount
+        return added
+
+    def spending(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The spending log's lines, newest first (the newest ``limit`` of them)."""
+        rows = self._rows(sql.SPENDING, (limit,))
+        return [dict(row[0]) for row in rows]
+
     def data_version(self) -> int:
         """A number every write moves on (the ``store_writes`` sequence)."""
         [(value, called)] = self._rows("SELECT last_value, is_called FROM store_writes")

@@ -4,7 +4,9 @@ for a team's shared PostgreSQL or a SQLite file's path, else the workspace's own
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from ._pg_store import PostgresStore
 from ._store import SQLiteStore, Store
@@ -16,6 +18,15 @@ SCHEMES = ("postgresql://", "postgres://")
 def is_postgres(location: str) -> bool:
     """Whether ``location`` names a PostgreSQL database (a ``postgresql://`` URL), not a SQLite file."""
     return location.startswith(SCHEMES)
+
+
+@runtime_checkable
+class SharedSpending(Protocol):
+    """A store that keeps the spending log itself (PostgreSQL), so everyone who uses it sees one log."""
+
+    def add_spending(self, entries: Iterable[dict[str, Any]]) -> int: ...
+
+    def spending(self, limit: int | None = None) -> list[dict[str, Any]]: ...
 
 
 def open_store(location: str | Path | None = None, *, data_dir: Path | None = None) -> Store:
@@ -30,4 +41,4 @@ def open_store(location: str | Path | None = None, *, data_dir: Path | None = No
     return SQLiteStore(data_dir / "store.db")
 
 
-__all__ = ["STORE_ENV", "is_postgres", "open_store"]
+__all__ = ["STORE_ENV", "SharedSpending", "is_postgres", "open_store"]

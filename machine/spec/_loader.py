@@ -200,6 +200,9 @@ class MachineLoader:
                 f"{file} defines a machine named {found.name!r}; its folder makes it {name!r}"
             )
         found = _with_source(found, file)
+        other = found.counterpart.machine if found.counterpart is not None else None
+        if other is not None and other.source is None and _defines(self.machines_dir, other.name):
+            _with_source(other, self.machines_dir / other.name / "machine.py")  # imported by its file
         self._cache[name] = found
         return found
 

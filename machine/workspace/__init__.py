@@ -13,6 +13,7 @@ from machine._lazy import resolver
 if TYPE_CHECKING:
     from ._adapters import Adapters
     from ._conversation import Conversation, Ending, converse, counterpart_of
+    from ._elsewhere import Executor, RunOrder
     from ._files import CASES_NAME, cases_files, folder_cases_file
     from ._harness import harness_name, made_harness
     from ._holdout import HeldOut, held_out
@@ -25,6 +26,8 @@ _HOMES = {
     "Ending": "._conversation",
     "converse": "._conversation",
     "counterpart_of": "._conversation",
+    "Executor": "._elsewhere",
+    "RunOrder": "._elsewhere",
     "CASES_NAME": "._files",
     "cases_files": "._files",
     "folder_cases_file": "._files",
@@ -47,7 +50,9 @@ __all__ = [
     "Adapters",
     "Conversation",
     "Ending",
+    "Executor",
     "HeldOut",
+    "RunOrder",
     "Workspace",
     "cases_files",
     "converse",

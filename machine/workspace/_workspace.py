@@ -25,6 +25,7 @@ from machine.spec import TRUST_FILE, MachineLoader, TrustBook
 
 from ._adapters import Adapters
 from ._drive import drive
+from ._elsewhere import Executor, made_elsewhere
 from ._events import finished as told_finished
 from ._events import graded as told_graded
 from ._events import started as told_started
@@ -92,6 +93,9 @@ class Workspace:
         self.watchers: list[Watcher] = []
         """Who is told of every run finished or graded here (shared with ``using``'s copies): a front
         end's progress, an event log."""
+        self.executor: Executor | None = None
+        """Where runs are made when not here (a cluster's workers); they are graded, charged and stored here.
+        Runs in a person's own folder, and interactive ones, are always made here."""
 
     @cached_property
     def events(self) -> on_run.EventLog:
@@ -130,15 +134,18 @@ class Workspace:
         budget: Budget | None = None,
         harness: Harness | None = None,
         sandbox_dir: Path | None = None,
+        executor: Executor | None = None,
     ) -> Workspace:
-        """This workspace with another budget, harness and/or sandbox folder (one call's, say): the same
-        machines, store and settings; the judges follow the new harness's endpoint unless model access was
-        given."""
+        """This workspace with another budget, harness, sandbox folder and/or executor (one call's, say):
+        the same machines, store and settings; the judges follow the new harness's endpoint unless model
+        access was given."""
         other = copy.copy(self)
         if sandbox_dir is not None:
             other.sandbox_dir = sandbox_dir
         if budget is not None:
             other.budget = budget
+        if executor is not None:
+            other.executor = executor
         if harness is not None:
             other._harness = harness
             if not self._models_given:
@@ -253,19 +260,15 @@ class Workspace:
             self.budget.probe_price(model)  # an unknown price is refused before the call
         run = self._record(spec, input, harness, model, effort, case, trial, history, conversation_id)
         folder = workdir.resolve() if workdir is not None else self.project
-        sandbox = self._sandbox(spec, run.id, dict(case.files) if case else dict(files or {}), folder)
-        said = (*run.history, on_run.Message(role="user", content=input))
-        context = on_run.ToolContext(
-            run_id=run.id, sandbox=sandbox, budget=self.budget, interactive=interactive,
-            conversation=said, root=self.root,
-        )  # fmt: skip
+        starting = dict(case.files) if case else dict(files or {})
         listen = told_started(self.events, run, on_event)
-        try:
-            run = await drive(harness, spec, run, context, effort, listen, self.budget, self.root)
-        finally:
-            fresh = sandbox is not None and sandbox.path != folder  # the person's own folder is never removed
-            if sandbox is not None and fresh and not self.keep_sandboxes:
-                sandbox.remove()
+        if self.executor is not None and harness is self.harness and folder is None and not interactive:
+            run = await made_elsewhere(self.executor, spec, run, starting, self.budget, self.machines_dir)
+        else:
+            run = await self.make(
+                spec, run, harness=harness, files=starting, folder=folder, interactive=interactive,
+                on_event=listen,
+            )  # fmt: skip
         run.timings.finished_at = on_run.now()
         if grade and run.status == "ok":
             run = await self.grade(run, spec, pass_score=pass_score, store=False, logged=False)
@@ -278,6 +281,34 @@ class Workspace:
     def _tell(self, what: str, run: Run) -> None:
         for watcher in list(self.watchers):
             watcher(what, run)
+
+    async def make(
+        self,
+        spec: Machine,
+        run: Run,
+        *,
+        harness: Harness | None = None,
+        files: Mapping[str, str] | None = None,
+        folder: Path | None = None,
+        interactive: bool = False,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> Run:
+        """``run`` (a record as it starts) made by the harness, in a fresh sandbox seeded with ``files``
+        (or in ``folder``): what ``run`` does between its checks and its storing, and what a cluster's
+        worker does with each run it is sent."""
+        sandbox = self._sandbox(spec, run.id, dict(files or {}), folder)
+        said = (*run.history, on_run.Message(role="user", content=run.input))
+        context = on_run.ToolContext(
+            run_id=run.id, sandbox=sandbox, budget=self.budget, interactive=interactive,
+            conversation=said, root=self.root,
+        )  # fmt: skip
+        harness, effort = harness or self.harness, parse_effort(run.effort)
+        try:
+            return await drive(harness, spec, run, context, effort, on_event, self.budget, self.root)
+        finally:
+            fresh = sandbox is not None and sandbox.path != folder  # the person's own folder is never removed
+            if sandbox is not None and fresh and not self.keep_sandboxes:
+                sandbox.remove()
 
     def _record(
         self,
@@ -355,12 +386,6 @@ class Workspace:
             told_graded(self.events, graded)
         self._tell("graded", graded)
         return graded
-
-    def finished(self, run: Run) -> None:
-        """Tell the event log and the watchers of a run made elsewhere (a cluster's worker) that it is
-        done here: graded, and about to be stored."""
-        told_finished(self.events, run)
-        self._tell("finished", run)
 
     def tag(self, run: Run, kind: str, note: str | None = None, **marks: Any) -> Run:
         """Mark ``run`` good, bad or with a correction, and store it (see ``_tags.tag_run``)."""

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from click.testing import Result
+from helpers.git import git
 
 if TYPE_CHECKING:
     from conftest import Command, WorkspaceFolder
@@ -23,32 +22,12 @@ Invoke = Callable[..., Result]
 SCORES = {"ann": 1.0, "bob": 2.5 / 3, "cat": 1 / 3}
 
 
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        [
-            "git",
-            "-c",
-            "user.name=Test",
-            "-c",
-            "user.email=test@example.com",
-            "-c",
-            "commit.gpgsign=false",
-            *args,
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
-
-
 def committed(ws: WorkspaceFolder) -> str:
     (ws.root / ".gitignore").write_text(".machine/\n__pycache__/\n", encoding="utf-8")
     git(ws.root, "init", "-q")
     git(ws.root, "add", "-A")
     git(ws.root, "commit", "-q", "-m", "greet")
-    return git(ws.root, "rev-parse", "HEAD")
+    return git(ws.root, "rev-parse", "HEAD").strip()
 
 
 def compare(ws: WorkspaceFolder, *args: str) -> list[str]:

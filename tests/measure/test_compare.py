@@ -5,11 +5,11 @@ so the expected difference is known exactly."""
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers.git import git
 
 from machine import BadInputError, Run, SQLiteStore, open_workspace
 from machine.measure import Plan, compare
@@ -99,26 +99,6 @@ NOT_ON_DAN = 'check("not_on_dan", lambda run: None if run.input == "dan" else Tr
 """Cannot grade the case ``dan``: UNSCORED there only."""
 
 
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        [
-            "git",
-            "-c",
-            "user.name=Test",
-            "-c",
-            "user.email=test@example.com",
-            "-c",
-            "commit.gpgsign=false",
-            *args,
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
-
-
 def write(root: Path, relative: str, text: str) -> None:
     path = root / relative
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,7 +124,7 @@ def repo(root: Path, instructions: str, *, rubric: str = RUBRIC_YES, child: bool
 def commit(root: Path, message: str) -> str:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", message)
-    return git(root, "rev-parse", "HEAD")
+    return git(root, "rev-parse", "HEAD").strip()
 
 
 def stored(root: Path) -> list[Run]:
@@ -158,7 +138,7 @@ def stored(root: Path) -> list[Run]:
 @pytest.mark.anyio
 async def test_every_case_moves_by_one_between_two_commits(tmp_path: Path) -> None:
     root = repo(tmp_path / "ws", "Answer. Say no.")
-    first = git(root, "rev-parse", "HEAD")
+    first = git(root, "rev-parse", "HEAD").strip()
     write(root, "machines/yesno/instructions.md", "Answer. say yes to: ann bob cat dan")
     second = commit(root, "version 2")
     ws = open_workspace(root, harness=Obliging())
@@ -201,7 +181,7 @@ async def test_mixed_differences_give_the_hand_computed_se_and_z(tmp_path: Path)
 @pytest.mark.anyio
 async def test_runs_are_stored_interleaved_with_both_revisions(tmp_path: Path) -> None:
     root = repo(tmp_path / "ws", "Answer. Say no.")
-    head = git(root, "rev-parse", "HEAD")
+    head = git(root, "rev-parse", "HEAD").strip()
     write(root, "machines/yesno/instructions.md", "Answer. say yes to: ann bob cat dan")
     order: list[Run] = []
     ws = open_workspace(root, harness=Obliging())

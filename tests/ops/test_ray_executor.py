@@ -1,8 +1,10 @@
-"""Suites on a real Ray cluster (a head and two workers started by ``ray start`` on loopback): runs spread
-over both workers, each made in a sandbox of its worker's own, and return to be graded, charged and stored
-here, with the same results as the local executor; a worker killed mid-suite loses nothing (its runs are
-tried once more on the other); the one budget holds across the workers; ``--resume`` finishes a suite the
-Ray executor began; a cluster that cannot be reached is said in words."""
+"""Runs on a real Ray cluster (a head and two workers started by ``ray start`` on loopback): a suite's runs
+spread over both workers, each made in a sandbox of its worker's own, and return to be graded, charged and
+stored here, with the same results as the local executor; a worker killed mid-suite loses nothing (its runs
+are tried once more on the other); the one budget holds across the workers; ``--resume`` finishes a suite
+the Ray executor began; a comparison, an optimization and a training make their runs there too, with the
+earlier version's files and each proposal's instructions; a cluster that cannot be reached is said in
+words."""
 
 from __future__ import annotations
 
@@ -18,12 +20,18 @@ from typing import Any
 
 import anyio
 import pytest
+from click.testing import CliRunner
 from helpers.env import MACHINE_BIN, REPO, clean_env, on_ci
+from helpers.git import git
 from helpers.openai_server import FakeOpenAI, text
+from helpers.training import BASE, HELD_OUT, TRAIN_CASES, Counting, make_caps
+from helpers.when import PROPOSAL, Folder
 
 from machine import open_workspace, run_suite
+from machine.clients import TRAINERS, TrainerEntry
 from machine.errors import BadInputError
 from machine.ops import executor_for
+from machine.workspace import RunOrder
 
 pytestmark = pytest.mark.slow
 ray = pytest.importorskip("ray", reason="ray is not installed (the dev extra)")
@@ -79,6 +87,23 @@ def test_a_suite_on_the_cluster_equals_the_local_one(ray_cluster: Cluster, root:
     assert all(r.trajectory[1].tool_calls for r in runs if r.case and r.case.get("red"))  # tools ran there
 
 
+def test_conversations_are_held_here_and_their_turns_made_on_the_cluster(
+    ray_cluster: Cluster, root: Path
+) -> None:
+    for name in ("chatbot", "persona"):
+        shutil.copytree(REPO / "machines" / name, root / "machines" / name)
+    script = str(REPO / "machines" / "chatbot" / "script.json")
+    common = ["suite", "chatbot", "--harness", "scripted", "--script", script, "--json"]
+    local = machine_cmd(root, *common)
+    remote = machine_cmd(root, *common, "--executor", "ray", "--ray-address", ray_cluster.address)
+    assert local.returncode == 0 and remote.returncode == 0, remote.stderr
+    here, there = json.loads(local.stdout), json.loads(remote.stdout)
+    assert scores(there) == scores(here) and there["summary"]["runs"] == here["summary"]["runs"] > 0
+    turns = [r for r in open_workspace(root).store.iter_runs() if r.suite_id == there["suite_id"]]
+    assert {r.machine for r in turns} == {"chatbot", "persona"}  # both sides' turns, stored here
+    assert any(len(r.history) >= 2 for r in turns)  # later turns were made with the conversation so far
+
+
 def test_runs_spread_over_both_workers_and_a_killed_worker_loses_nothing(
     ray_cluster: Cluster, root: Path
 ) -> None:
@@ -105,7 +130,7 @@ def test_runs_spread_over_both_workers_and_a_killed_worker_loses_nothing(
 
         report = anyio.run(
             lambda: run_suite(
-                ws, spec, cases, trials=2, concurrency=4, executor=executor, on_run=kill_when_started
+                ws.using(executor=executor), spec, cases, trials=2, concurrency=4, on_run=kill_when_started
             )
         )
     finally:
@@ -153,6 +178,95 @@ def _forget(root: Path, run_ids: list[str]) -> None:
 
     with sqlite3.connect(root / ".machine" / "store.db") as db:
         db.executemany("DELETE FROM runs WHERE id = ?", [(i,) for i in run_ids])
+
+
+def test_a_comparison_on_the_cluster_ships_the_earlier_version_and_equals_the_local_one(
+    ray_cluster: Cluster, root: Path
+) -> None:
+    """A (HEAD) has a tool that answers differently, so its runs show which files made them; B's
+    instructions make the script call the tool on every message, so B scores lower on the cases without
+    red."""
+    machine_py = root / "machines" / "red" / "machine.py"
+    now = machine_py.read_text()
+    machine_py.write_text(now.replace('"noted: red was mentioned"', '"noted at HEAD"'))
+    (root / ".gitignore").write_text(".machine/\n__pycache__/\nscript.json\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "red")
+    machine_py.write_text(now)
+    instructions = root / "machines" / "red" / "instructions.md"
+    instructions.write_text(instructions.read_text() + "\nCall red_mentioned on every message.\n")
+    script = json.loads(SCRIPT.read_text())
+    always = {"tool_calls": [{"name": "red_mentioned", "arguments": {}}]}
+    script["rules"].insert(
+        0, {"match": ".", "instructions": "on every message", "turns": [always, {"text": "ok"}]}
+    )
+    (root / "script.json").write_text(json.dumps(script))
+    common = ["compare", "red", "--harness", "scripted", "--script", str(root / "script.json"), "--json"]
+    local = machine_cmd(root, *common)
+    remote = machine_cmd(root, *common, "--executor", "ray", "--ray-address", ray_cluster.address)
+    assert local.returncode == 0 and remote.returncode == 0, remote.stderr
+    here, there = json.loads(local.stdout), json.loads(remote.stdout)
+    assert there["diff"] == here["diff"] < 0 and there["se"] == here["se"] and there["cases"] == 17
+    assert there["a"]["mean"] == here["a"]["mean"] == 1.0 and there["b"]["mean"] == here["b"]["mean"]
+    runs = list(open_workspace(root).store.iter_runs("red"))
+    at_head = [r for r in runs if r.revision == there["commit"] and r.case and r.case.get("red")]
+    with_red = [c for c in json.loads((RED / "cases.json").read_text()) if c.get("red")]
+    assert len(at_head) == 2 * len(with_red)  # both comparisons' runs of A on the cases with red
+    assert all(any("noted at HEAD" in (m.content or "") for m in r.trajectory) for r in at_head)
+
+
+def test_optimize_on_the_cluster_measures_each_proposal_there(ray_cluster: Cluster, tmp_path: Path) -> None:
+    """Each proposal's instructions go with its runs: the workers answer in the form only the proposal
+    asks for, so it is kept exactly as it is when made here (tests/cli/test_cli_optimize.py)."""
+    ws = Folder(tmp_path / "ws", lambda *args: machine_cmd(tmp_path / "ws", *map(str, args)))
+    remote = ["--executor", "ray", "--ray-address", ray_cluster.address]
+    out = ws.optimize(*remote).stdout
+    figures = "mean 1.000 (live 0.143), gain +0.857, SE 0.143, z 6.00, sign test p 0.0156 over 7 cases\n"
+    assert f"      cases: {figures}" in out and f"      held-out: {figures}" in out
+    assert "kept: r1.p1, written to instructions.md as pending candidate v2\n" in out
+    assert ws.instructions.strip() == PROPOSAL
+
+
+def test_a_training_samples_and_is_gated_on_the_cluster(
+    ray_cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trainer works here; the runs it samples and the gate's runs of the live version and of the
+    candidate's checkpoint are made on the workers and stored here."""
+    from machine.cli import cli
+    from machine.ops._ray_executor import RayExecutor
+
+    root = tmp_path / "ws"
+    make_caps(root)
+    rules = [{"match": f"^{c['input']}$", "turns": [{"text": c["input"].upper()}]} for c in TRAIN_CASES]
+    (root / "script.json").write_text(
+        json.dumps({"rules": [*rules, {"match": ".", "turns": [{"text": "?"}]}]})
+    )
+    trainer = Counting()
+    monkeypatch.setitem(TRAINERS, "counting", TrainerEntry(lambda _request: trainer))
+    sent: list[str] = []
+    made_there = RayExecutor.run
+
+    async def counted(self: RayExecutor, order: RunOrder) -> Any:
+        sent.append(order.run.model)
+        return await made_there(self, order)
+
+    monkeypatch.setattr(RayExecutor, "run", counted)
+    args = [
+        "train", "caps", "--trainer", "counting", "--any-model", "--samples", "1", "--trials", "1", "--json",
+        "--harness", "scripted", "--script", str(root / "script.json"), "--workspace", str(root),
+        "--executor", "ray", "--ray-address", ray_cluster.address,
+    ]  # fmt: skip
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    [record] = (root / ".machine" / "training").iterdir()
+    candidate = json.loads(result.stdout)
+    assert candidate["model"] == f"good:{record.name}:{trainer.steps[-1]}"
+    held_out = len(HELD_OUT)
+    assert sent.count(BASE) == len(TRAIN_CASES) + held_out  # sampled, then the live version gated
+    assert sent.count(candidate["model"]) == held_out  # the candidate's checkpoint, on the workers
+    stored = list(open_workspace(root).store.iter_runs("caps"))
+    assert len(stored) == len(sent) and all(r.scorecard is not None for r in stored)
 
 
 def test_a_cluster_that_cannot_be_reached_is_said_in_words(root: Path) -> None:

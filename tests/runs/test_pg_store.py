@@ -21,6 +21,7 @@ from helpers.postgres import fresh_schema
 
 from machine import open_workspace
 from machine.errors import StoreError
+from machine.ops import WorkspaceSpendingLog
 from machine.runs import ChatSession, PostgresStore, Run, SQLiteStore, SuiteRecord, Timings
 from machine.runs._pg_schema import MIGRATIONS
 from machine.runs._pg_sql import NEWEST_RUNS, NEWEST_SUMMARIES
@@ -142,6 +143,11 @@ def test_a_suite_stores_its_runs_in_postgres_and_the_copy_moves_a_workspace(url:
     shared = _machine(*suite, "--store", url, cwd=tmp_path)
     assert shared.returncode == 0, shared.stderr
     assert not (tmp_path / ".machine" / "store.db").exists()  # nothing went to the workspace's own file
+    assert not (tmp_path / ".machine" / "spending.jsonl").exists()  # the spending log is the store's too
+    [spent] = PostgresStore(url).spending()
+    assert (spent["tool"], spent["machine"], spent["spent_usd"]) == ("suite", "red", 0.0)
+    shared_ws = open_workspace(tmp_path, store=PostgresStore(url))
+    assert WorkspaceSpendingLog(shared_ws).newest(5) == [spent]  # what the dashboard's spending page reads
     listed = _machine("runs", "red", "--json", cwd=tmp_path, env={"MACHINE_STORE": url})
     assert len(json.loads(listed.stdout)) == 17  # red's cases, read back from PostgreSQL
 
@@ -157,10 +163,14 @@ def test_a_suite_stores_its_runs_in_postgres_and_the_copy_moves_a_workspace(url:
         "runs": 34,
         "suites": 1,
         "sessions": 0,
+        "spending": 1,
     }
     again = _machine("store", "copy", "--from", str(sqlite), "--to", target, cwd=tmp_path)
-    assert again.returncode == 0 and "copied 34 runs, 1 suites" in again.stdout
+    assert again.returncode == 0, again.stderr
+    assert "copied 34 runs, 1 suites, 0 chat sessions and 0 spending-log lines" in again.stdout  # had them
     into = PostgresStore(target)
+    [line] = (tmp_path / ".machine" / "spending.jsonl").read_text().splitlines()
+    assert into.spending() == [json.loads(line)]
     source = SQLiteStore(sqlite)
     assert into.count() == 34
     assert sorted(r.id for r in into.iter_runs()) == sorted(r.id for r in source.iter_runs())

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.git import git
 
 from machine import (
     Budget,
@@ -45,8 +45,6 @@ machine = define_machine(
     evaluator=define_evaluator(rubric, {"nonempty": check("nonempty", lambda run: bool(run.output))}),
 )
 """
-
-GIT = ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"]
 
 
 def greeter(**overrides: Any) -> Machine:
@@ -245,11 +243,6 @@ async def test_a_machine_without_tools_or_files_gets_no_sandbox(tmp_path: Path) 
 # --- provenance ---------------------------------------------------------------------------------
 
 
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run([*GIT, *args], cwd=root, capture_output=True, text=True, timeout=30, check=True)
-    return done.stdout.strip()
-
-
 def git_workspace(root: Path) -> str:
     """A committed workspace with one machine; returns the commit sha."""
     (root / "machines" / "plain").mkdir(parents=True)
@@ -259,7 +252,7 @@ def git_workspace(root: Path) -> str:
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "first")
-    return git(root, "rev-parse", "HEAD")
+    return git(root, "rev-parse", "HEAD").strip()
 
 
 @pytest.mark.anyio
@@ -306,7 +299,7 @@ async def test_loading_machines_does_not_mark_a_clean_checkout(
     git_workspace(tmp_path)
     (tmp_path / ".gitignore").write_text(".machine/\n")  # no __pycache__ rule, as in a fresh workspace
     git(tmp_path, "commit", "-q", "-am", "no pycache rule")
-    sha = git(tmp_path, "rev-parse", "HEAD")
+    sha = git(tmp_path, "rev-parse", "HEAD").strip()
     monkeypatch.setattr(sys, "dont_write_bytecode", False)  # Python's default, whatever this shell says
     run = await open_workspace(tmp_path, harness=EchoHarness()).run("plain", "hello")
     assert (tmp_path / "machines" / "plain" / "__pycache__").is_dir()

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.git import git
 from helpers.optimize import HOLDOUT, LIVE, Keyed, block, make_shout, snapshot
 
 import machine
@@ -45,18 +45,6 @@ def ws(tmp_path: Path, folder: Path, harness: Keyed) -> Workspace:
 
 def pending(ws: Workspace) -> list[str]:
     return [v.label for v in versions(ws, "shout") if v.status == "pending"]
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=30,
-    )
-    return done.stdout
 
 
 async def test_a_proposal_that_wins_and_holds_is_kept_uncommitted_then_committed(
