@@ -179,6 +179,31 @@ def test_a_suite_stores_its_runs_in_postgres_and_the_copy_moves_a_workspace(url:
     source.close()
 
 
+def test_a_team_sharing_the_store_reuses_each_others_runs_of_a_version(url: str, tmp_path: Path) -> None:
+    """Two clones of one workspace (the same versions.json, as git shares it) on one store: every run
+    records its version, so the second clone's proposal reuses the first's runs of both versions."""
+    repo = Path(__file__).resolve().parents[2]
+    shared = fresh_schema(url.split("?")[0])
+    script = str(repo / "machines" / "red" / "script.json")
+    held_out = len(json.loads((repo / "machines" / "red" / "holdout.json").read_text()))
+    propose = ["propose", "red", "--model", "Qwen/Other", "--trials", "1", "--harness", "scripted"]
+    said = []
+    for clone in ("alice", "bob"):
+        shutil.copytree(repo / "machines" / "red", tmp_path / clone / "machines" / "red")
+        if clone == "bob":  # bob pulls the versions alice recorded
+            shutil.copy(
+                tmp_path / "alice" / "machines" / "red" / "versions.json",
+                tmp_path / clone / "machines" / "red",
+            )
+        done = _machine(*propose, "--script", script, "--store", shared, cwd=tmp_path / clone)
+        assert done.returncode == 0, done.stderr
+        said.append(done.stdout)
+    assert f"live v1: {held_out} runs (0 reused, 0 regraded, {held_out} new)" in said[0]
+    assert f"live v1: {held_out} runs ({held_out} reused, 0 regraded, 0 new)" in said[1]
+    assert f"candidate v2: {held_out} runs ({held_out} reused, 0 regraded, 0 new)" in said[1]
+    assert not (tmp_path / "bob" / ".machine" / "store.db").exists()
+
+
 def test_copy_refuses_a_missing_source_and_the_same_store(url: str, tmp_path: Path) -> None:
     missing = _machine("store", "copy", "--from", str(tmp_path / "nope.db"), "--to", url, cwd=tmp_path)
     assert missing.returncode == 2 and "is not a store file" in missing.stderr
