@@ -5,6 +5,7 @@ store. ``stop`` ends every Ray process of the computer, so one module at a time 
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -19,6 +20,7 @@ from helpers.env import clean_env
 
 HOST = "127.0.0.2"
 RAY = Path(sys.executable).parent / "ray"
+AUTH_MODE = "RAY_AUTH_MODE"
 COMMON = ["--node-ip-address", HOST, "--object-store-memory", "100000000", "--disable-usage-stats"]
 
 
@@ -54,8 +56,12 @@ def stop() -> None:
 
 @contextmanager
 def cluster(workers: int = 2) -> Iterator[Cluster]:
+    """The cluster, and every process that joins it (this one, the commands it starts), without Ray's token
+    authentication, whatever a ``~/.ray/auth_token`` left by an earlier local cluster would turn on."""
     folder = Path(tempfile.mkdtemp(prefix="machine-ray-"))
     address = f"{HOST}:{_free_port()}"
+    mode = os.environ.get(AUTH_MODE)
+    os.environ[AUTH_MODE] = "disabled"
     try:
         _ray(
             "start", "--head", "--port", address.rsplit(":", 1)[1], "--num-cpus", "0",
@@ -68,3 +74,7 @@ def cluster(workers: int = 2) -> Iterator[Cluster]:
     finally:
         stop()
         shutil.rmtree(folder, ignore_errors=True)
+        if mode is None:
+            os.environ.pop(AUTH_MODE, None)
+        else:
+            os.environ[AUTH_MODE] = mode
