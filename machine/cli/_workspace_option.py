@@ -36,7 +36,7 @@ workspace_option = click.option(
 def _remember_store(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     """``--store`` is ``MACHINE_STORE`` for this command (and the processes it starts)."""
     if value is not None:
-        os.environ["MACHINE_STORE"] = value
+        os.environ["MACHINE_STORE"] = value  # machine.runs.STORE_ENV, named here so parsing loads no store
     return value
 
 

@@ -29,7 +29,9 @@ from machine.workspace import RunOrder
 
 from ._ray_runner import BUDGET_SPENT, Runner
 
-SHIPPED_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".machine", ".git")
+LEFT_BEHIND = ("__pycache__", ".machine", ".git")
+"""Folders never sent to the cluster (nor ``*.pyc`` files)."""
+SHIPPED_IGNORE = shutil.ignore_patterns(*LEFT_BEHIND, "*.pyc")
 SCRIPTS = ".scripts"
 """Where a script file from outside the machines folder is put in the shipped folder."""
 
@@ -191,11 +193,11 @@ def _lost(order: RunOrder, error: Exception) -> Run:
 
 
 def _packed(folder: Path) -> bytes:
-    """``folder`` as a gzipped tar, as ``_ship`` would copy it."""
-    skipped = {"__pycache__", ".machine", ".git"}
+    """``folder`` as a gzipped tar, leaving behind what ``_ship`` leaves."""
 
     def kept(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        return None if skipped & set(Path(info.name).parts) or info.name.endswith(".pyc") else info
+        left = set(LEFT_BEHIND) & set(Path(info.name).parts) or info.name.endswith(".pyc")
+        return None if left else info
 
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
