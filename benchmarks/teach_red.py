@@ -12,7 +12,7 @@ steps and time, and the curve: the held-out mean of the state saved every ``--cu
 adapter like the final one), between the base's and the end's. Loopback only: no network.
 
     .venv/bin/python benchmarks/teach_red.py [--pairs 56] [--seed 0] [--epochs E] [--lr 3e-3]
-        [--lr-schedule linear] [--curve-every 10]
+        [--lr-schedule linear] [--curve-every 10] [--greedy]
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import anyio
 
 from machine import Workspace, open_workspace, run_suite
 from machine.clients import make_trainer as trainer_for
+from machine.clients.local import LocalHarness
 from machine.learn import TrainOptions, train
 from machine.runs import StepMetrics, Trainer
 
@@ -53,6 +54,7 @@ def options() -> argparse.Namespace:
     parser.add_argument("--trials", type=int, default=1, help="held-out runs per case and side")
     parser.add_argument("--max-tokens", default="64", help="MACHINE_LOCAL_MAX_TOKENS for the local runs")
     parser.add_argument("--curve-every", type=int, default=10, help="held-out mean every N steps (0: none)")
+    parser.add_argument("--greedy", action="store_true", help="also read the held-out cases at temperature 0")
     return parser.parse_args()
 
 
@@ -126,6 +128,18 @@ def curve(ws: Workspace, trials: int, before: float | None, after: float | None,
     print("held-out curve: " + ", ".join(points))
 
 
+def greedy(ws: Workspace, models: dict[str, str]) -> None:
+    """Each side's answer to every held-out case at temperature 0: what each model prefers, with no
+    sampling noise (one run a case, since a greedy run is the same every time)."""
+    at_zero = ws.using(harness=LocalHarness(temperature=0.0))
+    spec, cases = at_zero.load("red"), at_zero.cases("red", "holdout.json")
+    for side, model in models.items():
+        report = anyio.run(lambda: run_suite(at_zero, spec, cases, trials=1, model=model))  # noqa: B023
+        wrong = [c.id for c in report.cases if c.mean != 1.0]
+        mean = "-" if report.mean is None else f"{report.mean:.3f}"
+        print(f"greedy {side}: {mean}; wrong on {', '.join(wrong) or 'none'}")
+
+
 def main() -> None:
     args = options()
     os.environ.setdefault("MACHINE_LOCAL_MAX_TOKENS", args.max_tokens)
@@ -170,6 +184,8 @@ def main() -> None:
         per_case(ws)
         if args.curve_every:
             curve(ws, args.trials, r.before.mean, r.after.mean, t.steps)
+        if args.greedy:
+            greedy(ws, {"before": r.before.model, "after": r.after.model})
 
 
 if __name__ == "__main__":
