@@ -139,10 +139,8 @@ class SpendingPolicy:
         self.allowance: float | None = (
             _from_env(ALLOWANCE_ENV, None) if allowance is None else _explicit("allowance", allowance)
         )
-        self.log_path = Path(log_path) if log_path is not None else None
-        self.spending_log = (
-            log if log is not None else FileSpendingLog(self.log_path) if self.log_path else None
-        )
+        file_log = FileSpendingLog(Path(log_path)) if log_path is not None else None
+        self.spending_log = log if log is not None else file_log
         """Where each settled spend is written (None: kept in this process only)."""
         self._left = self.allowance
         self.ledger: Budget | None = (
