@@ -8,7 +8,8 @@ label against the scripted teacher's pattern (machines/red/script.json) checks t
 teacher's run of every case with red's own rubric (every one must score 1) checks the grader. The held-out
 cases (machines/red/holdout.json) are never made here: no generated input is one of theirs, and the forms
 they probe (a quoted "red", "#red", "Red Sox", "hundred", "altered", "reddish", a repeated "red") are left
-out, so the held-out mean measures the rule learned, not the sentences seen.
+out, so the held-out mean measures the rule learned, not the sentences seen. ``NAMES`` ("Red" inside other
+proper names, the form nearest "Red Sox") are a control, drawn only when asked for.
 """
 
 from __future__ import annotations
@@ -74,18 +75,30 @@ PAIRS = [
 ]
 """(mentions red, does not): the same sentence but for the word. A positive may hold a near miss too."""
 
+NAMES = [
+    ("The Red Cross sent a {n}.", "The Fredericks sent a {n}."),
+    ("We visited Red Square with a {n}.", "We visited Redmond with a {n}."),
+    ("The Red Sea is calm for a {n}.", "The Dead Sea is calm for a {n}."),
+    ("A Red Cross {n} arrived.", "A Redcliffe {n} arrived."),
+    ("Red Bull gave away a {n}.", "Redbull gave away a {n}."),
+]
+"""Pairs with "Red" inside a proper name: the form next to the held-out "Red Sox" (no team among them),
+drawn only when asked for (``names``), to tell what the model cannot learn from what it is not shown."""
+
 HELD_OUT_FORMS = re.compile(r'"red"|#red|sox|hundred|altered|reddish|red, red', re.IGNORECASE)
 
 
-def generated(pairs: int, seed: int = 0) -> list[dict[str, Any]]:
-    """``pairs`` positive and negative cases (``red`` says which), drawn without repeats."""
-    combos = list(itertools.product(range(len(PAIRS)), NOUNS))
+def generated(pairs: int, seed: int = 0, names: bool = False) -> list[dict[str, Any]]:
+    """``pairs`` positive and negative cases (``red`` says which), drawn without repeats; ``names``: from
+    the pairs with "Red" in a proper name too."""
+    templates = PAIRS + NAMES if names else PAIRS
+    combos = list(itertools.product(range(len(templates)), NOUNS))
     random.Random(seed).shuffle(combos)
     if pairs > len(combos):
         raise SystemExit(f"at most {len(combos)} pairs can be made, not {pairs}")
     cases: list[dict[str, Any]] = []
     for number, (index, noun) in enumerate(combos[:pairs]):
-        yes, no = PAIRS[index]
+        yes, no = templates[index]
         cases.append({"id": f"gen-{number}-red", "input": yes.format(n=noun), "red": True})
         cases.append({"id": f"gen-{number}-not", "input": no.format(n=noun), "red": False})
     return cases

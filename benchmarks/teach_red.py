@@ -11,7 +11,7 @@ held-out case's result on both sides (with the tool calls and reply each wrote),
 steps and time, and the curve: the held-out mean of the state saved every ``--curve-every`` steps (an
 adapter like the final one), between the base's and the end's. Loopback only: no network.
 
-    .venv/bin/python benchmarks/teach_red.py [--pairs 56] [--seed 0] [--epochs E] [--lr 3e-3]
+    .venv/bin/python benchmarks/teach_red.py [--pairs 56] [--seed 0] [--names] [--epochs E] [--lr 3e-3]
         [--lr-schedule linear] [--curve-every 10] [--greedy]
 """
 
@@ -45,6 +45,9 @@ def options() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--pairs", type=int, default=56, help="generated pairs of training cases")
     parser.add_argument("--seed", type=int, default=0, help="which pairs are drawn")
+    parser.add_argument(
+        "--names", action="store_true", help='draw pairs with "Red" in a proper name too (red_cases.NAMES)'
+    )
     parser.add_argument("--epochs", type=int, default=None, help="default: the training plan's")
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--lr-schedule", default="constant", choices=["constant", "linear"])
@@ -58,10 +61,10 @@ def options() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def teach(root: Path, pairs: int, seed: int) -> None:
+def teach(root: Path, pairs: int, seed: int, names: bool) -> None:
     """red's cases and the generated ones in the copy, checked, and the teacher's graded run of each."""
     cases = json.loads((RED / "cases.json").read_text(encoding="utf-8"))
-    made = generated(pairs, seed)
+    made = generated(pairs, seed, names)
     checked(made, RED / "script.json", RED / "holdout.json")
     (root / "machines" / "red" / "cases.json").write_text(json.dumps(cases + made), encoding="utf-8")
     teacher = open_workspace(root, harness="scripted", script=RED / "script.json")
@@ -147,7 +150,7 @@ def main() -> None:
         root = Path(scratch)
         shutil.copytree(RED, root / "machines" / "red")
         (root / "machines" / "red" / "model.json").write_text(json.dumps({"model": "local:smollm2-135m"}))
-        teach(root, args.pairs, args.seed)
+        teach(root, args.pairs, args.seed, args.names)
         ws = open_workspace(root, harness="local")
         modules = args.target_modules.split(",") if args.target_modules else None
         chosen = TrainOptions(

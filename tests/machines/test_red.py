@@ -178,7 +178,12 @@ def test_the_generated_training_cases_are_labelled_by_the_rule_and_keep_off_the_
         import red_cases
     finally:
         sys.path.remove(str(REPO / "benchmarks"))
-    made = red_cases.generated(len(red_cases.PAIRS) * len(red_cases.NOUNS))
+    plain = red_cases.generated(len(red_cases.PAIRS) * len(red_cases.NOUNS))
+    named = {side.format(n=n) for pair in red_cases.NAMES for side in pair for n in red_cases.NOUNS}
+    assert not named & {c["input"] for c in plain}  # the pairs with a proper name only when asked for
+    every = (len(red_cases.PAIRS) + len(red_cases.NAMES)) * len(red_cases.NOUNS)
+    made = red_cases.generated(every, names=True)
+    assert named <= {c["input"] for c in made}
     red_cases.checked(made, RED / "script.json", RED / "holdout.json")  # the teacher's pattern agrees
     mentions_red = red_module(ws).mentions_red
     assert [c["input"] for c in made if mentions_red(c["input"]) is not c["red"]] == []
