@@ -116,9 +116,11 @@ class Api:
         return training_shown(self.ws, record_id).model_dump(mode="json")
 
     def spending(self, params: Mapping[str, str]) -> dict[str, Any]:
-        """The newest entries of the spending log, newest first, and their total."""
+        """The newest entries of the spending log, newest first, and their total: a line ``within``
+        another shown here (a session's tool call, within the session's line) is counted in that one."""
         entries = WorkspaceSpendingLog(self.ws).newest(_limit(params, 200))
-        total = sum(float(e.get("spent_usd") or 0.0) for e in entries)
+        shown = {e.get("correlation_id") for e in entries}
+        total = sum(float(e.get("spent_usd") or 0.0) for e in entries if e.get("within") not in shown)
         return {"entries": entries, "total_usd": total}
 
 

@@ -15,6 +15,7 @@ __all__ = [
     "BadInputError",
     "BudgetExceeded",
     "CommitRefused",
+    "ConsentDeclined",
     "ConsentRequired",
     "DefinitionError",
     "Fix",
@@ -154,6 +155,10 @@ class UnknownPriceError(BudgetExceeded):
 
 class ConsentRequired(MachineError):
     """A spending or changing call lacks the person's consent; the message says how to give it."""
+
+
+class ConsentDeclined(ConsentRequired):
+    """The person answered no to the program's question: the call was not made."""
 
 
 class HarnessError(MachineError):

@@ -7,7 +7,7 @@ if __name__ != "machine.machinist":
         f"{__name__!r} is the folder of machine.machinist, imported by its path: import machine.machinist"
     )
 
-from ._consent import Agreement, agreement, consent_kept
-from ._tools import ConversationPolicy, machinist_tools
+from ._consent import consent_kept
+from ._tools import machinist_tools
 
-__all__ = ["Agreement", "ConversationPolicy", "agreement", "consent_kept", "machinist_tools"]
+__all__ = ["consent_kept", "machinist_tools"]

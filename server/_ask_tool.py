@@ -17,10 +17,12 @@ from pydantic import Field
 from machine.runs import Model, Run
 from machine.workspace import observing
 
+from ._asking import NOBODY, asked, can_ask
 from ._bounds import MachineName, RunHarness, RunModel
 from ._results import Approval, ConsentInfo, NotAsked
-from ._service import RUN_ARGUMENTS, OnProgress, can_elicit, usd
-from ._tools import USD, service
+from ._server import service
+from ._service import RUN_ARGUMENTS, OnProgress, usd
+from ._tools import USD
 
 AskInput = Annotated[
     str, Field(min_length=1, max_length=10_000, description="The task, as the machine's input.")
@@ -47,15 +49,18 @@ def _what(name: str, amount: float) -> str:
 async def ask_ask(
     name: str, input: str, budget_usd: USD, model: str | None, harness: str | None, ctx: Context
 ) -> Elicit[Approval] | NotAsked:
-    if not can_elicit(ctx):
-        return NotAsked(reason="the client cannot ask the person")
+    if not can_ask(ctx):
+        return NOBODY
     try:
         state = service(ctx)
         spec, _ = await state.machine(name)
         ws = state.spending(name, budget_usd, model, harness, RUN_ARGUMENTS, spec=spec)
     except ToolError:
         return NotAsked(reason="bad input: the tool refuses it")
-    return Elicit(f"Approve: {_what(name, ws.budget.usd or 0.0)}?", Approval)
+    amount = ws.budget.usd or 0.0
+    on = f" with model {model or spec.model} on the {ws.harness.name} harness"
+    text = f"Run machine {name!r} once on the host's task{on}, spending at most {usd(amount)}."
+    return asked(ctx, text, most_usd=amount)
 
 
 async def ask_machine(

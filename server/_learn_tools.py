@@ -41,8 +41,9 @@ from ._bounds import (
 )
 from ._options import accepted, option_arguments, options_of
 from ._results import Approval, NotAsked, OptimizeResult, SpecializeResult
+from ._server import service
 from ._service import OnProgress, tool_error, usd
-from ._tools import USD, service
+from ._tools import USD
 from ._train_tools import register_training
 
 SPECIALIZE_ARGUMENTS = accepted(SpecializeOptions, "budget_usd", "slug", "model", "author_model", "harness")
@@ -82,6 +83,7 @@ async def ask_specialize(
     writes = "its machine files (keeping its cases)" if reuse_cases else f"its files and up to {cases} cases"
     author = author_model or "its own model"
     return asked(
+        ctx,
         f"Specialize machine {parent!r} for {focus.strip()!r}: the author machine ({author}) writes "
         f"{child}, {writes}, into the workspace (nothing is committed to git), spending at most "
         f"{usd(ws.budget.usd or 0.0)}.",
@@ -95,6 +97,7 @@ async def ask_specialize(
             cases=cases,
             reuse_cases=reuse_cases,
         ),
+        most_usd=ws.budget.usd or 0.0,
     )
 
 
@@ -165,6 +168,7 @@ async def ask_optimize(
         else "with no held-out cases, so a rewrite that memorized the cases cannot be told apart"
     )
     return asked(
+        ctx,
         f"Optimize machine {name!r}: ask the optimizer machine for {candidates} rewrites of its "
         f"instructions in each of {rounds} rounds, shown the cases of {shown}; measure each on them "
         f"({trials} trials a case) and {unseen}; and write one measured better to instructions.md as a "
@@ -180,6 +184,7 @@ async def ask_optimize(
             holdout=holdout,
             model=model,
         ),
+        most_usd=ws.budget.usd or 0.0,
     )
 
 

@@ -30,7 +30,10 @@ class RecentRuns(Model):
 class ConsentInfo(Model):
     """Who consented to a call and how, and the call's line in the spending log."""
 
-    how: str = Field(description="elicitation (the person answered the host's form) or allowance.")
+    how: str = Field(
+        description="elicitation (the person answered the host's form), allowance, or terminal (the "
+        "person answered the program's own question)."
+    )
     detail: str
     correlation_id: str = Field(description="The id of this call's line in the spending log.")
 
@@ -71,10 +74,27 @@ class Approval(Model):
     approve: bool = Field(description="Yes to go ahead; no to refuse.")
 
 
+class SpendApproval(Approval):
+    """The form the person answers before a call that spends: yes, and optionally a smaller cap."""
+
+    budget_usd: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Optional: a smaller amount in USD to cap this call at (empty: the amount asked).",
+    )
+
+
 class NotAsked(Model):
-    """A resolver's answer when it did not ask the person (no elicitation, or input the body refuses)."""
+    """A resolver's answer when the host's form did not ask the person (no elicitation, or input the
+    body refuses). ``question`` is what the server's own policy asks instead, where it can ask (a
+    terminal): ``most_usd`` the most the call may spend (None: a change), ``force`` that it overrides
+    the refusal the question names."""
 
     reason: str
+    question: str | None = None
+    most_usd: float | None = None
+    force: bool = False
 
 
 class SpecializeResult(Specialization):

@@ -56,6 +56,13 @@ def version() -> str:
         return "0+unknown"
 
 
+def service(ctx: Context) -> Service:
+    """The state of the server this call reached."""
+    server = ctx.mcp_server
+    assert isinstance(server, MachineServer), "the machine tools run only on a MachineServer"
+    return server.service
+
+
 class MachineServer(MCPServer):
     """An MCP server that carries the ``Service`` its tools act through. ``add_tools(server)`` registers
     the tools, resources and prompts, on the first request that needs them; ``make_service()`` makes the

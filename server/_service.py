@@ -4,7 +4,6 @@ are spelt as tool arguments."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import math
@@ -16,8 +15,16 @@ import anyio
 from mcp.server.mcpserver import AcceptedElicitation, Context
 from mcp.server.mcpserver.exceptions import ToolError
 
-from machine.errors import CommitRefused, ConsentRequired, Fix, MachineError, UnknownPriceError
+from machine.errors import (
+    CommitRefused,
+    ConsentDeclined,
+    ConsentRequired,
+    Fix,
+    MachineError,
+    UnknownPriceError,
+)
 from machine.ops import (
+    AskingPolicy,
     Consent,
     MachineInfo,
     Spend,
@@ -32,12 +39,13 @@ from machine.ops import (
     plan_suite,
     stand_in,
 )
-from machine.runs import Budget, Run, StepMetrics
+from machine.runs import Budget, Question, Run, StepMetrics
 from machine.spec import Machine, Version
 from machine.workspace import Workspace
 
 from ._fresh import Signature, StoreVersion, signature
-from ._results import Approval, ConsentInfo, MachineList, RecentRuns
+from ._progress import report_progress, told
+from ._results import Approval, ConsentInfo, MachineList, NotAsked, RecentRuns
 
 log = logging.getLogger("machine.server")
 T = TypeVar("T")
@@ -250,7 +258,7 @@ class Service:
         machine's own model). Raises ToolError with what is wrong, its fixes in ``accepts``' terms."""
         self.known(name)
         try:
-            amount = self.policy.check_amount(budget_usd)
+            amount = self.policy.limit(self.policy.check_amount(budget_usd))
             chosen = harness or self.harness
             if own_model and not (chosen or model):  # the machine's own model picks the harness
                 model = (spec or self.ws.load(name)).model
@@ -260,32 +268,46 @@ class Service:
         except MachineError as error:
             raise tool_error(error, accepts=accepts) from error
 
-    def consent(
+    async def consent(
         self, outcome: Any, *, tool: str, machine: str, budget: Budget, what: str, changes: bool
     ) -> tuple[Spend, ConsentInfo]:
-        """The person's consent to this call (spending from ``budget``), from the form they answered or the
-        allowance; else ToolError."""
-        correlation_id, consent = self._consented(outcome, tool, machine, budget.usd or 0.0, what, changes)
+        """The person's consent to this call (spending from ``budget``, lowered to the smaller amount
+        they gave): from the form they answered, the server's own question, or the allowance; else
+        ToolError."""
+        amount = budget.usd or 0.0
+        correlation_id, consent, allowed = await self._consented(
+            outcome, tool, machine, amount, what, changes
+        )
+        if budget.usd is not None and allowed < budget.usd:
+            budget.usd = allowed
         return Spend(self.policy, correlation_id, consent, budget), ConsentInfo.of(correlation_id, consent)
 
-    def _consented(
+    async def _consented(
         self, outcome: Any, tool: str, machine: str, amount: float, what: str, changes: bool
-    ) -> tuple[str, Consent]:
+    ) -> tuple[str, Consent, float]:
         if isinstance(outcome, AcceptedElicitation) and isinstance(outcome.data, Approval):
             if not outcome.data.approve:
                 raise ToolError(f"the person declined: {what} was not done")
-            return self.policy.consented(
+            cap = getattr(outcome.data, "budget_usd", None)
+            allowed = amount if cap is None else min(cap, amount)
+            correlation_id, consent = self.policy.consented(
                 "elicitation",
-                f"the person approved in the host's form: {what}",
-                budget_usd=amount,
+                f"the person approved in the host's form: {what}"
+                + (f", capped at {usd(allowed)}" if allowed < amount else ""),
+                budget_usd=allowed,
                 tool=tool,
                 machine=machine,
             )
+            return correlation_id, consent, allowed
         if not isinstance(outcome, AcceptedElicitation):  # declined or cancelled the form
             action = getattr(outcome, "action", "declined")
             raise ToolError(f"the person declined ({action}): {what} was not done")
         try:
-            return self.policy.reserve(amount, tool=tool, machine=machine)
+            if isinstance(self.policy, AskingPolicy):
+                return await self.policy.approve(_question(outcome.data), tool=tool, machine=machine)
+            return (*self.policy.reserve(amount, tool=tool, machine=machine), amount)
+        except ConsentDeclined as error:
+            raise ToolError(f"{error}: {what} was not done") from error
         except ConsentRequired as error:
             raise ToolError(str(error) + (self.policy.changes_note if changes else "")) from error
         except MachineError as error:
@@ -306,7 +328,7 @@ class Service:
     ) -> tuple[T, ConsentInfo]:
         """A spending tool's steps: the person's consent, then ``work(on_run)`` under the lock with each
         finished run reported as progress (of ``total``, when known), then the settled log line."""
-        spend, info = self.consent(
+        spend, info = await self.consent(
             outcome, tool=tool, machine=name, budget=ws.budget, what=what, changes=False
         )
         log.info("%s %s: %s consent, correlation id %s", tool, name, info.how, info.correlation_id)
@@ -317,7 +339,7 @@ class Service:
                 group.start_soon(report_progress, ctx, receive, total)
                 with send:
                     try:  # here, not around the task group, which would wrap it in an ExceptionGroup
-                        result = await work(functools.partial(_told, send))
+                        result = await work(functools.partial(told, send))
                     except MachineError as error:
                         failed = error
         finally:
@@ -333,7 +355,7 @@ class Service:
         """A changing tool's steps: the person's consent (it spends nothing), the change under the lock,
         the settled log line. CommitRefused passes through for the caller's report."""
         self.known(name)
-        spend, info = self.consent(
+        spend, info = await self.consent(
             outcome, tool=tool, machine=name, budget=Budget(0.0), what=what, changes=True
         )
         try:
@@ -348,42 +370,9 @@ class Service:
         return version, info
 
 
-def question(plan: SuitePlan, amount: float, sandboxed: bool = False) -> str:
-    """What the host's form asks the person before a rehearse."""
-    plural = "s" if plan.trials != 1 else ""
-    untrusted = (
-        " It holds code a model wrote that you have not trusted: its own code runs only in the sandbox."
-        if sandboxed
-        else ""
-    )
-    return (
-        f"Rehearse machine {plan.machine!r}: run and grade {len(plan.cases)} cases from "
-        f"{Path(plan.cases_file).name} x {plan.trials} trial{plural} ({plan.runs} runs) with model "
-        f"{plan.run_model} on the {plan.harness} harness, spending at most {usd(amount)}.{untrusted} "
-        "Allow it?"
-    )
-
-
-async def report_progress(ctx: Context, receive: Any, total: int | None) -> None:
-    """Tell the client about each finished run and each training step as it arrives."""
-    done = 0
-    async with receive:
-        async for item in receive:
-            done += 1
-            await ctx.report_progress(done, total, _progress_line(item, total is None))
-
-
-def _told(send: Any, item: Run | StepMetrics) -> None:
-    """Progress is told while someone listens: a call cancelled mid-step (its reporter gone with it)
-    finishes the step in its thread and then stops at the cancel, not at a closed stream."""
-    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-        send.send_nowait(item)
-
-
-def _progress_line(item: Run | StepMetrics, whose: bool) -> str:
-    if isinstance(item, StepMetrics):
-        loss = "-" if item.loss is None else f"{item.loss:.4f}"
-        return f"training step {item.step} (epoch {item.epoch}): loss {loss}, {item.tokens} tokens"
-    score = item.scorecard.score if item.scorecard is not None else None
-    note = "error" if item.status == "error" else f"score {score}"
-    return f"{item.machine + ' ' if whose else ''}case {item.case_id} trial {item.trial}: {note}"
+def _question(asked: object) -> Question:
+    """What the server's own policy asks the person (see ``_asking.asked``); a resolver that drew up no
+    question (input the tool refuses) leaves an empty one, which the policy cannot put to anyone."""
+    if not isinstance(asked, NotAsked) or asked.question is None:
+        return Question("", None)
+    return Question(asked.question, asked.most_usd, asked.force)

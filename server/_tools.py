@@ -20,13 +20,14 @@ from machine.measure import SuiteReport
 from machine.ops import MachineInfo, run_planned
 from machine.runs import Run
 from machine.versions import commit as commit_version
-from machine.versions import format_report
+from machine.versions import format_report, plan_commit, plan_revert
 from machine.versions import revert as revert_version
 
+from ._asking import NOBODY, asked, can_ask, commit_question, question, revert_question, spent_of
 from ._bounds import Force, Limit, MachineName, RecordId, RunCases, RunHarness, RunId, RunModel, Trials
 from ._results import Approval, MachineList, NotAsked, RecentRuns, RehearseResult, VersionResult
-from ._server import MachineServer
-from ._service import OnProgress, Service, can_elicit, question, tool_error, usd
+from ._server import service
+from ._service import OnProgress, tool_error, usd
 
 USD = Annotated[
     float,
@@ -37,13 +38,6 @@ USD = Annotated[
     ),
 ]
 """A budget as a JSON number only: ``true``, ``"1"`` or NaN is refused, not taken for a number."""
-
-
-def service(ctx: Context) -> Service:
-    """The state of the server this call reached."""
-    server = ctx.mcp_server
-    assert isinstance(server, MachineServer), "the machine tools run only on a MachineServer"
-    return server.service
 
 
 def _read_only(title: str) -> ToolAnnotations:
@@ -92,13 +86,14 @@ async def ask_rehearse(
     harness: str | None,
     ctx: Context,
 ) -> Elicit[Approval] | NotAsked:
-    if not can_elicit(ctx):
-        return NotAsked(reason="the client cannot ask the person")
+    if not can_ask(ctx):
+        return NOBODY
     try:
         ws, plan, _, sandboxed = await service(ctx).plan(name, budget_usd, trials, cases, model, harness)
     except ToolError:
         return NotAsked(reason="bad input: the tool refuses it")
-    return Elicit(question(plan, ws.budget.usd or 0.0, sandboxed), Approval)
+    amount = ws.budget.usd or 0.0
+    return asked(ctx, question(plan, amount, sandboxed), most_usd=amount)
 
 
 async def rehearse(
@@ -135,24 +130,21 @@ async def rehearse(
     if report.runs == 0 and report.stopped:
         raise ToolError(f"rehearse {name!r} ran nothing: {report.stopped}")
     return RehearseResult(
-        **dict(report), budget_usd=amount, spent_usd=ws.budget.spent, run_ids=run_ids, consent=info,
-        sandboxed=sandboxed,
+        **dict(report), **spent_of(ws), run_ids=run_ids, consent=info, sandboxed=sandboxed
     )  # fmt: skip
 
 
 async def ask_commit(name: str, force: bool, ctx: Context) -> Elicit[Approval] | NotAsked:
-    if not can_elicit(ctx) or name not in service(ctx).names():
-        return NotAsked(reason="not asked")
-    gate = (
-        " even if it did not pass the promotion gate (force)"
-        if force
-        else ", only if it passed the promotion gate"
-    )
-    return Elicit(
-        f"Commit machine {name!r}: make its newest pending candidate live{gate}, rewriting its model.json. "
-        "This spends nothing. Allow it?",
-        Approval,
-    )
+    if not can_ask(ctx) or name not in service(ctx).names():
+        return NOBODY
+    state = service(ctx)
+    try:
+        plan = plan_commit(state.ws, name, harness=state.harness)
+    except MachineError:
+        return NotAsked(reason="bad input: the tool refuses it")
+    if plan.refusal is not None and not force:
+        return NotAsked(reason="refused: the tool says why")
+    return asked(ctx, commit_question(plan), most_usd=None, force=plan.refusal is not None)
 
 
 async def commit(
@@ -162,10 +154,19 @@ async def commit(
     force: Force = False,
 ) -> VersionResult:
     """Make the machine's newest pending candidate live, only if it passed the promotion gate measured
-    on the harness and model it will run on (the server's harness; force overrides that). Needs the
-    person's consent: they are asked, or their configured allowance covers it."""
+    on the harness and model it will run on (the server's harness; force overrides that, and is asked
+    about on its own, naming the refusal). Needs the person's consent: they are asked, or their
+    configured allowance covers a commit the gate passed."""
     state = service(ctx)
-    what = f"commit {name!r}" + (" with force" if force else "")
+    state.known(name)
+    try:
+        plan = plan_commit(state.ws, name, harness=state.harness)
+    except MachineError as error:
+        raise tool_error(error) from error
+    if plan.refusal is not None and not force:  # refused before anyone is asked
+        raise _commit_refused(plan.refusal)
+    forced = " by force, over its refusal" if plan.refusal is not None else ""
+    what = f"commit {name!r} ({plan.candidate.label} in place of {plan.live.label}{forced})"
     try:
         version, info = await state.change(
             "commit",
@@ -175,21 +176,27 @@ async def commit(
             lambda: commit_version(state.ws, name, force=force, harness=state.harness),
         )
     except CommitRefused as refused:
-        report = format_report(refused.report) + "\n" if refused.report is not None else ""
-        raise ToolError(f"{report}commit refused: {tool_error(refused, accepts=('force',))}") from refused
+        raise _commit_refused(refused) from refused
     return VersionResult(
         machine=name, version=version.label, model=version.model, forced=version.forced, consent=info
     )
 
 
+def _commit_refused(refused: MachineError) -> ToolError:
+    """A commit refusal as the agent sees it: the gate's report, then why and how to get past it."""
+    report = getattr(refused, "report", None)
+    shown = format_report(report) + "\n" if report is not None else ""
+    return ToolError(f"{shown}commit refused: {tool_error(refused, accepts=('force',))}")
+
+
 async def ask_revert(name: str, ctx: Context) -> Elicit[Approval] | NotAsked:
-    if not can_elicit(ctx) or name not in service(ctx).names():
-        return NotAsked(reason="not asked")
-    return Elicit(
-        f"Revert machine {name!r}: make its previous live version live again, writing back its "
-        "instructions.md and model.json. This spends nothing. Allow it?",
-        Approval,
-    )
+    if not can_ask(ctx) or name not in service(ctx).names():
+        return NOBODY
+    try:
+        plan = plan_revert(service(ctx).ws, name)
+    except MachineError:
+        return NotAsked(reason="bad input: the tool refuses it")
+    return asked(ctx, revert_question(plan), most_usd=None)
 
 
 async def revert(
@@ -200,9 +207,13 @@ async def revert(
     """Make the machine's previous live version live again, writing back its instructions.md and
     model.json. Needs the person's consent: they are asked, or their configured allowance covers it."""
     state = service(ctx)
-    version, info = await state.change(
-        "revert", name, f"revert {name!r}", consent, lambda: revert_version(state.ws, name)
-    )
+    state.known(name)
+    try:
+        plan = plan_revert(state.ws, name)
+    except MachineError as error:
+        raise tool_error(error) from error
+    what = f"revert {name!r} ({plan.live.label} to {plan.target.label})"
+    version, info = await state.change("revert", name, what, consent, lambda: revert_version(state.ws, name))
     return VersionResult(machine=name, version=version.label, model=version.model, consent=info)
 
 

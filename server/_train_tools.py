@@ -21,8 +21,9 @@ from ._asking import askable, asked, planned, spent_of
 from ._bounds import MachineName, Resume, RunHarness, Trainer
 from ._options import accepted, option_arguments, options_of
 from ._results import Approval, NotAsked, TrainResult
+from ._server import service
 from ._service import OnProgress, tool_error, usd
-from ._tools import USD, service
+from ._tools import USD
 
 TRAIN_LEFT = ("concurrency", "effort")
 TRAIN_ARGUMENTS = accepted(TrainOptions, "budget_usd", "trainer", "resume", "harness", leave=TRAIN_LEFT)
@@ -46,10 +47,12 @@ async def ask_train(
     sampling = f"sample {samples} new runs of each case, then " if samples else ""
     who = f"the {trainer} trainer" if trainer else "its trainer"
     return asked(
+        ctx,
         f"Train machine {name!r}: {sampling}fine-tune its model on its good runs with {who} and measure "
         "the checkpoint on holdout.json, proposing it as a pending candidate (the live version is "
         f"unchanged), spending at most {usd(ws.budget.usd or 0.0)}.",
         planned(ws, "train", name, samples=samples, trials=trials, resume=resume),
+        most_usd=ws.budget.usd or 0.0,
     )
 
 
@@ -116,9 +119,11 @@ async def ask_smoke(
         return ws
     who = f"the {trainer} trainer" if trainer else "its trainer"
     return asked(
+        ctx,
         f"Smoke-test a training of machine {name!r} with {who}: two steps on its stored good runs, the "
         "state saved and loaded, one sample from the checkpoint, then all of it discarded (no record, no "
-        f"candidate), spending at most {usd(ws.budget.usd or 0.0)}."
+        f"candidate), spending at most {usd(ws.budget.usd or 0.0)}.",
+        most_usd=ws.budget.usd or 0.0,
     )
 
 

@@ -18,8 +18,8 @@ from machine.ops import TrustReview, review, trust, untrustable
 
 from ._bounds import MachineName
 from ._results import Approval, NotAsked
+from ._server import service
 from ._service import can_elicit, tool_error
-from ._tools import service
 
 MAX_QUESTION = 20_000
 """The longest question the host's form is asked: a review that would not fit is never cut (the person

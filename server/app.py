@@ -41,10 +41,13 @@ def build_server(
     policy: SpendingPolicy | None = None,
     token_verifier: Any = None,
     auth: Any = None,
+    log_level: str = "INFO",
 ) -> MachineServer:
     """The ``machine serve`` MCP server over ``workspace`` (default: ``$MACHINE_WORKSPACE``, else the current
     folder). ``harness``/``script`` are the default harness of spending tools (as the CLI's options);
-    ``policy`` defaults to ``SpendingPolicy.from_env`` logging to ``.machine/spending.jsonl``."""
+    ``policy`` defaults to ``SpendingPolicy.from_env`` logging to ``.machine/spending.jsonl``;
+    ``log_level`` is the least a record must be to be logged where no logging is set up yet (an
+    in-process server under a chat logs only warnings)."""
 
     def make_service() -> Service:
         from ._service import Service, tool_error
@@ -55,7 +58,9 @@ def build_server(
             log.error("machine serve cannot serve this workspace: %s", error)
             raise tool_error(error) from error
 
-    return MachineServer(make_service, add_tools, token_verifier=token_verifier, auth=auth)
+    return MachineServer(
+        make_service, add_tools, token_verifier=token_verifier, auth=auth, log_level=log_level
+    )
 
 
 def add_tools(server: MCPServer) -> None:

@@ -8,6 +8,7 @@ from machine.measure import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, Agreeme
 from machine.runs import CriterionScore, Run
 
 from ._complete import machine_argument
+from ._inert import inert
 from ._options import concurrency_option, handle_errors, print_spend, with_workspace, workspace_from
 from ._progress import watching
 from ._render import dump_json, fmt_rate, fmt_score
@@ -129,8 +130,10 @@ def _f(value: float | None, digits: int = 2) -> str:
 
 def _print_report(report: AgreementReport) -> None:
     click.echo(
-        f"{report.machine} · {report.criterion}: candidate {report.candidate_grader} against the machine's "
-        f"{report.reference_grader} (reference passes at >= {REFERENCE_PASS:g})"
+        inert(
+            f"{report.machine} · {report.criterion}: candidate {report.candidate_grader} against the "
+            f"machine's {report.reference_grader} (reference passes at >= {REFERENCE_PASS:g})"
+        )
     )
     regraded = f", {report.reference_regraded} regraded" if report.reference_regraded else ""
     stale = f", {report.reference_stale} left out as stale (--no-regrade)" if report.reference_stale else ""
@@ -141,9 +144,9 @@ def _print_report(report: AgreementReport) -> None:
         f"(left out); compared on {report.n}"
     )
     for reason, count in report.reference_unscored_reasons.items():
-        click.secho(f"  reference UNSCORED x{count}: {reason[:300]}", fg="yellow")
+        click.secho(inert(f"  reference UNSCORED x{count}: {reason[:300]}"), fg="yellow")
     for reason, count in report.unscored_reasons.items():
-        click.secho(f"  candidate UNSCORED x{count}: {reason[:300]}", fg="yellow")
+        click.secho(inert(f"  candidate UNSCORED x{count}: {reason[:300]}"), fg="yellow")
     if report.n == 0:
         click.secho("no run has both grades scored: nothing to compare", fg="yellow")
         return
@@ -163,8 +166,10 @@ def _print_report(report: AgreementReport) -> None:
         at = ", ".join(f"{t:g}" for t in d.at)
         case = f" ({p.case_id})" if p.case_id else ""
         click.echo(
-            f"  {p.run_id}{case}: reference {p.reference:.2f}, candidate {p.candidate:.2f} "
-            f"(disagree at {at}) — {p.reason}"
+            inert(
+                f"  {p.run_id}{case}: reference {p.reference:.2f}, candidate {p.candidate:.2f} "
+                f"(disagree at {at}) — {p.reason}"
+            )
         )
     more = len(report.disagreements) - SHOWN_DISAGREEMENTS
     if more > 0:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from machine.ops import Session, describe
-from machine.runs import Run
+from machine.runs import Approver, Run
 from machine.spec import Machine
 from machine.workspace import Workspace
 
 from ._chat_tags import Counts, mark, show_tagged
+from ._inert import inert
 from ._progress import thinking
 from ._render import print_run, scorecard_lines
 from ._stop import INTERRUPTED, stop_status
@@ -27,18 +28,27 @@ HELP = (
 
 
 def chat(
-    ws: Workspace, spec: Machine, *, grade: bool, resume: bool, pass_score: float, model: str | None = None
+    ws: Workspace,
+    spec: Machine,
+    *,
+    grade: bool,
+    resume: bool,
+    pass_score: float,
+    model: str | None = None,
+    approver: Approver | None = None,
 ) -> None:
-    """Read lines from the person and answer each with a run, until /quit or the end of input."""
-    earlier = (
-        Session.resume(ws, spec, auto_grade=grade, pass_score=pass_score, model=model) if resume else None
-    )
+    """Read lines from the person and answer each with a run, until /quit or the end of input; the calls
+    of the machine's tools that spend or change go to ``approver``."""
+    options: dict[str, Any] = {
+        "auto_grade": grade, "pass_score": pass_score, "model": model, "approver": approver
+    }  # fmt: skip
+    earlier = Session.resume(ws, spec, **options) if resume else None
     if resume and earlier is None:
-        click.echo(f"no earlier conversation with {spec.name}; starting a new one")
-    session = earlier or Session(ws, spec, auto_grade=grade, pass_score=pass_score, model=model)
+        click.echo(inert(f"no earlier conversation with {spec.name}; starting a new one"))
+    session = earlier or Session(ws, spec, **options)
     if earlier is not None:
         click.echo(f"resuming conversation {session.conversation_id} ({len(session.history)} messages)")
-    click.secho(f"{spec.name} — {spec.intent}", bold=True)
+    click.secho(inert(f"{spec.name} — {spec.intent}"), bold=True)
     click.secho(HELP, dim=True)
     last: Run | None = None
     counts = Counts()
@@ -68,6 +78,23 @@ def chat(
     click.echo(ws.budget.describe(), err=True)
 
 
+def send_once(
+    ws: Workspace,
+    spec: Machine,
+    message: str,
+    *,
+    resume: bool,
+    model: str | None,
+    approver: Approver | None,
+) -> None:
+    """One exchange (going on from the last conversation with ``resume``), printed, then the spend."""
+    options: dict[str, Any] = {"model": model, "approver": approver}
+    session = (Session.resume(ws, spec, **options) if resume else None) or Session(ws, spec, **options)
+    run = ws.call(lambda: session.send(message))
+    print_run(run)
+    click.echo(ws.budget.describe(), err=True)
+
+
 def _unless_interrupted(ws: Workspace, fn: Callable[[], Awaitable[T]]) -> T | None:
     """``ws.call(fn)``, where Ctrl-C cancels only this reply (or grading) and the conversation goes on
     from before it: None when it was cancelled."""
@@ -86,10 +113,10 @@ def _command(
     """Do one slash command; the last exchange as it now is (None: unchanged)."""
     if command == "/machine":
         info = describe(ws, spec.name)
-        click.echo(f"{info.name} on {info.model}: {info.intent}")
+        click.echo(inert(f"{info.name} on {info.model}: {info.intent}"))
         for c in info.criteria:
-            click.echo(f"  {c.name} ×{c.weight:g} ({c.grader})")
-        click.echo("  tools: " + (", ".join(t.name for t in info.tools) or "none"))
+            click.echo(inert(f"  {c.name} ×{c.weight:g} ({c.grader})"))
+        click.echo(inert("  tools: " + (", ".join(t.name for t in info.tools) or "none")))
         click.echo("  " + ws.budget.describe())
         return None
     if command == "/tagged":

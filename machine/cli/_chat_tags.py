@@ -15,6 +15,7 @@ from machine.ops import MarkedRun, tagged
 from machine.runs import Run, counted
 from machine.workspace import Workspace
 
+from ._inert import inert
 from ._run_view import fmt_time, tag_words
 from ._table import print_table
 
@@ -104,12 +105,13 @@ def mark(ws: Workspace, command: str, arg: str, last: Run) -> Run | None:
     kind = {"/good": "good", "/bad": "bad", "/correct": "correction"}[command]
     marks = {"answer": good.answer, "trace": good.trace, "reasoning": good.reasoning}
     marked = ws.tag(last, kind, good.note, **(marks if kind == "good" else {}))
-    click.echo(f"marked run {marked.id} {tag_words(marked.tags[-1])}")
+    click.echo(inert(f"marked run {marked.id} {tag_words(marked.tags[-1])}"))
     return marked
 
 
 def print_marked(rows: Sequence[MarkedRun], *, machine: bool = True) -> None:
-    """The rows as a table: run, when, (machine,) the last mark, input → output."""
+    """The rows as a table: run, when, (machine,) the last mark, input → output (the table makes each cell
+    inert)."""
 
     def cells(r: MarkedRun) -> tuple[str, ...]:
         said = "; ".join(map(tag_words, r.tags)) or ("observed" if r.observed else "-")

@@ -10,6 +10,7 @@ from machine.measure import Comparison, Plan, Side, compare
 from machine.runs import counted
 
 from ._complete import machine_argument
+from ._inert import inert
 from ._options import (
     concurrency_option,
     executor_options,
@@ -128,7 +129,7 @@ def _print_report(report: Comparison) -> None:
     _print_criteria(report)
     click.echo(report.verdict)  # it speaks of "two standard errors" only when the result is within them
     if report.stopped:
-        click.secho(f"stopped early: {report.stopped}", fg="yellow")
+        click.secho(inert(f"stopped early: {report.stopped}"), fg="yellow")
 
 
 def _mean(value: float | None) -> str:
@@ -147,7 +148,7 @@ def _print_criteria(report: Comparison) -> None:
         b = report.b.criteria.get(name)
         after = _mean(None if b is None else b.mean)
         flag = f"   NOT MEASURED on {' and '.join(unmeasured[name])}" if name in unmeasured else ""
-        click.echo(f"  {name:<{width}}  {_mean(a.mean):>4} -> {after:<4}{flag}".rstrip())
+        click.echo(inert(f"  {name:<{width}}  {_mean(a.mean):>4} -> {after:<4}{flag}".rstrip()))
         for label, side in (("A", report.a), ("B", report.b)):
             tally = side.criteria.get(name)
             if tally is None or not tally.unscored:
@@ -155,4 +156,4 @@ def _print_criteria(report: Comparison) -> None:
             reasons = side.unscored_reasons.get(name, [])
             click.echo(f"      {tally.unscored} UNSCORED on {label}" + (", most often:" if reasons else ""))
             for reason in reasons:
-                click.echo(f"        {reason.count}x {reason.reason}")
+                click.echo(inert(f"        {reason.count}x {reason.reason}"))  # a grader's words

@@ -14,6 +14,7 @@ from machine.spec import Case
 from machine.workspace import Conversation, converse, counterpart_of
 
 from ._complete import case_ids, machine_argument
+from ._inert import inert
 from ._options import (
     handle_errors,
     pass_score_option,
@@ -60,7 +61,8 @@ def converse_command(
     case = _pick(ws.cases(spec, cases_file), case_id, name)
     if not as_json:
         click.secho(
-            f"{spec.name} ⇄ {side.machine.name} · case {case.id} · at most {side.max_turns} turns", bold=True
+            inert(f"{spec.name} ⇄ {side.machine.name} · case {case.id} · at most {side.max_turns} turns"),
+            bold=True,
         )
     printer = _TurnPrinter(spec.name, show=not as_json)
     try:
@@ -104,7 +106,7 @@ def _pick(cases: Sequence[Case], case_id: str | None, machine: str) -> Case:
 
 class _TurnPrinter:
     """Prints each turn as soon as it finishes (with ``show``): who spoke, their tool calls in brief, what
-    they said; and counts them, for the note an interrupted conversation ends with."""
+    they said, made inert; and counts them, for the note an interrupted conversation ends with."""
 
     def __init__(self, machine: str, *, show: bool = True) -> None:
         self.machine, self.show = machine, show
@@ -117,18 +119,18 @@ class _TurnPrinter:
         if not self.show:
             return
         colour = "green" if run.machine == self.machine else "magenta"
-        click.secho(f"\n[{self.count}] {run.machine}", fg=colour, bold=True)
+        click.secho(inert(f"\n[{self.count}] {run.machine}"), fg=colour, bold=True)
         for message in run.trajectory[1:]:
             for call in message.tool_calls:
                 arguments = json.dumps(call.arguments) if call.arguments is not None else call.raw_arguments
-                click.secho(f"  → {call.name}({_brief(arguments or '')})", fg="cyan")
+                click.secho(inert(f"  → {call.name}({_brief(arguments or '')})"), fg="cyan")
             if message.role == "tool":
-                click.secho(f"  ← {_brief(message.content)}", fg="red" if message.is_error else "blue")
+                click.secho(inert(f"  ← {_brief(message.content)}"), fg="red" if message.is_error else "blue")
         if run.status == "error":
-            click.secho(f"  failed: {run.error}", fg="red")
+            click.secho(inert(f"  failed: {run.error}"), fg="red")
         else:
-            click.echo(run.output)
-        click.secho(f"  (run {run.id} · {run.model} · ${run.cost_usd:.4f})", dim=True)
+            click.echo(inert(run.output))
+        click.secho(inert(f"  (run {run.id} · {run.model} · ${run.cost_usd:.4f})"), dim=True)
 
 
 def _brief(text: str) -> str:
@@ -146,11 +148,12 @@ def _print_ending(conversation: Conversation, max_turns: int, grade: bool) -> No
     turns = len(conversation.turns)
     plural = "turn" if turns == 1 else "turns"
     click.secho(
-        f"\nconversation {conversation.conversation_id}: {turns} {plural}, ended because {why}", bold=True
+        inert(f"\nconversation {conversation.conversation_id}: {turns} {plural}, ended because {why}"),
+        bold=True,
     )
     if grade and conversation.graded is None:
         click.echo("nothing was graded: the conversation did not finish")
     for run in (conversation.graded_run, conversation.counterpart_graded_run):
         if run is not None and run.scorecard is not None:
-            click.echo(f"{run.machine}'s last turn (run {run.id}):")
+            click.echo(inert(f"{run.machine}'s last turn (run {run.id}):"))
             click.echo("\n".join(scorecard_lines(run.scorecard)))

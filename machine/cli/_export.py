@@ -8,6 +8,7 @@ from machine.learn import ExportOptions, export
 from machine.runs import counted
 
 from ._complete import machine_argument
+from ._inert import inert
 from ._model_options import model_options
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json
@@ -54,7 +55,7 @@ def export_command(
         click.echo(
             f"wrote {counted(report.rows, 'example')} from {runs} to {report.out} (readable only by you)"
         )
-        click.echo("from: " + ", ".join(f"{n} of {source}" for source, n in report.sources.items()))
+        click.echo(inert("from: " + ", ".join(f"{n} of {source}" for source, n in report.sources.items())))
     if report.held_out:
         held = f"{report.held_out} held-out case{'' if report.held_out == 1 else 's'}"
         click.echo(f"left out the runs of {held}, which the gate measures (--include-holdout exports them)")

@@ -12,6 +12,7 @@ from machine.learn.optimize import format_optimization
 from machine.runs import Run
 
 from ._complete import machine_argument
+from ._inert import inert
 from ._model_options import model_options
 from ._options import (
     executor_options,
@@ -38,7 +39,7 @@ class _Progress:
             score = "failed" if run.status == "error" else "-" if run.score is None else f"{run.score:.2f}"
             whose = "live" if run.instructions == self.live else "a proposal"
             trial = "" if run.trial is None else f" trial {run.trial + 1}"
-            click.echo(f"  run {self.done}: case {run.case_id}{trial} ({whose}): {score}", err=True)
+            click.echo(inert(f"  run {self.done}: case {run.case_id}{trial} ({whose}): {score}"), err=True)
 
 
 def _next_steps(name: str, result: Optimization) -> str:
@@ -83,9 +84,9 @@ def optimize_command(
     result = ws.call(lambda: optimize(ws, name, chosen, on_run=progress.run))
     if as_json:
         for warning in result.report.warnings:  # the printed report says them itself
-            click.secho(f"warning: {warning}", fg="yellow", err=True)
+            click.secho(inert(f"warning: {warning}"), fg="yellow", err=True)
         dump_json(result.report)
     else:
-        click.echo(format_optimization(result.report))
+        click.echo(inert(format_optimization(result.report)))  # it quotes the optimizer's rewrites
         click.echo(_next_steps(name, result))
     print_spend(ws.budget)

@@ -9,6 +9,7 @@ import click
 import machine.ops as ops  # each command loads the operation it calls: `list` builds none of `show`'s models
 
 from ._complete import machine_argument
+from ._inert import inert
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 
@@ -25,7 +26,7 @@ def list_machines_command(ctx: click.Context, /, as_json: bool) -> None:
     rows = [m for m in listed if m.error is None]
     for broken in listed:
         if broken.error is not None:
-            click.echo(f"error: {broken.error}", err=True)
+            click.echo(inert(f"error: {broken.error}"), err=True)
     if as_json:
         dump_json(rows)
     elif not listed:
@@ -37,11 +38,15 @@ def list_machines_command(ctx: click.Context, /, as_json: bool) -> None:
         for r in rows:
             if r.untrusted:
                 click.echo(
-                    f"{r.name:<{width}}  {'(untrusted)':<28} model-written {', '.join(r.untrusted)} not "
-                    f"trusted: review it with `machine trust {r.name}`"
+                    inert(
+                        f"{r.name:<{width}}  {'(untrusted)':<28} model-written {', '.join(r.untrusted)} not "
+                        f"trusted: review it with `machine trust {r.name}`"
+                    )
                 )
                 continue
-            click.echo(f"{r.name:<{width}}  {r.model or '':<28} {_criteria(len(r.criteria))}  {r.intent}")
+            click.echo(
+                inert(f"{r.name:<{width}}  {r.model or '':<28} {_criteria(len(r.criteria))}  {r.intent}")
+            )
     if len(rows) < len(listed):
         sys.exit(1)
 
@@ -63,28 +68,28 @@ def show(ctx: click.Context, /, name: str, with_instructions: bool, as_json: boo
     if as_json:
         dump_json(info)
         return
-    click.secho(info.name, bold=True)
+    click.secho(inert(info.name), bold=True)  # what its files say, which a model may have written
     if info.builtin:
         click.echo(f"  built into the library, in {info.builtin} (copy it to machines/{name} to change it)")
-    click.echo(f"  intent: {info.intent}")
-    click.echo(f"  model:  {info.model}   max steps: {info.max_steps}")
+    click.echo(inert(f"  intent: {info.intent}"))
+    click.echo(inert(f"  model:  {info.model}   max steps: {info.max_steps}"))
     if info.parent:
-        click.echo(f"  parent: {info.parent}")
+        click.echo(inert(f"  parent: {info.parent}"))
     if info.counterpart:
-        click.echo(f"  counterpart: {info.counterpart} (speaks first; see `machine converse {name}`)")
+        click.echo(inert(f"  counterpart: {info.counterpart} (speaks first; see `machine converse {name}`)"))
     click.echo("  criteria:")
     for c in info.criteria:
         inherited = f"  (from {c.origin})" if c.origin != name else ""
         required = "  required" if c.required else ""
-        click.echo(f"    {c.name}  ×{c.weight:g}  {c.grader}{required}{inherited}")
-        click.secho(f"      {c.description}", dim=True)
+        click.echo(inert(f"    {c.name}  ×{c.weight:g}  {c.grader}{required}{inherited}"))
+        click.secho(inert(f"      {c.description}"), dim=True)
     click.echo("  tools:" + ("" if info.tools else " none"))
     for t in info.tools:
         inherited = f"  (from {t.origin})" if t.origin != name else ""
-        click.echo(f"    {t.name}{inherited}: {t.description.splitlines()[0]}")
+        click.echo(inert(f"    {t.name}{inherited}: {t.description.splitlines()[0]}"))
     if with_instructions:
         click.echo("  instructions:")
-        click.echo("\n".join(f"    {line}".rstrip() for line in info.instructions.splitlines()))
+        click.echo("\n".join(f"    {line}".rstrip() for line in inert(info.instructions).splitlines()))
 
 
 @click.command()
@@ -98,7 +103,7 @@ def tree(ctx: click.Context, /, name: str) -> None:
     root = ws.load(name)
     for member in ws.family(name):
         pad = "  " * (member.count("/") - name.count("/"))
-        click.secho(f"{pad}{member}", bold=True)
+        click.secho(inert(f"{pad}{member}"), bold=True)
         if member != name and ws.trust.blocking(member):
             click.echo(f"{pad}  untrusted: it holds code a model wrote; review it: `machine trust {member}`")
             continue
@@ -106,9 +111,9 @@ def tree(ctx: click.Context, /, name: str) -> None:
         own = spec.own_criteria
         inherited = [c for c in spec.rubric if c not in own]
         if inherited:
-            click.echo(f"{pad}  inherits: {', '.join(inherited)}")
-        click.echo(f"{pad}  adds:     {', '.join(own) or 'no criteria'}")
+            click.echo(inert(f"{pad}  inherits: {', '.join(inherited)}"))
+        click.echo(inert(f"{pad}  adds:     {', '.join(own) or 'no criteria'}"))
         if spec.own_tools:
-            click.echo(f"{pad}  tools:    {', '.join(spec.own_tools)}")
+            click.echo(inert(f"{pad}  tools:    {', '.join(spec.own_tools)}"))
         if spec.parent is not None and spec.model != spec.parent.model:
-            click.echo(f"{pad}  model:    {spec.model}")
+            click.echo(inert(f"{pad}  model:    {spec.model}"))

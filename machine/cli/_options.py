@@ -21,6 +21,7 @@ from machine.errors import BadInputError, Fix, MachineError, WorkFailed
 from machine.ops import open_workspace
 from machine.runs import Budget, parse_budget, price_of
 
+from ._inert import inert
 from ._stop import INTERRUPTED, end, stop_status
 from ._workspace_option import with_workspace as with_workspace
 from ._workspace_option import workspace_option as workspace_option
@@ -218,6 +219,12 @@ def workspace_from(ctx: click.Context, **options: Any) -> Workspace:
     return ws
 
 
+def spend_id(ctx: click.Context) -> str | None:
+    """The correlation id of the spend ``workspace_from`` opened for this invocation, if any."""
+    spend: Spend | None = ctx.meta.get(_SPEND_KEY)
+    return spend.correlation_id if spend is not None else None
+
+
 def _elsewhere(ctx: click.Context, ws: Workspace, options: dict[str, Any]) -> Workspace:
     """``ws`` making its runs where ``--executor`` says (started now, closed with the command)."""
     given: int | None = ctx.params.get("concurrency")
@@ -309,7 +316,7 @@ def _with_flag(command: str, argument: str, value: str | None) -> str:
 
 def fail(error: MachineError) -> None:
     """The error in one line on stderr, with each fix as a flag, and exit status 2."""
-    click.echo(f"error: {error.explain(cli_spelling)}", err=True)
+    click.echo(f"error: {inert(error.explain(cli_spelling))}", err=True)
     sys.exit(2)
 
 

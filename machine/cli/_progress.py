@@ -1,7 +1,8 @@
 """Progress on a terminal: rich's bar on stderr, with the count, the rate, the time left and a note
 (the last run's score, a step's loss). Shown only where stderr is a terminal, so a pipe or a log
 stays clean; rich is imported only when a bar is shown, so start-up does not pay for it, and its
-console leaves out colour under ``NO_COLOR`` by itself."""
+console leaves out colour under ``NO_COLOR`` by itself. The label and the note (a case id, a machine name)
+are made inert and read as no markup."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
+
+from ._inert import inert
 
 if TYPE_CHECKING:
     from machine.runs import Run
@@ -29,27 +32,27 @@ class Bar:
 
         self.unit = unit
         self.progress = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[rate]}"),
             TimeRemainingColumn(),
-            TextColumn("{task.fields[note]}"),
+            TextColumn("{task.fields[note]}", markup=False),
             console=Console(stderr=True),
         )
         shown = None if total is None else max(total, 1)  # None: counted without a total
-        self.task = self.progress.add_task(label, total=shown, rate="", note="")
+        self.task = self.progress.add_task(inert(label), total=shown, rate="", note="")
         self.progress.start()
 
     def advance(self, note: str = "") -> None:
         """One more step done; ``note`` says what it gave."""
-        self.progress.update(self.task, advance=1, note=note)
+        self.progress.update(self.task, advance=1, note=inert(note))
         task = self.progress.tasks[0]
         if task.elapsed:
             self.progress.update(self.task, rate=f"{task.completed / task.elapsed:.1f} {self.unit}/s")
 
     def note(self, note: str) -> None:
-        self.progress.update(self.task, note=note)
+        self.progress.update(self.task, note=inert(note))
 
     def expect(self, total: int) -> None:
         """The total, once it is known."""
@@ -96,6 +99,10 @@ def watching(ws: Workspace, label: str, *, show: bool = True) -> Iterator[Bar | 
         bar.close()
 
 
+_SPINNING: list[Any] = []
+"""The spinner showing now, if any (``thinking``), so a question to the person can pause it."""
+
+
 @contextmanager
 def thinking(label: str = "thinking…", *, show: bool = True) -> Iterator[None]:
     """A spinner on stderr while a reply is awaited, on a terminal and where ``show`` only; gone when the
@@ -105,5 +112,20 @@ def thinking(label: str = "thinking…", *, show: bool = True) -> Iterator[None]
         return
     from rich.console import Console
 
-    with Console(stderr=True).status(label):
-        yield
+    with Console(stderr=True).status(label) as status:
+        _SPINNING.append(status)
+        try:
+            yield
+        finally:
+            _SPINNING.remove(status)
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """No spinner while the block runs (a question the person answers), the spinner back after it."""
+    spinning = list(_SPINNING)
+    for status in spinning:
+        status.stop()
+    yield  # not back after a Ctrl-C: the block it paused is ending
+    for status in spinning:
+        status.start()

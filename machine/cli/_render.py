@@ -10,16 +10,19 @@ from pydantic import BaseModel
 
 from machine.runs import Run, Scorecard
 
+from ._inert import inert, inert_json
+
 
 def dump_json(value: BaseModel | Sequence[BaseModel]) -> None:
     """A model (or a list of them) as ``--json`` prints it: the model's own dump, aliases and computed
-    fields included, the same as the MCP server's structured results."""
+    fields included, the same as the MCP server's structured results. The controls JSON leaves raw (C1,
+    DEL, bidi) are written as ``\\u`` escapes: the same JSON to a parser, inert on a terminal."""
     data = (
         value.model_dump(mode="json", by_alias=True)
         if isinstance(value, BaseModel)
         else [item.model_dump(mode="json", by_alias=True) for item in value]
     )
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    click.echo(inert_json(json.dumps(data, indent=2, ensure_ascii=False)))
 
 
 def fmt_score(score: float | None) -> str:
@@ -33,12 +36,13 @@ def fmt_rate(rate: float | None) -> str:
 
 
 def scorecard_lines(scorecard: Scorecard) -> list[str]:
-    """A scorecard as lines: each criterion with its mark, weight, grader, score and reason; the total."""
+    """A scorecard as lines: each criterion with its mark, weight, grader, score and reason (a model's or a
+    check's words, made inert); the total."""
     lines = []
     for name, c in scorecard.criteria.items():
         mark = "?" if c.score is None else ("✓" if c.score >= 1.0 else "✗")
         reason = f" — {c.reason}" if c.reason else ""
-        lines.append(f"  {mark} {name} (×{c.weight:g}, {c.grader}): {fmt_score(c.score)}{reason}")
+        lines.append(inert(f"  {mark} {name} (×{c.weight:g}, {c.grader}): {fmt_score(c.score)}{reason}"))
     if scorecard.score is None:
         lines.append("  UNSCORED: no criterion could be scored, so the run neither passes nor fails")
     else:
@@ -49,20 +53,21 @@ def scorecard_lines(scorecard: Scorecard) -> list[str]:
 
 
 def print_run(run: Run, *, verbose: bool = True) -> None:
-    """A run's steps (with ``verbose``), output, scorecard and cost."""
+    """A run's steps (with ``verbose``), output, scorecard and cost; what the model and the tools wrote
+    made inert."""
     if run.status == "error":
-        click.echo(f"run {run.id} failed: {run.error}")
+        click.echo(inert(f"run {run.id} failed: {run.error}"))
         return
     if verbose:
         for message in run.trajectory[1:]:
             if message.reasoning:
-                click.secho(f"  (reasoning) {message.reasoning}", dim=True)
+                click.secho(inert(f"  (reasoning) {message.reasoning}"), dim=True)
             for call in message.tool_calls:
                 arguments = json.dumps(call.arguments) if call.arguments is not None else call.raw_arguments
-                click.secho(f"  → {call.name}({arguments})", fg="cyan")
+                click.secho(inert(f"  → {call.name}({arguments})"), fg="cyan")
             if message.role == "tool":
-                click.secho(f"  ← {message.content[:300]}", fg="red" if message.is_error else "blue")
-    click.echo(run.output)
+                click.secho(inert(f"  ← {message.content[:300]}"), fg="red" if message.is_error else "blue")
+    click.echo(inert(run.output))
     if run.scorecard is not None:
         click.echo("\n".join(scorecard_lines(run.scorecard)))
-    click.secho(f"[run {run.id} · {run.model} via {run.harness} · ${run.cost_usd:.4f}]", dim=True)
+    click.secho(inert(f"[run {run.id} · {run.model} via {run.harness} · ${run.cost_usd:.4f}]"), dim=True)

@@ -1,6 +1,6 @@
 """A stored run whole, as ``machine show-run`` prints it: where it came from, every step, its output, its
 scorecard with each grader's reason, and the person's tags. Nothing is cut: this is the place to read
-what a listing shortens."""
+what a listing shortens. What the run holds is made inert before it is printed."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import click
 
 from machine.runs import Message, Run, Tag, timestamp
 
+from ._inert import inert
 from ._render import scorecard_lines
 
 
@@ -20,7 +21,10 @@ def fmt_time(when: datetime) -> str:
 
 
 def _indented(text: str) -> str:
-    return "\n".join(f"    {line}" for line in (text or "(empty)").splitlines() or [""])
+    """Each line of ``text`` indented; split at newlines only, so a carriage return (or another control
+    that ``splitlines`` breaks at) stays in its line, where ``inert`` shows it."""
+    lines = (text or "(empty)").replace("\r\n", "\n").removesuffix("\n").split("\n")
+    return "\n".join(f"    {line}" for line in lines)
 
 
 def header_lines(run: Run) -> list[str]:
@@ -90,4 +94,4 @@ def print_whole(run: Run) -> None:
         lines += ["", "scorecard:", *scorecard_lines(run.scorecard)]
     tags = [tag_line(tag) for tag in run.tags]
     lines += ["", "tags:", *(tags or ["  none"])]
-    click.echo("\n".join(lines))
+    click.echo(inert("\n".join(lines)))

@@ -11,6 +11,7 @@ import click
 from machine.errors import BadInputError
 from machine.runs import RunSummary
 
+from ._approve import allow_option, approver
 from ._chat import chat
 from ._complete import machine_argument
 from ._options import (
@@ -18,6 +19,7 @@ from ._options import (
     handle_errors,
     pass_score_option,
     print_spend,
+    spend_id,
     spending_options,
     with_workspace,
     workspace_from,
@@ -34,6 +36,7 @@ from ._table import print_table
 @click.option("--continue", "resume", is_flag=True, help="Resume the last conversation with this machine.")
 @pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run as one JSON object.")
+@allow_option
 @spending_options
 @with_workspace
 @click.pass_context
@@ -47,9 +50,13 @@ def run(
     resume: bool,
     pass_score: float,
     as_json: bool,
+    allow: float | None,
     **spending: Any,
 ) -> None:
-    """Run a machine on INPUT; with no INPUT, talk to it in the terminal."""
+    """Run a machine on INPUT; with no INPUT, talk to it in the terminal.
+
+    A call of its tools that spends or changes (the machinist's tools, say) goes only after you answer
+    the program's own question at the terminal, or within --allow USD."""
     ws = workspace_from(ctx, **spending)
     spec = ws.load(name)
     here = Path.cwd().resolve()
@@ -69,10 +76,16 @@ def run(
             f"{name}'s tools work on the real files of {here}, not on a copy: what they write stays",
             err=True,
         )
+    who = approver(allow, command=f"machine run {name}", ask=True, within=spend_id(ctx))
     if input is None:
-        chat(ws, spec, grade=grade, resume=resume, pass_score=pass_score, model=spending["model"])
+        chat(
+            ws, spec, grade=grade, resume=resume, pass_score=pass_score, model=spending["model"],
+            approver=who,
+        )  # fmt: skip
         return
-    result = ws.call(lambda: ws.run(spec, input, model=spending["model"], grade=grade, pass_score=pass_score))
+    result = ws.call(
+        lambda: ws.run(spec, input, model=spending["model"], grade=grade, pass_score=pass_score, approver=who)
+    )
     if as_json:
         dump_json(result)
     else:

@@ -11,6 +11,7 @@ from machine.learn import SpecializeOptions, draft_rubric, specialize
 from machine.learn.specialize import DraftRubricOptions, format_rubric_draft, format_specialization
 
 from ._complete import machine_argument
+from ._inert import inert
 from ._model_options import model_options
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._plan import print_plan
@@ -48,7 +49,7 @@ def specialize_command(
     if as_json:
         dump_json(report)
     else:
-        click.echo(format_specialization(report))
+        click.echo(inert(format_specialization(report)))  # it quotes what the author model wrote
     print_spend(ws.budget)
 
 
@@ -73,5 +74,5 @@ def draft_rubric_command(
     if as_json:
         dump_json(report)
     else:
-        click.echo(format_rubric_draft(report))
+        click.echo(inert(format_rubric_draft(report)))
     print_spend(ws.budget)

@@ -13,6 +13,7 @@ from machine.runs import Run, counted
 from machine.workspace import Workspace
 
 from ._complete import machine_argument
+from ._inert import inert
 from ._options import (
     concurrency_option,
     executor_options,
@@ -235,7 +236,7 @@ def _print_family(report: FamilyReport) -> None:
         _print_report(member)
         click.echo()
     for skipped in report.skipped:
-        click.secho(f"{skipped.machine}: skipped ({skipped.reason})", fg="yellow")
+        click.secho(inert(f"{skipped.machine}: skipped ({skipped.reason})"), fg="yellow")
     members = len(report.machines)
     click.secho(
         f"inherited from {report.root}, across {members} machine{'s' if members != 1 else ''}:", bold=True
@@ -246,22 +247,24 @@ def _print_family(report: FamilyReport) -> None:
     ]
     print_table(("criterion", "mean", "pass", "runs", "unscored"), rows)
     if report.stopped:
-        click.secho(f"stopped early: {report.stopped}", fg="yellow")
+        click.secho(inert(f"stopped early: {report.stopped}"), fg="yellow")
 
 
 def _print_verbose(run: Run, done: int, total: int) -> None:
     count = f"{done}/{total}" if total else str(done)
     head = f"[{count}] case {run.case_id} trial {run.trial}:"
     if run.status == "error":
-        click.secho(f"{head} ERROR {run.error}", fg="red")
+        click.secho(inert(f"{head} ERROR {run.error}"), fg="red")
         return
     card = run.scorecard
     score = None if card is None else card.score
     verdict = {True: "pass", False: "FAIL", None: "UNSCORED"}[None if card is None else card.passed]
-    click.echo(f"{head} {fmt_score(score)} {verdict}")
+    click.echo(inert(f"{head} {fmt_score(score)} {verdict}"))
     for c in card.criteria.values() if card else ():
-        if c.score is None or c.score < 1.0:
-            click.echo(f"    {c.criterion}: {fmt_score(c.score)}{' — ' + c.reason if c.reason else ''}")
+        if c.score is None or c.score < 1.0:  # a grader's reason: a model's, or a check's quoting the run
+            click.echo(
+                inert(f"    {c.criterion}: {fmt_score(c.score)}{' — ' + c.reason if c.reason else ''}")
+            )
 
 
 def _print_report(report: SuiteReport) -> None:
@@ -285,4 +288,4 @@ def _print_report(report: SuiteReport) -> None:
         bold=True,
     )
     if report.stopped:
-        click.secho(f"stopped early: {report.stopped}", fg="yellow")
+        click.secho(inert(f"stopped early: {report.stopped}"), fg="yellow")

@@ -1,6 +1,7 @@
 """Aligned columns through rich's table: laid out by rich, printed as plain lines (the header bold on a
 terminal), never wrapped or cut, with no trailing spaces, so a pipe, ``grep`` and ``cut`` get whole rows.
-rich is imported only when a table is printed."""
+rich is imported only when a table is printed. A cell may hold a run's text: it is made inert, and rich
+reads no markup in it (``[bold]`` stays as typed)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import io
 from collections.abc import Collection, Sequence
 
 import click
+
+from ._inert import inert
 
 Rows = Sequence[Sequence[str]]
 
@@ -21,7 +24,7 @@ def table_lines(headers: Sequence[str], rows: Rows, *, right: Collection[int] = 
     for i, header in enumerate(headers):
         table.add_column(header, justify="right" if i in right else "left", no_wrap=True)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*map(inert, row))
     out = io.StringIO()
     console = Console(file=out, width=100_000, color_system=None, highlight=False, markup=False, emoji=False)
     console.print(table)

@@ -13,6 +13,7 @@ from machine.runs import Run, StepMetrics
 from machine.versions import Candidate, format_report
 
 from ._complete import machine_argument
+from ._inert import inert
 from ._model_options import model_options
 from ._options import (
     executor_options,
@@ -27,7 +28,7 @@ from ._render import dump_json
 
 
 def _phase_echo(line: str) -> None:
-    click.echo(line, err=True)
+    click.echo(inert(line), err=True)
 
 
 def _step_echo(metrics: StepMetrics) -> None:
@@ -137,7 +138,7 @@ def _check(
     if as_json:
         dump_json(check)
     else:
-        click.echo("\n".join(check.lines()))
+        click.echo(inert("\n".join(check.lines())))
     if smoke:
         print_spend(ws.budget)
 
@@ -154,7 +155,7 @@ def _ask_source(found: dict[str, int]) -> str | None:
     click.echo(f"the runs selected come from {len(found)} sources:", err=True)
     sources = list(found)
     for number, source in enumerate(sources, 1):
-        click.echo(f"  {number}. {found[source]} runs of {source}", err=True)
+        click.echo(inert(f"  {number}. {found[source]} runs of {source}"), err=True)  # a host's name
     click.echo("  a. all of them", err=True)
     answer = click.prompt("learn from", default="", show_default=False, err=True).strip().lower()
     if answer == "a":
@@ -166,11 +167,11 @@ def _ask_source(found: dict[str, int]) -> str | None:
 
 def _run_line(run: Run) -> None:
     score = "failed" if run.status == "error" else "-" if run.score is None else f"{run.score:.2f}"
-    click.echo(f"  run {run.case_id} ({run.version}): {score}", err=True)
+    click.echo(inert(f"  run {run.case_id} ({run.version}): {score}"), err=True)
 
 
 def _render(name: str, candidate: Candidate) -> None:
-    click.echo(format_report(candidate.report))
+    click.echo(inert(format_report(candidate.report)))
     if candidate.passed:
         click.echo(f"{candidate.label} is pending: make it live with `machine commit {name}`")
     else:

@@ -9,6 +9,7 @@ import click
 from machine.learn import training_rows, training_shown
 
 from ._complete import machine_argument
+from ._inert import inert
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 
@@ -42,7 +43,9 @@ def training_list(ctx: click.Context, /, name: str | None, as_json: bool) -> Non
     for r in rows:
         planned = f"/{r.planned_steps}" if r.planned_steps is not None else ""
         click.echo(
-            f"{r.id}  {r.machine}  {r.trainer} on {r.base_model}  {r.steps}{planned} steps  {r.outcome}"
+            inert(
+                f"{r.id}  {r.machine}  {r.trainer} on {r.base_model}  {r.steps}{planned} steps  {r.outcome}"
+            )
         )
 
 
@@ -63,4 +66,4 @@ def training_show(ctx: click.Context, /, record_id: str, as_json: bool) -> None:
     if as_json:
         dump_json(shown)
     else:
-        click.echo("\n".join(shown.lines()))
+        click.echo(inert("\n".join(shown.lines())))  # a record is a file: read it as text

@@ -11,6 +11,7 @@ from machine.ops import TrustReview, pending, review, trust, untrustable
 from machine.spec import FileTrust
 
 from ._complete import machine_argument
+from ._inert import inert
 from ._options import fail, handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 
@@ -74,16 +75,17 @@ def trust_command(ctx: click.Context, /, name: str | None, listing: bool, yes: b
 def _show(shown: TrustReview) -> None:
     for file in shown.files:
         said = f"{STATES[file.state]}; written by {file.by}, {file.at}"
-        click.secho(f"machines/{file.path}  ({said})", bold=True)
+        click.secho(inert(f"machines/{file.path}  ({said})"), bold=True)
         if file.state == "trusted":
             continue
         against = {"trusted": "since you trusted it", "parent": "against the parent's file"}.get(
             file.against or "", "the whole file"
         )
         if file.unreviewable:
-            click.secho(f"  cannot be trusted as it is: {file.unreviewable}", fg="red", bold=True)
+            click.secho(inert(f"  cannot be trusted as it is: {file.unreviewable}"), fg="red", bold=True)
         click.secho(f"  {against}:", dim=True)
-        for line in file.diff.splitlines():
+        diff = inert(file.diff)  # before it is split: a lone carriage return is shown, not a line break
+        for line in diff.removesuffix("\n").split("\n") if diff else ():
             colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None
             click.secho(line, fg=colour)
 
@@ -97,5 +99,7 @@ def _list(files: list[FileTrust], as_json: bool) -> None:
         return
     width = max(len(f.machine) for f in files)
     for f in files:
-        click.echo(f"{f.machine:<{width}}  machines/{f.path}  {STATES[f.state]}  (written by {f.by}, {f.at})")
+        click.echo(
+            inert(f"{f.machine:<{width}}  machines/{f.path}  {STATES[f.state]}  (written by {f.by}, {f.at})")
+        )
     click.echo("review and trust each with `machine trust NAME`", err=True)

@@ -21,6 +21,7 @@ from machine.versions import (
 )
 
 from ._complete import machine_argument
+from ._inert import inert
 from ._options import (
     concurrency_option,
     fail,
@@ -44,7 +45,7 @@ def _line(version: Version) -> str:
     base = f" (priced as {version.base_model})" if version.base_model else ""
     when = version.created_at.strftime("%Y-%m-%d %H:%M")
     note = f"  {version.note}" if version.note else ""
-    return (
+    return inert(  # versions.json is a file, and a note may be a model's (the machinist's)
         f"{version.label:<4} {version.status:<8} {version.model}{base}  instructions text sha256 "
         f"{version.instructions_sha[:8]}  rubric {version.rubric[:8]}  {when}{note}{gate}"
     )
@@ -156,7 +157,7 @@ def propose_command(
     if as_json:
         dump_json(candidate.version)
     else:
-        click.echo(format_report(candidate.report))
+        click.echo(inert(format_report(candidate.report)))
         if candidate.passed:
             click.echo(f"{candidate.label} is pending; make it live with `machine commit {name}`")
         else:
@@ -199,10 +200,10 @@ def commit_command(ctx: click.Context, /, name: str, force: bool, harness: str |
         version = commit(ws, name, force=force, harness=harness)
     except CommitRefused as refused:
         if refused.report is not None:
-            click.echo(format_report(refused.report))
+            click.echo(inert(format_report(refused.report)))
         fail(refused)
     forced = " (forced past the gate)" if version.forced else ""
-    click.echo(f"{version.label} is live{forced}: model {version.model}, held in {_files(version)}")
+    click.echo(inert(f"{version.label} is live{forced}: model {version.model}, held in {_files(version)}"))
 
 
 def _files(version: Version) -> str:
@@ -228,4 +229,4 @@ def revert_command(ctx: click.Context, /, name: str, to: str | None) -> None:
     instructions.md and model.json; reverting again steps further back."""
     ws = workspace_from(ctx)
     version = revert(ws, name, to=to)
-    click.echo(f"{version.label} is live again: model {version.model}; its files were written back")
+    click.echo(inert(f"{version.label} is live again: model {version.model}; its files were written back"))

@@ -21,12 +21,15 @@ class Plan(Model):
     steps_are: str = ""
     harness: str | None = None
     """The harness the machine's runs use (None: not known until the first run)."""
+    model: str | None = None
+    """The model the machine's runs use (None: not known before the call, or not one model)."""
     price_bound_usd: float | None = None
     """The call's budget: no model call starts past it (None: no budget)."""
 
     def describe(self) -> str:
         """The plan in one sentence, as a consent form and the command line show it."""
         on = f" on the {self.harness} harness" if self.harness else ""
+        on += f" with model {self.model}" if self.model else ""
         counted = f"{self.steps} {self.steps_are}" if self.steps is not None else self.steps_are
         steps = f", {counted}" if counted else ""
         bound = "no budget" if self.price_bound_usd is None else f"at most ${self.price_bound_usd:.2f}"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from machine._lazy import resolver
 
 if TYPE_CHECKING:
+    from ._asking import AskingPolicy
     from ._compose import (
         default_harness_name,
         harness_for,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from ._untrusted import stand_in
 
 _HOMES = {
+    "AskingPolicy": "._asking",
     "default_harness_name": "._compose",
     "harness_for": "._compose",
     "local_sandboxes": "._compose",
@@ -101,6 +103,7 @@ __all__ = [
     "EXECUTORS",
     "MAX_BUDGET_ENV",
     "SPENDING_LOG",
+    "AskingPolicy",
     "Consent",
     "CriterionInfo",
     "FileReview",

@@ -37,7 +37,7 @@ from machine.learn import train as train_machine
 from machine.learn.specialize import DraftRubricOptions
 from machine.learn.train import pending as pending_runs
 from machine.measure import Comparison, SuiteReport, compare
-from machine.runs import LOCAL, Budget, Effort, Harness, Run, Trainer
+from machine.runs import LOCAL, Approver, Budget, Effort, Harness, Run, Trainer
 from machine.spec import DEFAULT_MIN_Z, Case, Machine, Version
 from machine.versions import Candidate
 from machine.versions import commit as commit_version
@@ -90,17 +90,22 @@ class MachineHandle:
         model: str | None = None,
         grade: bool = False,
         cwd: str | Path | None = None,
+        approver: Approver | None = None,
     ) -> RunStream:
-        """Run once on ``input`` (in a fresh sandbox seeded with ``files``, or in the folder ``cwd``)."""
-        options: dict[str, Any] = {"model": model, "grade": grade, "files": files}
+        """Run once on ``input`` (in a fresh sandbox seeded with ``files``, or in the folder ``cwd``);
+        ``approver`` approves the calls of its tools that spend or change (None: they are refused)."""
+        options: dict[str, Any] = {"model": model, "grade": grade, "files": files, "approver": approver}
         if cwd is not None:
             options["workdir"] = Path(cwd)
         return RunStream(self, input, options)
 
-    def session(self, *, auto_grade: bool = False, cwd: str | Path | None = None) -> Session:
-        """A conversation with the machine (in the folder ``cwd``, else a fresh sandbox per exchange)."""
+    def session(
+        self, *, auto_grade: bool = False, cwd: str | Path | None = None, approver: Approver | None = None
+    ) -> Session:
+        """A conversation with the machine (in the folder ``cwd``, else a fresh sandbox per exchange);
+        ``approver`` approves the calls of its tools that spend or change (None: they are refused)."""
         folder = None if cwd is None else Path(cwd).resolve()
-        return Session(self.workspace, self.spec, auto_grade=auto_grade, cwd=folder)
+        return Session(self.workspace, self.spec, auto_grade=auto_grade, cwd=folder, approver=approver)
 
     async def grade(self, *, limit: int | None = None) -> list[Run]:
         """Grade the stored runs never graded, or graded under an older rubric; returns them graded."""

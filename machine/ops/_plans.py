@@ -37,4 +37,6 @@ def plan_learning(
     model = fields.get("model") or getattr(options, "model", None)
     if model is None and operation in ("optimize", "train"):
         model = ws.load(name).model  # the machine's own runs
-    return plan.model_copy(update={"harness": harness_name(ws, model), "price_bound_usd": ws.budget.usd})
+    return plan.model_copy(
+        update={"harness": harness_name(ws, model), "model": model, "price_bound_usd": ws.budget.usd}
+    )

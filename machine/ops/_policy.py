@@ -8,7 +8,8 @@ channel the model cannot forge:
 - ``"allowance"``: the person set ``MACHINE_ALLOW_SPEND_USD`` in the server's own configuration (for
   example the ``env`` of the machine server in the host's MCP config); ``reserve`` draws on it;
 - ``"command"``: the person typed the command (the CLI; ``consented`` records it);
-- ``"code"``: the person's own program called the SDK handle (``consented`` records it).
+- ``"code"``: the person's own program called the SDK handle (``consented`` records it);
+- ``"terminal"``: the person answered the program's own question at a terminal (``AskingPolicy``).
 
 The allowance is one running total across calls within one process, however many run at once: each
 ``reserve`` takes its amount off, and ``settle`` gives back what the call did not spend or takes what it
@@ -33,7 +34,7 @@ import secrets
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, get_args
 
 from machine.errors import BadInputError, ConsentRequired
 from machine.runs import Budget, now, timestamp
@@ -44,7 +45,9 @@ MAX_BUDGET_ENV = "MACHINIST_MAX_BUDGET"
 ALLOWANCE_ENV = "MACHINE_ALLOW_SPEND_USD"
 DEFAULT_MAX_PER_CALL = 10.0
 
-ConsentHow = Literal["elicitation", "allowance", "command", "code", "conversation"]
+ConsentHow = Literal["elicitation", "allowance", "command", "code", "terminal"]
+OtherWay = Literal["elicitation", "command", "code", "terminal"]
+"""Consent given another way than through the allowance."""
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,9 @@ class Consent:
     """Who consented to a call, and how.
 
     ``how``: ``"elicitation"`` (the person in the host's form), ``"allowance"`` (the allowance the
-    person set in the server's configuration), ``"command"`` (the person typing a command), ``"code"``
-    (the person's own program calling the SDK) or ``"conversation"`` (the person's own message to the
-    machinist).
+    person set in the server's configuration, or typed on the command line), ``"command"`` (the person
+    typing a command), ``"code"`` (the person's own program calling the SDK) or ``"terminal"`` (the
+    person's answer to the program's own question at a terminal).
     ``detail`` says more, e.g.
     ``"MACHINE_ALLOW_SPEND_USD=5 ($3.20 left before this call)"``.
     """
@@ -119,6 +122,9 @@ class SpendingPolicy:
         "set it, even to 0, to let an agent make those changes without being asked."
     )
     """Said after a changing call's refusal: how this policy lets such calls be made."""
+    exact: ClassVar[bool] = False
+    """Whether what a call was approved to spend is never passed (a hard budget), not a cap that the
+    calls in flight may pass by one model call's reservation."""
 
     def __init__(
         self,
@@ -127,6 +133,7 @@ class SpendingPolicy:
         allowance: float | None = None,
         log_path: Path | None = None,
         log: SpendingLog | None = None,
+        within: Budget | None = None,
     ) -> None:
         if max_per_call is None:
             cap = _from_env(MAX_BUDGET_ENV, DEFAULT_MAX_PER_CALL)
@@ -136,20 +143,32 @@ class SpendingPolicy:
             cap = _explicit("max_per_call", max_per_call)
             self._cap_from_env = False
         self.max_per_call: float = cap
-        self.allowance: float | None = (
-            _from_env(ALLOWANCE_ENV, None) if allowance is None else _explicit("allowance", allowance)
-        )
         file_log = FileSpendingLog(Path(log_path)) if log_path is not None else None
         self.spending_log = log if log is not None else file_log
         """Where each settled spend is written (None: kept in this process only)."""
-        self._left = self.allowance
-        self.ledger: Budget | None = (
-            None if self.allowance is None else Budget(self.allowance, label=f"allowance {ALLOWANCE_ENV}")
-        )
-        """What every call consented through the allowance spends, model call by model call."""
+        self.within = within
+        """A budget every call this policy consents spends from as well (a session's), or None."""
+        self.part_of: str | None = None
+        """The correlation id of the spend whose total holds this policy's (a command's), written on each
+        of its lines as ``within`` so a sum of the log counts them once."""
+        given = _from_env(ALLOWANCE_ENV, None) if allowance is None else _explicit("allowance", allowance)
+        self._allow(given, f"{ALLOWANCE_ENV}={given:g}" if given is not None else "", ALLOWANCE_ENV)
         self._lock = threading.Lock()
         self._pending: dict[str, _Pending] = {}
         self._log: list[dict[str, object]] = []
+
+    def _allow(self, allowance: float | None, source: str, name: str) -> None:
+        """Set the allowance (None: none): ``source`` says how the person gave it (in the log), ``name``
+        is what a refusal calls it."""
+        self.allowance: float | None = allowance
+        self.allowance_source = source
+        self._left = allowance
+        self.ledger: Budget | None = (
+            None
+            if allowance is None
+            else Budget(allowance, parent=self.within, label=f"allowance {name}", hard=self.exact)
+        )
+        """What every call consented through the allowance spends, model call by model call."""
 
     @classmethod
     def from_env(cls, log_path: Path | None = None, *, log: SpendingLog | None = None) -> SpendingPolicy:
@@ -170,6 +189,19 @@ class SpendingPolicy:
                 f"budget_usd={number:g} is over the cap of {_usd(self.max_per_call)} per call: give {allowed}"
             )
         return number
+
+    def limit(self, amount: float) -> float:
+        """The most a call asking for ``amount`` may spend: held to what is left of ``within``, and
+        refused (``BudgetExceeded``) once that is spent."""
+        if self.within is None:
+            return amount
+        self.within.check()
+        left = self.within.remaining
+        return amount if left is None else min(amount, left)
+
+    def holder(self, consent: Consent) -> Budget | None:
+        """The budget a call consented so spends from as well: the allowance's, else ``within``."""
+        return self.ledger if consent.how == "allowance" and self.ledger is not None else self.within
 
     @property
     def allowance_left(self) -> float | None:
@@ -194,8 +226,7 @@ class SpendingPolicy:
                     self._ran_out_message(amount, tool, machine, self._left, self.allowance)
                 )
             consent = Consent(
-                "allowance",
-                f"{ALLOWANCE_ENV}={self.allowance:g} ({_usd(self._left)} left before this call)",
+                "allowance", f"{self.allowance_source} ({_usd(self._left)} left before this call)"
             )
             self._left -= amount
             correlation_id = self._new_id()
@@ -204,7 +235,7 @@ class SpendingPolicy:
 
     def consented(
         self,
-        how: Literal["elicitation", "command", "code", "conversation"],
+        how: OtherWay,
         detail: str,
         *,
         budget_usd: float | None = None,
@@ -219,9 +250,9 @@ class SpendingPolicy:
         limits what a model asks for, not a budget the person set themselves (the CLI's ``--budget``),
         which must still be a non-negative number of USD.
         """
-        if how not in ("elicitation", "command", "code", "conversation"):
+        if how not in get_args(OtherWay):
             raise BadInputError(
-                f"consent how={how!r} is not one of 'elicitation', 'command', 'code', 'conversation' "
+                f"consent how={how!r} is not one of {', '.join(map(repr, get_args(OtherWay)))} "
                 "(the allowance goes through reserve())"
             )
         if budget_usd is None:
@@ -266,6 +297,8 @@ class SpendingPolicy:
                 "spent_usd": spent,
                 "consent": {"how": pending.consent.how, "detail": pending.consent.detail},
             }
+            if self.part_of is not None:
+                entry["within"] = self.part_of
             self._log.append(entry)
             if self.spending_log is not None:
                 self.spending_log.append(entry)

@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
-from machine.runs import ChatSession, Event, Message, Run, new_run_id, now
+from machine.runs import Approver, ChatSession, Event, Message, Run, new_run_id, now
 from machine.spec import Machine
 from machine.workspace import Workspace
 
@@ -102,6 +102,9 @@ class Session:
     runs: list[Run] = field(default_factory=list)
     pass_score: float = 1.0
     model: str | None = None
+    approver: Approver | None = None
+    """Who approves the calls of the machine's tools that spend or change (None: nobody, so they are
+    refused): the person at a terminal, an allowance they typed."""
 
     @classmethod
     def resume(cls, workspace: Workspace, machine: Machine, **options: Any) -> Session | None:
@@ -124,6 +127,7 @@ class Session:
             pass_score=self.pass_score,
             model=self.model,
             interactive=interactive,
+            approver=self.approver,
             workdir=self.cwd,
         )
         self.runs.append(run)

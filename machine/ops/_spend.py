@@ -25,8 +25,10 @@ class Spend:
 
     def __post_init__(self) -> None:
         self.start = self.budget.spent
-        if self.consent.how == "allowance" and self.policy.ledger is not None:
-            self.budget.parent = self.policy.ledger  # one running total for every call it allowed
+        self.budget.hard = self.budget.hard or self.policy.exact  # at most what the person approved
+        holder = self.policy.holder(self.consent)
+        if holder is not None:  # one running total for every call it allowed (an allowance, a session)
+            self.budget.parent = holder
 
     @classmethod
     def by_command(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from machine._lazy import resolver
 
 if TYPE_CHECKING:
+    from ._approval import Answer, Approver, Ask, Question
     from ._budget import Budget, Reservation, parse_budget
     from ._effort import LEVELS, Effort, parse_effort
     from ._events import EVENT_KINDS, EVENTS_FILE, EventKind, EventLog
@@ -93,6 +94,10 @@ if TYPE_CHECKING:
     from ._views import Choices, RunFilter, RunPage, TrendPoint
 
 _HOMES = {
+    "Answer": "._approval",
+    "Approver": "._approval",
+    "Ask": "._approval",
+    "Question": "._approval",
     "Budget": "._budget",
     "EVENTS_FILE": "._events",
     "EVENT_KINDS": "._events",
@@ -216,6 +221,9 @@ __all__ = [
     "TINKER_PRICES",
     "TINKER_TRAIN_PRICES",
     "TRAINING",
+    "Answer",
+    "Approver",
+    "Ask",
     "Budget",
     "ChatSession",
     "Checkpoint",
@@ -238,6 +246,7 @@ __all__ = [
     "PostgresStore",
     "Prepared",
     "Price",
+    "Question",
     "Record",
     "Redactor",
     "Reservation",

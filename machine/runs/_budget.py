@@ -7,6 +7,10 @@ call can legitimately cost (``bound``: the prompt's upper bound and ``max_tokens
 and settles to the real cost after. Usage an endpoint reports is hostile input: negative, non-integral,
 over the bound or over ``MAX_TOKENS_PER_CALL`` is a failed call (``UsageRefused``), charged at its
 reservation, never subtracted. So a capped command spends less than its cap plus one reservation.
+
+A ``hard`` budget is never passed at all: a call starts only when the most it can cost fits in what is
+left of it beside the calls in flight. It holds what a person approved ("at most $0.50"), and stops a
+little sooner than a plain cap would.
 """
 
 from __future__ import annotations
@@ -92,6 +96,8 @@ class Budget:
     parent: Budget | None = field(default=None, repr=False, compare=False)
     label: str = "budget"
     """What the limit is called in a refusal (``budget``, or the allowance a server was given)."""
+    hard: bool = False
+    """Never passed: a call starts only when the most it can cost fits in what is left (see the module)."""
     reserved: float = field(default=0.0, init=False, compare=False)
     """The reservations of the calls in flight."""
     in_flight: int = field(default=0, init=False, compare=False)
@@ -121,7 +127,14 @@ class Budget:
             if budget.usd is not None and budget.spent >= budget.usd:
                 raise budget._refusal()
 
-    def _refusal(self) -> BudgetExceeded:
+    def _refusal(self, next_call: float | None = None) -> BudgetExceeded:
+        if next_call is not None and self.spent < (self.usd or 0.0):
+            left = (self.usd or 0.0) - self.spent
+            return BudgetExceeded(
+                f"the next model call could cost up to ${next_call:.4f}, more than the ${left:.4f} left "
+                f"of the {self.label} of ${self.usd or 0.0:.4f}",
+                fixes=[MORE],
+            )
         return BudgetExceeded(
             f"the {self.label} of ${self.usd or 0.0:.4f} is spent (${self.spent:.4f})", fixes=[MORE]
         )
@@ -196,9 +209,12 @@ class Budget:
         with _LOCK:
             chain = self._chain()
             for budget in chain:
-                if budget.usd is not None and budget.spent + budget.reserved >= budget.usd:
+                if budget.usd is None:
+                    continue
+                held = budget.spent + budget.reserved
+                if held >= budget.usd or (budget.hard and held + amount > budget.usd + 1e-12):
                     if budget.in_flight == 0 or budget.spent >= budget.usd:
-                        raise budget._refusal()
+                        raise budget._refusal(amount if budget.hard else None)
                     return False
             for budget in chain:
                 budget.reserved += amount

@@ -15,23 +15,22 @@ from machine.errors import DefinitionError
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ._approval import Approver
     from ._budget import Budget
-    from ._records import Message
     from ._sandbox import Sandbox
 
 
 @dataclass(frozen=True)
 class ToolContext:
     """What a tool may act on: the run's sandbox, its run id, the budget, whether a person is talking to
-    the machine right now, the conversation as recorded before this run's own steps (the earlier
-    exchanges, then the person's message this run answers: never what the model writes in this run or a
-    tool returns in it), and the workspace's root."""
+    the machine right now, who approves a call that spends or changes (``approver``: None where nobody
+    can, as in a suite), and the workspace's root."""
 
     run_id: str
     sandbox: Sandbox | None = None
     budget: Budget | None = None
     interactive: bool = False
-    conversation: tuple[Message, ...] = ()
+    approver: Approver | None = None
     root: Path | None = None
 
 

@@ -11,9 +11,20 @@ from typing import TYPE_CHECKING
 from machine._lazy import resolver
 
 if TYPE_CHECKING:
+    from ._commit import CommitPlan, commit, plan_commit
     from ._fixed import fix_gate
     from ._gate import SideTally, empty_tally, gate, measured
-    from ._lifecycle import VersionList, commit, current, live_history, revert, texts_of, update, versions
+    from ._lifecycle import (
+        RevertPlan,
+        VersionList,
+        current,
+        live_history,
+        plan_revert,
+        revert,
+        texts_of,
+        update,
+        versions,
+    )
     from ._propose import Candidate, Job, check_fixed, plan_runs, propose
     from ._report import format_report, sparkline, thinned
     from ._written import write_candidate
@@ -25,7 +36,11 @@ _HOMES = {
     "gate": "._gate",
     "measured": "._gate",
     "VersionList": "._lifecycle",
-    "commit": "._lifecycle",
+    "CommitPlan": "._commit",
+    "commit": "._commit",
+    "plan_commit": "._commit",
+    "RevertPlan": "._lifecycle",
+    "plan_revert": "._lifecycle",
     "current": "._lifecycle",
     "live_history": "._lifecycle",
     "revert": "._lifecycle",
@@ -46,7 +61,9 @@ _HOMES = {
 
 __all__ = [
     "Candidate",
+    "CommitPlan",
     "Job",
+    "RevertPlan",
     "SideTally",
     "VersionList",
     "check_fixed",
@@ -58,6 +75,8 @@ __all__ = [
     "gate",
     "live_history",
     "measured",
+    "plan_commit",
+    "plan_revert",
     "plan_runs",
     "propose",
     "revert",

@@ -1,21 +1,22 @@
-"""The lifecycle of a machine's versions: list them, record one by hand (``update``), make a passed
-candidate live (``commit``), make an earlier version live again (``revert``). The machine's files stay
-the truth: a version is recorded from them, and a change is checked by loading the machine again."""
+"""The lifecycle of a machine's versions: list them, record one by hand (``update``), make an earlier
+version live again (``revert``; ``plan_revert`` says what it would do first); ``_commit`` makes a passed
+candidate live. The machine's files stay the truth: a version is recorded from them, and a change is
+checked by loading the machine again."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pydantic import Field
 
-from machine.errors import BadInputError, CommitRefused, DefinitionError, Fix
+from machine.errors import BadInputError, DefinitionError, Fix
 from machine.runs import Model, now
 from machine.spec import (
     INSTRUCTIONS_FILE,
     MODEL_FILE,
     VERSIONS_FILE,
     Book,
-    GateReport,
     Machine,
     Version,
     files_of,
@@ -28,10 +29,7 @@ from machine.spec import (
     snapshot,
     write_book,
 )
-from machine.workspace import Workspace, harness_name, made_harness
-
-from ._gate import endpoint_of
-from ._propose import check_fixed
+from machine.workspace import Workspace
 
 
 class VersionList(Model):
@@ -179,133 +177,36 @@ def _written(book: Book, spec: Machine, candidate: Version) -> bool:
     return identity_of(spec) == candidate.identity and candidate.identity != book.live.identity
 
 
-def _gate_holds(ws: Workspace, name: str, candidate: Version, report: GateReport, live: Version) -> None:
-    """Refuse a candidate that did not pass, or one measured on a gate fixed before its training whose
-    held-out file has changed since."""
-    if report.outcome != "passed":
-        raise _refused(name, candidate, report, live)
-    if report.gate is not None:
-        anyway = Fix("force", purpose="to commit it anyway")
-        check_fixed(ws, report.gate, f"candidate {candidate.label}", fixes=[anyway])
+@dataclass(frozen=True)
+class RevertPlan:
+    """What ``revert`` would do now: make ``target`` live in place of ``live``; or, with ``withdraw``,
+    write the live version's files back over ``pending``, a candidate written into them and not yet
+    committed (``target`` is then the live version, which stays live)."""
+
+    machine: str
+    live: Version
+    target: Version
+    withdraw: Version | None
+    book: Book
 
 
-def commit(ws: Workspace, name: str, *, force: bool = False, harness: str | None = None) -> Version:
-    """Make the newest pending candidate live, only if it passed the promotion gate and was measured on
-    what it will run on (``force`` overrides both): write its files (its model.json; instructions.md for
-    one ``optimize`` kept, which may be written already) and record it live; the live version is retired.
-    ``harness`` names the harness it will run on (default: the workspace's, else the default for its
-    model: ``MACHINE_HARNESS``, else ``local`` for a ``local:`` model, else ``tinker``).
-
-    Raises CommitRefused (with the candidate's report) when it did not pass, was not measured, or was
-    measured on another harness, model or endpoint.
-    """
+def plan_revert(ws: Workspace, name: str, *, to: str | int | None = None) -> RevertPlan:
+    """What reverting machine ``name`` would do, checked as ``revert`` checks it, changing nothing.
+    Raises BadInputError when there is nothing to revert to."""
     spec = ws.reload(name)
     book = open_book(ws.machines_dir / name, spec)
-    pending = [v for v in book.versions if v.status == "pending"]
-    if not pending:
+    pending = book.match(identity_of(spec))
+    if to is None and pending is not None and pending.status == "pending" and _written(book, spec, pending):
+        return RevertPlan(name, book.live, book.live, pending, book)
+    live = require_live(book, spec, "be reverted")
+    target = _revert_target(book, live, to)
+    if target.rubric != spec.rubric.fingerprint:
         raise BadInputError(
-            f"machine {name!r} has no pending candidate to commit",
-            fixes=[Fix(operation="propose", machine=name, purpose="makes one")],
+            f"{target.label} of machine {name!r} was made under another rubric (fingerprint "
+            f"{target.rubric[:12]}, now {spec.rubric.fingerprint[:12]}); revert writes back instructions.md "
+            "and model.json, not the rubric: restore the rubric from git first"
         )
-    candidate = max(pending, key=lambda v: v.number)
-    live = book.live
-    if candidate.base != live.number:
-        raise BadInputError(
-            f"candidate {candidate.label} of machine {name!r} was measured against v{candidate.base}, "
-            f"but {live.label} is live now: propose it again to measure it against {live.label}"
-        )
-    if not _written(book, spec, candidate):
-        require_live(book, spec, f"commit {candidate.label}")
-    report = candidate.report
-    if report is None:
-        raise BadInputError(
-            f"candidate {candidate.label} of machine {name!r} has no report (its proposal did not finish): "
-            f"propose it again"
-        )
-    if not force:
-        _gate_holds(ws, name, candidate, report, live)
-    elsewhere = _measured_elsewhere(ws, candidate, report, harness)
-    if not force and elsewhere is not None:
-        raise _elsewhere(name, candidate, report, live, elsewhere)
-    folder = ws.machines_dir / name
-    spec = _write_and_check(
-        ws,
-        name,
-        files_of(book, candidate),
-        lambda loaded: (
-            _model_problem(loaded, candidate.model, live.model)
-            or (
-                None
-                if identity_of(loaded) == candidate.identity
-                else f"machine {name!r} loaded from the files of {candidate.label} is not {candidate.label} "
-                "(its instructions or rubric differ); the files were left as they were"
-            )
-        ),
-    )
-    candidate.committed_at = now()
-    candidate.forced = report.outcome != "passed" or elsewhere is not None
-    candidate.files = keep_texts(book, snapshot(folder), folder)
-    book.make_live(candidate)
-    write_book(folder / VERSIONS_FILE, book)
-    return candidate
-
-
-def _measured_elsewhere(
-    ws: Workspace, candidate: Version, report: GateReport, harness: str | None
-) -> str | None:
-    """Where the candidate was measured, against where it will run, when the two differ (in words); a
-    report that does not say where it was measured (written before reports kept it) is no match."""
-    side = report.after
-    runs_on = harness or harness_name(ws, candidate.model) or "(none)"
-    made = made_harness(ws) if harness is None else None
-    endpoint = endpoint_of(made)
-    measured = f"harness {side.harness!r} with model {side.model!r}"
-    if side.endpoint:
-        measured += f" at {side.endpoint}"
-    will = f"harness {runs_on!r} with model {candidate.model!r}" + (f" at {endpoint}" if endpoint else "")
-    if side.harness is None:
-        return (
-            f"has a gate report that does not say which harness it was measured on (it was written before "
-            f"reports kept it), and it would run on {will}"
-        )
-    differs = (
-        side.harness != runs_on
-        or side.model != candidate.model
-        or (made is not None and side.endpoint != endpoint)
-    )
-    return f"was measured on {measured}, but would run on {will}" if differs else None
-
-
-def _elsewhere(name: str, candidate: Version, report: GateReport, live: Version, where: str) -> CommitRefused:
-    return CommitRefused(
-        f"candidate {candidate.label} of machine {name!r} {where}, so its gate says nothing of how it runs "
-        f"there and {live.label} stays live: measure it again there (propose it, or optimize again, on "
-        "that harness)",
-        fixes=[
-            Fix("harness", "NAME", "to name the harness it will run on"),
-            Fix("force", purpose="to commit it anyway"),
-        ],
-        report=report,
-        version=candidate,
-    )
-
-
-def _refused(name: str, candidate: Version, report: GateReport, live: Version) -> CommitRefused:
-    why = {
-        "not measured": (
-            "was not measured on every criterion"
-            if report.unmeasured
-            else "was not measured on enough of the cases"
-        ),
-        "not enough evidence": "has too little evidence behind it to pass the promotion gate",
-    }.get(report.outcome, "did not pass the promotion gate")
-    return CommitRefused(
-        f"candidate {candidate.label} of machine {name!r} {why} ({report.decision}), so {live.label} "
-        "stays live",
-        fixes=[Fix("force", purpose="to commit it anyway")],
-        report=report,
-        version=candidate,
-    )
+    return RevertPlan(name, live, target, None, book)
 
 
 def revert(ws: Workspace, name: str, *, to: str | int | None = None) -> Version:
@@ -317,19 +218,10 @@ def revert(ws: Workspace, name: str, *, to: str | int | None = None) -> Version:
     When the files hold a pending candidate not yet committed (instructions ``optimize`` kept), the
     live version's files are written back instead and the live version is returned; the candidate
     stays pending, so ``commit`` can still make it live."""
-    spec = ws.reload(name)
-    book = open_book(ws.machines_dir / name, spec)
-    pending = book.match(identity_of(spec))
-    if to is None and pending is not None and pending.status == "pending" and _written(book, spec, pending):
-        return _withdraw(ws, name, book, pending)
-    live = require_live(book, spec, "be reverted")
-    target = _revert_target(book, live, to)
-    if target.rubric != spec.rubric.fingerprint:
-        raise BadInputError(
-            f"{target.label} of machine {name!r} was made under another rubric (fingerprint "
-            f"{target.rubric[:12]}, now {spec.rubric.fingerprint[:12]}); revert writes back instructions.md "
-            "and model.json, not the rubric: restore the rubric from git first"
-        )
+    plan = plan_revert(ws, name, to=to)
+    book, target = plan.book, plan.target
+    if plan.withdraw is not None:
+        return _withdraw(ws, name, book, plan.withdraw)
     _write_and_check(
         ws,
         name,

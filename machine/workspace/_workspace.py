@@ -33,7 +33,7 @@ from ._files import hidden_from_runs
 from ._tags import tag_run
 
 if TYPE_CHECKING:
-    from machine.runs import Event, Harness, Message, ModelAccess, Sandbox, Sandboxes, Store
+    from machine.runs import Approver, Event, Harness, Message, ModelAccess, Sandbox, Sandboxes, Store
     from machine.spec import Case, Machine
 
 T = TypeVar("T")
@@ -236,6 +236,7 @@ class Workspace:
         grade: bool = False,
         pass_score: float = 1.0,
         interactive: bool = False,
+        approver: Approver | None = None,
         on_event: Callable[[Event], None] | None = None,
         store: bool = True,
         files: Mapping[str, str] | None = None,
@@ -244,6 +245,8 @@ class Workspace:
         """Run ``machine`` once on ``input``, store the run (graded if ``grade``) and return it.
 
         With ``store=False`` the caller stores the finished run itself (the suite writes in batches).
+        ``approver`` approves the calls of its tools that spend or change (None: nobody can, so they
+        are refused); a run with one is always made here.
 
         A harness failure becomes a stored run with status ``error``; only BudgetExceeded is raised,
         before anything starts, so a refused run leaves nothing behind.
@@ -262,12 +265,13 @@ class Workspace:
         folder = workdir.resolve() if workdir is not None else self.project
         starting = dict(case.files) if case else dict(files or {})
         listen = told_started(self.events, run, on_event)
-        if self.executor is not None and harness is self.harness and folder is None and not interactive:
+        here = interactive or approver is not None or folder is not None
+        if self.executor is not None and harness is self.harness and not here:
             run = await made_elsewhere(self.executor, spec, run, starting, self.budget, self.machines_dir)
         else:
             run = await self.make(
                 spec, run, harness=harness, files=starting, folder=folder, interactive=interactive,
-                on_event=listen,
+                approver=approver, on_event=listen,
             )  # fmt: skip
         run.timings.finished_at = on_run.now()
         if grade and run.status == "ok":
@@ -291,16 +295,16 @@ class Workspace:
         files: Mapping[str, str] | None = None,
         folder: Path | None = None,
         interactive: bool = False,
+        approver: Approver | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> Run:
         """``run`` (a record as it starts) made by the harness, in a fresh sandbox seeded with ``files``
         (or in ``folder``): what ``run`` does between its checks and its storing, and what a cluster's
         worker does with each run it is sent."""
         sandbox = self._sandbox(spec, run.id, dict(files or {}), folder)
-        said = (*run.history, on_run.Message(role="user", content=run.input))
         context = on_run.ToolContext(
             run_id=run.id, sandbox=sandbox, budget=self.budget, interactive=interactive,
-            conversation=said, root=self.root,
+            approver=approver, root=self.root,
         )  # fmt: skip
         harness, effort = harness or self.harness, parse_effort(run.effort)
         try:

@@ -176,3 +176,23 @@ def test_ctrl_c_stops_it_with_a_page_listening(root: Path) -> None:
         running.process.send_signal(signal.SIGINT)
         code = running.process.wait(timeout=LIMIT_S)
     assert code in (0, 130), code
+
+
+def test_the_spending_total_counts_a_sessions_tool_calls_once(tmp_path: Path) -> None:
+    """A session's tool calls each have a line ``within`` the session's own, which holds their spending:
+    the total counts them there, and on their own only while the session's line is not written yet."""
+    from machine import open_workspace
+    from machine.dashboard._api import Api
+
+    ws = open_workspace(tmp_path)
+    (tmp_path / ".machine").mkdir()
+    lines = [
+        {"correlation_id": "spend-t1", "tool": "rehearse", "spent_usd": 0.3, "within": "spend-s"},
+        {"correlation_id": "spend-t2", "tool": "rehearse", "spent_usd": 0.1, "within": "spend-s"},
+        {"correlation_id": "spend-s", "tool": "machinist", "spent_usd": 0.45},
+        {"correlation_id": "spend-t3", "tool": "rehearse", "spent_usd": 0.2, "within": "spend-open"},
+    ]
+    log = tmp_path / ".machine" / "spending.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    spending = Api(ws, None).spending({})  # type: ignore[arg-type]  # the follower plays no part here
+    assert len(spending["entries"]) == 4 and spending["total_usd"] == pytest.approx(0.65)

@@ -1,5 +1,6 @@
 """A command in a real pseudo-terminal: what a person at a terminal types and sees, with every wait
-bounded. ``expect`` reads until a text appears (or fails with what was seen), ``send`` types a line."""
+bounded. ``expect`` reads until a text appears (or fails with what was seen), ``send`` types a line.
+``seen`` is the text with colours left out; ``raw`` every byte the terminal was sent, escapes and all."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import time
 from collections.abc import Sequence
@@ -26,6 +28,7 @@ class PtySession:
         os.close(slave)
         self.timeout = timeout
         self.seen = ""
+        self.raw = b""
         self.read_to = 0
 
     def _read(self, until: float) -> bool:
@@ -36,6 +39,7 @@ class PtySession:
             chunk = os.read(self.master, 65536)
         except OSError:  # the process ended and closed the terminal
             return False
+        self.raw += chunk
         self.seen += ANSI.sub("", chunk.decode("utf-8", "replace")).replace("\r\n", "\n")
         return bool(chunk)
 
@@ -51,6 +55,16 @@ class PtySession:
 
     def send(self, line: str) -> None:
         os.write(self.master, (line + "\n").encode())
+
+    def interrupt(self) -> None:
+        """Ctrl-C: the signal the terminal sends its foreground process (this terminal is not the
+        process's controlling one, so the signal is sent to it directly)."""
+        self.process.send_signal(signal.SIGINT)
+
+    def kill(self) -> None:
+        """End the process if it still runs (a test's clean-up)."""
+        if self.process.poll() is None:
+            self.process.kill()
 
     def close(self) -> int:
         """Wait for the process to end (killing it past the timeout), read what is left; its status."""

@@ -199,3 +199,47 @@ def test_a_bool_is_not_a_budget(value: bool) -> None:
         parse_budget(value)
     with pytest.raises(BadInputError):
         Budget(value)
+
+
+async def test_a_hard_budget_starts_a_call_only_when_its_most_fits_in_what_is_left() -> None:
+    """What a person approved ("at most $2") is never passed: a call whose reservation would pass it
+    waits for the calls in flight, and is refused once none could give room back."""
+    budget = Budget(2.0, hard=True)  # room for one MILLION_OUT reservation ($1.335), not two
+    entered = anyio.Event()
+    order: list[str] = []
+
+    async def first() -> None:
+        async with budget.reserve(QWEN, MILLION_OUT) as hold:
+            entered.set()
+            await anyio.sleep(0.2)
+            order.append("first settles")
+            hold.settle(Usage(output_tokens=500_000))  # $0.6675: $1.3325 left, under one reservation
+
+    async def second() -> None:
+        await entered.wait()
+        with pytest.raises(BudgetExceeded, match=r"could cost up to \$1.3350, more than the \$1.3325 left"):
+            async with budget.reserve(QWEN, MILLION_OUT):
+                order.append("second ran")
+        order.append("second refused")
+
+    with anyio.fail_after(LIMIT):
+        async with anyio.create_task_group() as group:
+            group.start_soon(first)
+            group.start_soon(second)
+    assert order == ["first settles", "second refused"]
+    assert budget.spent == pytest.approx(0.6675) and budget.spent <= budget.usd  # type: ignore[operator]
+    plain = Budget(2.0)  # a plain cap lets that call start, and end past the cap
+    async with plain.reserve(QWEN, MILLION_OUT) as hold:
+        hold.settle(Usage(output_tokens=500_000))
+    async with plain.reserve(QWEN, MILLION_OUT) as hold:
+        hold.settle(MILLION_OUT)
+    assert plain.spent > 2.0
+
+
+async def test_a_hard_budget_above_holds_the_calls_of_a_plain_one_below() -> None:
+    approved = Budget(1.0, hard=True)
+    call = Budget(None, parent=approved)
+    with pytest.raises(BudgetExceeded, match="more than the"):
+        async with call.reserve(QWEN, MILLION_OUT):
+            pytest.fail("a call started past what was approved")
+    assert approved.reserved == 0.0 and call.in_flight == 0

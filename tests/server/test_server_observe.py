@@ -61,7 +61,7 @@ async def test_a_declined_task_runs_nothing(folder: Folder) -> None:
     set_observing(folder.root / ".machine", True)
 
     async def decline(_ctx: Any, params: ElicitRequestParams) -> ElicitResult:
-        assert "run 'red' once on the host's task" in params.message
+        assert "Run machine 'red' once on the host's task with model" in params.message
         return ElicitResult(action="accept", content={"approve": False})
 
     made, _ = make_server(folder)

@@ -158,19 +158,25 @@ async def test_rehearse_with_an_allowance_reports_progress_and_stores_runs(folde
 
 
 async def test_no_elicitation_and_no_allowance_refuses_and_says_how(folder: Folder) -> None:
+    await _candidate(folder)  # v2 pending, with the runs that measured it
+    made = len(list(open_workspace(folder.root).store.iter_runs("red")))
     server, _ = make_server(folder)
+    allowed, _ = make_server(folder, allowance=0)
     with anyio.fail_after(LIMIT):
         async with Client(server) as client:
             rehearse = await client.call_tool("rehearse", {"name": "red", "budget_usd": 1})
-            commit = await client.call_tool("commit", {"name": "red"})
+            commit = await client.call_tool("commit", {"name": "red", "force": True})
+        async with Client(allowed) as client:  # v2 live, so there is a version to revert to
+            assert not (await client.call_tool("commit", {"name": "red", "force": True})).is_error
+        async with Client(server) as client:
             revert = await client.call_tool("revert", {"name": "red"})
-            recent = await client.call_tool("recent_runs", {"name": "red"})
+            recent = await client.call_tool("recent_runs", {"name": "red", "limit": 100})
     assert rehearse.is_error and "MACHINE_ALLOW_SPEND_USD" in text(rehearse)
     assert "elicitation" in text(rehearse)
     for changing in (commit, revert):
         assert changing.is_error and "MACHINE_ALLOW_SPEND_USD" in text(changing)
         assert "also authorises the changing tools" in text(changing)
-    assert recent.structured_content["runs"] == []  # nothing ran
+    assert len(recent.structured_content["runs"]) == made  # nothing ran
 
 
 async def test_allowance_runs_out_across_calls(folder: Folder) -> None:
@@ -210,17 +216,40 @@ async def test_elicitation_accepted(folder: Folder, mode: str) -> None:
     assert policy.allowance_left is None
 
 
+async def test_the_form_takes_a_smaller_amount_that_caps_the_call(folder: Folder) -> None:
+    server, _ = make_server(folder, script=folder.costly)
+    schemas: list[dict[str, Any]] = []
+
+    async def capping(_ctx: Any, params: ElicitRequestParams) -> ElicitResult:
+        schemas.append(params.requested_schema)  # type: ignore[attr-defined]
+        return ElicitResult(action="accept", content={"approve": True, "budget_usd": 0.1})
+
+    with anyio.fail_after(LIMIT):
+        async with Client(server, elicitation_callback=capping) as client:
+            result = await client.call_tool("rehearse", {"name": "red", "budget_usd": 1})
+    assert not result.is_error, text(result)
+    assert set(schemas[0]["properties"]) == {"approve", "budget_usd"}
+    assert schemas[0]["required"] == ["approve"]
+    assert result.structured_content["budget_usd"] == 0.1
+    assert 0 < result.structured_content["spent_usd"] <= 0.1 + RUN_COST  # a plain cap: one call past, at most
+    assert "capped at $0.10" in result.structured_content["consent"]["detail"]
+    [logged] = [json.loads(line) for line in folder.spending_log.read_text().splitlines()]
+    assert logged["budget_usd"] == 0.1
+
+
 @pytest.mark.parametrize(("action", "approve"), [("decline", True), ("cancel", True), ("accept", False)])
 async def test_elicitation_declined(folder: Folder, action: str, approve: bool) -> None:
+    await _candidate(folder)
+    made = len(list(open_workspace(folder.root).store.iter_runs("red")))
     server, _ = make_server(folder, allowance=5)  # an allowance does not override the person's "no"
     with anyio.fail_after(LIMIT):
         async with Client(server, elicitation_callback=answering(action, approve)) as client:
             rehearse = await client.call_tool("rehearse", {"name": "red", "budget_usd": 1})
-            commit = await client.call_tool("commit", {"name": "red"})
+            commit = await client.call_tool("commit", {"name": "red", "force": True})
             recent = await client.call_tool("recent_runs", {"name": "red"})
     for result in (rehearse, commit):
         assert result.is_error and "the person declined" in text(result)
-    assert recent.structured_content["runs"] == []
+    assert len(recent.structured_content["runs"]) == made  # the candidate's measuring runs alone
     assert not folder.spending_log.exists()
 
 

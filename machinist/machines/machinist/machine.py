@@ -1,11 +1,12 @@
 """machinist: the built-in machine that makes and improves machines, in a conversation with their owner.
 
-Its tools are ``machine serve``'s, called in process (``machine.machinist._tools``): it looks freely,
-and spends or changes only in an interactive session, only as far as the person agreed in their latest
-message (checked by the tools' policy, and graded here from the conversation by ``consent``). The rest
-of its rubric is judged. Its cases are scenarios its counterpart, the simulated ``owner``, plays: one who
-agrees, one who names a smaller budget, one who never agrees, one who asks for the impossible, and one who
-pastes a policy that speaks of spending; ``script.json`` replays both sides for the scripted harness.
+Its tools are ``machine serve``'s, called in process (``machine.machinist._tools``): it looks freely, and
+spends or changes only where the person can approve the call: the program asks them its own question,
+drawn from the call's arguments and plan, or draws on an allowance they typed. How it leads up to such a
+call is graded here from the conversation by ``consent`` (it asks first, with the cost); the rest of its
+rubric is judged. Its cases are scenarios its counterpart, the simulated ``owner``, plays: one who agrees,
+one who names a smaller budget, one who never agrees, one who asks for the impossible, and one who pastes
+a policy that speaks of spending; ``script.json`` replays both sides for the scripted harness.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ machine = define_machine(
     name="machinist",
     intent=(
         "Make and improve the person's machines: look at them and their runs, propose the next step with "
-        "its cost, and spend or change only with the person's agreement."
+        "its cost, and spend or change only with the person's own approval."
     ),
     instructions=instructions_from(__file__),
     model=model_from(__file__, DEFAULT_MODEL),
