@@ -37,7 +37,9 @@ from machine.runs import (
 )
 
 from ._local_batch import Batcher
-from ._local_models import LocalModel, forget, load
+from ._local_digest import files_digest, forget_digests
+from ._local_models import LocalModel, load, resolve
+from ._local_models import forget as forget_models
 
 DEFAULT_TEMPERATURE = 0.7
 """The temperature of a run whose request names none."""
@@ -89,6 +91,16 @@ class LocalHarness:
         self.temperature = temperature
         self.window_s, self.max_batch = window_s, max_batch
 
+    def setup(self, machine: str, model: str, root: Path | None = None) -> str | None:
+        """The model's files, by one sha256 (worked out once a process, as the model is loaded once): a
+        stored run of a checkpoint whose files changed since is not reused. None: a model this harness
+        cannot resolve (the run says why), or one named by its Hub id alone."""
+        try:
+            digest = files_digest(resolve(model, root))
+        except HarnessError:
+            return None
+        return None if digest is None else f"model files sha256:{digest}"
+
     async def model(self, model_id: str, root: Path | None = None) -> LocalModel:
         """The loaded model, its relative paths read from the workspace ``root`` (loading it, in a worker
         thread, on first use in this process)."""
@@ -135,6 +147,13 @@ class LocalHarness:
         if result.stop_reason == "end_turn" and cut and cut[-1]:
             result.stop_reason = "max_tokens"  # the last reply was cut at the token limit, not finished
         return result
+
+
+def forget() -> None:
+    """Drop every loaded model and the digests of their files (tests that build models of their own
+    between runs)."""
+    forget_models()
+    forget_digests()
 
 
 __all__ = ["DEFAULT_MAX_NEW_TOKENS", "DEFAULT_TEMPERATURE", "LocalHarness", "forget", "step_seed"]

@@ -13,6 +13,7 @@ the wait).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -65,16 +66,21 @@ class Script(_Strict):
 
 
 def load_script(path: str | Path) -> Script:
-    path = Path(path)
+    return _loaded(Path(path))[0]
+
+
+def _loaded(path: Path) -> tuple[Script, str]:
+    """The script at ``path`` and the sha256 of the bytes it was read from (a run records it)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         missing = Fix("script", "PATH", "naming a script file that exists")
         raise HarnessError(f"script {path} does not exist", fixes=[missing]) from None
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise HarnessError(f"script {path} is not valid JSON: {error}") from None
     try:
-        return Script.model_validate(data)
+        return Script.model_validate(data), hashlib.sha256(raw).hexdigest()
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -109,10 +115,26 @@ class ScriptedHarness:
     def __init__(self, script: Script | str | Path) -> None:
         self.folder = None if isinstance(script, Script) or not Path(script).is_dir() else Path(script)
         self.scripts: dict[str, Script] = {}
+        self.digests: dict[str, str] = {}
+        """Each script's sha256, by machine ("" for the one every machine replays)."""
         self.script: Script | None = None
-        if self.folder is None:
-            self.script = script if isinstance(script, Script) else load_script(script)
+        if isinstance(script, Script):
+            self.script = script
+            self.digests[""] = hashlib.sha256(script.model_dump_json().encode("utf-8")).hexdigest()
+        elif self.folder is None:
+            self.script, self.digests[""] = _loaded(Path(script))
         self.source = None if isinstance(script, Script) else str(script)
+
+    def setup(self, machine: str, model: str, root: Path | None = None) -> str | None:
+        """The script ``machine``'s runs replay, by its sha256 (worked out as it is loaded, once): a run
+        made with one script is never reused as a run of another. None: the script cannot be read."""
+        if self.folder is not None and machine not in self.digests:
+            try:
+                self.script_of(machine)
+            except HarnessError:
+                return None  # the run fails for it, and says why
+        digest = self.digests.get("" if self.folder is None else machine)
+        return None if digest is None else f"script sha256:{digest}"
 
     def script_of(self, machine: str) -> tuple[Script, str | None]:
         """The script machine ``machine``'s runs replay, and where it came from."""
@@ -127,7 +149,7 @@ class ScriptedHarness:
                     f"{file} does not exist: write it",
                     fixes=[Fix("script", "FILE", "to replay one script for every machine")],
                 )
-            self.scripts[machine] = load_script(file)
+            self.scripts[machine], self.digests[machine] = _loaded(file)
         return self.scripts[machine], str(file)
 
     def rule_for(self, text: str, instructions: str = "", machine: str = "") -> Rule:

@@ -9,6 +9,7 @@ if __name__ != "machine.dashboard":
     )
 
 from ._app import build_app
-from ._serve import DEFAULT_PORT, TOKEN_ENV, serve_dashboard
+from ._events import MAX_STREAMS
+from ._serve import DEFAULT_PORT, STREAMS_ENV, TOKEN_ENV, serve_dashboard
 
-__all__ = ["DEFAULT_PORT", "TOKEN_ENV", "build_app", "serve_dashboard"]
+__all__ = ["DEFAULT_PORT", "MAX_STREAMS", "STREAMS_ENV", "TOKEN_ENV", "build_app", "serve_dashboard"]

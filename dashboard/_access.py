@@ -1,16 +1,19 @@
-"""Who may read the dashboard: every request's Host and Origin are checked (a page elsewhere cannot rebind
-a name to this server and read it), and a dashboard listening off loopback also needs its bearer token,
-sent as ``Authorization: Bearer TOKEN`` by a script, or kept by a browser as a cookie after one visit to
-``/?token=TOKEN``. Tokens are compared in constant time and never logged."""
+"""Who may read the dashboard: every request's Host and Origin are parsed strictly and checked (a page
+elsewhere cannot rebind a name to this server and read it), and a dashboard listening off loopback also
+needs its bearer token, sent as ``Authorization: Bearer TOKEN`` by a script, or kept by a browser as a
+cookie after one visit to ``/?token=TOKEN``, which redirects to a path of this server only. Tokens are
+compared in constant time and never logged."""
 
 from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode
 
-from machine.clients.listening import is_loopback, shown_host
+from machine.clients.listening import shown_host
+
+from ._authority import Authority, parse_authority, parse_origin
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -19,15 +22,9 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 COOKIE = "machine_dashboard"
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 WILDCARDS = frozenset({"0.0.0.0", "::"})
-
-
-def _name(host_header: str) -> str:
-    """The host name of a Host header or an origin's netloc, without its port."""
-    if host_header.startswith("["):
-        return host_header.split("]", 1)[0] + "]"
-    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+PATH_SAFE = "/:@!$&'()*+,;=-._~"
+"""What a redirect's path keeps as it is; anything else (a backslash, a space, a control) is escaped."""
 
 
 class Guard:
@@ -37,14 +34,28 @@ class Guard:
         self.app = app
         self.token = token.encode() if token else None
         self.any_host = host in WILDCARDS
-        self.hosts = LOOPBACK_NAMES | ({shown_host(host)} if not is_loopback(host) else set())
+        self.bound = parse_authority(shown_host(host))
 
-    def _host_allowed(self, name: str) -> bool:
-        return self.any_host or name.lower() in self.hosts
+    def _host_allowed(self, host: Authority) -> bool:
+        """Loopback by any of its names, or the host this server was bound to (on every address: any)."""
+        return self.any_host or host.is_loopback or (self.bound is not None and host.name == self.bound.name)
 
-    def _origin_allowed(self, origin: str) -> bool:
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and self._host_allowed(_name(parts.netloc))
+    def _refusal(self, headers: list[tuple[bytes, bytes]]) -> tuple[int, str] | None:
+        """Why the request's Host or Origin is refused, if it is: exactly one Host that parses (400), of
+        this server (421); at most one Origin, and that one this very page's (403)."""
+        hosts = [v.decode("latin-1") for k, v in headers if k.lower() == b"host"]
+        host = parse_authority(hosts[0]) if len(hosts) == 1 else None
+        if host is None:
+            return 400, "a request needs one well-formed Host header"
+        if not self._host_allowed(host):
+            return 421, "this dashboard is not served under that host name"
+        origins = [v.decode("latin-1") for k, v in headers if k.lower() == b"origin"]
+        if not origins:
+            return None
+        origin = parse_origin(origins[0]) if len(origins) == 1 else None
+        if origin is None or not origin[1].same_place(host, origin[0]):
+            return 403, "requests from other sites are refused"
+        return None
 
     def _has_token(self, headers: dict[str, str]) -> bool:
         assert self.token is not None
@@ -63,14 +74,11 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        refused = self._refusal(scope.get("headers", []))
+        if refused is not None:
+            await _refuse(send, *refused)
+            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if not self._host_allowed(_name(headers.get("host", ""))):
-            await _refuse(send, 421, "this dashboard is not served under that host name")
-            return
-        origin = headers.get("origin")
-        if origin is not None and not self._origin_allowed(origin):
-            await _refuse(send, 403, "requests from other sites are refused")
-            return
         if self.token is not None and not self._has_token(headers):
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
             given = query.pop("token", "")
@@ -96,11 +104,17 @@ async def _refuse(send: Send, status: int, why: str) -> None:
 async def _remember(send: Send, path: str, query: dict[str, str], token: str) -> None:
     """Keep the token as a cookie (this site only, not readable by scripts) and go to the page without it
     in the address, so it is not left in the history."""
-    target = path + (f"?{urlencode(query)}" if query else "")
+    target = own_path(path) + (f"?{urlencode(query)}" if query else "")
     cookie = f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
     headers = [(b"location", target.encode()), (b"set-cookie", cookie.encode()), (b"content-length", b"0")]
     await send({"type": "http.response.start", "status": 303, "headers": headers})
     await send({"type": "http.response.body", "body": b""})
 
 
-__all__ = ["COOKIE", "Guard"]
+def own_path(path: str) -> str:
+    """``path`` as a path on this server and nowhere else: one leading slash (``//evil.com`` would be
+    another host) and every character a browser might read otherwise escaped (``/\\evil.com``, a tab)."""
+    return "/" + quote(path.lstrip("/"), safe=PATH_SAFE)
+
+
+__all__ = ["COOKIE", "Guard", "own_path"]

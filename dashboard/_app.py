@@ -5,7 +5,6 @@ files) run in worker threads, so one slow answer never holds up the events."""
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -24,21 +23,24 @@ from machine.workspace import Workspace
 
 from ._access import Guard
 from ._api import Api
+from ._events import MAX_STREAMS, Streams
 from ._follow import Follower
 
 STATIC = Path(__file__).parent / "static"
-KEEP_ALIVE_S = 15.0
-"""How often a quiet event stream sends a comment, so proxies and the browser keep it open."""
 
 
 def _json(value: Any, status: int = 200) -> Response:
     return JSONResponse(value, status_code=status, headers={"cache-control": "no-store"})
 
 
-def build_app(ws: Workspace, *, host: str = "127.0.0.1", token: str | None = None) -> Any:
-    """The app for ``ws``, guarded for a server listening on ``host`` (``token``: required off loopback)."""
+def build_app(
+    ws: Workspace, *, host: str = "127.0.0.1", token: str | None = None, max_streams: int = MAX_STREAMS
+) -> Any:
+    """The app for ``ws``, guarded for a server listening on ``host`` (``token``: required off loopback),
+    serving at most ``max_streams`` event streams at once."""
     follower = Follower(ws.data_dir / EVENTS_FILE, ws.store.data_version)
     api = Api(ws, follower)
+    streams = Streams(follower, max_streams)
 
     def handler(read: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
@@ -56,13 +58,6 @@ def build_app(ws: Workspace, *, host: str = "127.0.0.1", token: str | None = Non
     async def page(request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
 
-    async def events(request: Request) -> Response:
-        return StreamingResponse(
-            _stream(follower, request),
-            media_type="text/event-stream",
-            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
-        )
-
     routes = [
         Route("/", page),
         Route("/api/machines", handler(lambda r: api.machines())),
@@ -74,7 +69,7 @@ def build_app(ws: Workspace, *, host: str = "127.0.0.1", token: str | None = Non
         Route("/api/training", handler(lambda r: api.trainings(r.query_params.get("machine")))),
         Route("/api/training/{record_id}", handler(lambda r: api.training(r.path_params["record_id"]))),
         Route("/api/spending", handler(lambda r: api.spending(r.query_params))),
-        Route("/api/events", events),
+        Route("/api/events", streams.endpoint),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 
@@ -88,25 +83,6 @@ def build_app(ws: Workspace, *, host: str = "127.0.0.1", token: str | None = Non
 
     app = Starlette(routes=routes, lifespan=lifespan)
     return Guard(app, host=host, token=token)
-
-
-async def _stream(follower: Follower, request: Request) -> AsyncIterator[str]:
-    """One subscriber's events as server-sent events, until the page goes away."""
-    send, receive = follower.subscribe()
-    try:
-        yield ": connected\n\n"
-        while True:
-            with anyio.move_on_after(KEEP_ALIVE_S) as waited:
-                event = await receive.receive()
-            if waited.cancelled_caught:
-                if await request.is_disconnected():
-                    return
-                yield ": keep-alive\n\n"
-                continue
-            yield f"event: {event.get('kind', 'message')}\ndata: {json.dumps(event, default=str)}\n\n"
-    finally:
-        follower.unsubscribe(send)
-        send.close()
 
 
 __all__ = ["build_app"]

@@ -6,11 +6,15 @@ answers it without importing the tools, the operations behind them or their resu
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Iterable
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import UnexpectedToolError
+
+from machine.errors import MachineError, StoreError
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel.helper_types import ReadResourceContents
@@ -40,6 +44,14 @@ INSTRUCTIONS = (
     "machine://runs/ID, machine://training/ID), and the prompts improve_machine, specialize_machine "
     "and explain_run start those conversations."
 )
+TRUST_ASKS = "trust_machine shows it to them and asks"
+TRUST_OUTSIDE = "they trust it outside this host, since this server does not offer trust_machine"
+"""What the instructions say instead of ``TRUST_ASKS`` where the server leaves trust_machine out."""
+
+
+def instructions(trust_over_mcp: bool = True) -> str:
+    """The server's instructions to the host's agent, saying where the person trusts code a model wrote."""
+    return INSTRUCTIONS if trust_over_mcp else INSTRUCTIONS.replace(TRUST_ASKS, TRUST_OUTSIDE)
 
 
 def plain(doc: str | None) -> str:
@@ -70,9 +82,15 @@ class MachineServer(MCPServer):
     allowance). Every description is registered as ``plain`` text."""
 
     def __init__(
-        self, make_service: Callable[[], Service], add_tools: Callable[[MCPServer], None], **options: Any
+        self,
+        make_service: Callable[[], Service],
+        add_tools: Callable[[MCPServer], None],
+        *,
+        trust_over_mcp: bool = True,
+        **options: Any,
     ) -> None:
-        super().__init__(name="machine", instructions=INSTRUCTIONS, version=version(), **options)
+        said = instructions(trust_over_mcp)
+        super().__init__(name="machine", instructions=said, version=version(), **options)
         self._make_service = make_service
         self._add_tools: Callable[[MCPServer], None] | None = add_tools
         self._service: Service | None = None
@@ -134,10 +152,25 @@ class MachineServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        """The call, once the tools are registered and the service is ready for it (``Service.before``)."""
+        """The call, once the tools are registered and the service is ready for it (``Service.before``).
+        A library error no tool caught (a store that cannot be opened, say) is the tool's error in its
+        own words, never a traceback on stderr."""
         self._tools_ready()
-        self.service.before(name)
-        return await super().call_tool(name, arguments, context)
+        try:
+            self.service.before(name)
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as error:
+            if not isinstance(error.__cause__, MachineError):
+                raise
+            failed: MachineError = error.__cause__
+        except MachineError as error:
+            failed = error
+        from ._service import tool_error
+
+        said = tool_error(failed)
+        if isinstance(failed, StoreError):  # the person who started the server sees it too, in one line
+            logging.getLogger("machine.server").warning("%s", said)
+        raise said from None
 
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
         """Asked before a call on the newer protocol (to check its headers): the tools must be there."""

@@ -8,6 +8,7 @@ import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Collection
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,7 +40,7 @@ from machine.ops import (
     plan_suite,
     stand_in,
 )
-from machine.runs import Budget, Question, Run, StepMetrics
+from machine.runs import Budget, Question, Run, StepMetrics, mask_passwords
 from machine.spec import Machine, Version
 from machine.workspace import Workspace
 
@@ -68,6 +69,12 @@ TOOLS = {
     "runs": "the recent_runs tool",
 }
 """The tool for each operation a fix can name (the others have no tool)."""
+TRUST_ELSEWHERE = (
+    "the person reviewing it and trusting it in a terminal (this server does not offer trusting)"
+)
+"""The trust fix of a server that leaves trust_machine out: the person trusts outside the host."""
+TRUST_HERE: ContextVar[bool] = ContextVar("machine_trust_here", default=True)
+"""Whether the server a call reached offers trust_machine (set for each call, read by ``tool_error``)."""
 
 
 def tool_error(error: MachineError, accepts: Collection[str] = ()) -> ToolError:
@@ -76,14 +83,15 @@ def tool_error(error: MachineError, accepts: Collection[str] = ()) -> ToolError:
 
     def spell(fix: Fix) -> str | None:
         if fix.operation:
-            tool = TOOLS.get(fix.operation)
+            here = fix.operation != "trust" or TRUST_HERE.get()
+            tool = TOOLS.get(fix.operation) if here else TRUST_ELSEWHERE
             given = ", ".join(_argument(name, value) for name, value in fix.arguments)
             return f"{tool} with {given}" if tool and given else tool
         if ARGUMENTS.get(fix.argument, fix.argument) not in accepts:
             return None
         return f"call again with {_argument(fix.argument, fix.value)}"
 
-    return ToolError(error.explain(spell))
+    return ToolError(mask_passwords(error.explain(spell)))  # a store's location the person gave
 
 
 def _argument(name: str, value: str | None) -> str:
@@ -117,8 +125,11 @@ class Service:
         harness: str | None,
         script: str | Path | None,
         policy: SpendingPolicy | None,
+        trust_over_mcp: bool = True,
     ) -> None:
         self.ws = workspace if isinstance(workspace, Workspace) else open_workspace(workspace)
+        self.trust_over_mcp = trust_over_mcp
+        """Whether the server offers trust_machine (the person may leave trusting to a terminal)."""
         self.policy = policy or SpendingPolicy.from_env(log=WorkspaceSpendingLog(self.ws))
         self.harness = harness
         self.script = str(script) if script is not None else None
@@ -136,6 +147,7 @@ class Service:
     def before(self, tool: str) -> None:
         """Ready for a call of ``tool``: caught up with the machine files, unless its answer comes from
         the store alone (recent_runs, which checks the files itself when it needs them)."""
+        TRUST_HERE.set(self.trust_over_mcp)
         if tool not in FROM_STORE:
             self.refresh()
 

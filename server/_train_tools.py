@@ -27,7 +27,7 @@ from ._tools import USD
 
 TRAIN_LEFT = ("concurrency", "effort")
 TRAIN_ARGUMENTS = accepted(TrainOptions, "budget_usd", "trainer", "resume", "harness", leave=TRAIN_LEFT)
-CHECK_LEFT = ("samples", "trials", "concurrency", "min_z", "pass_score", "resume")
+CHECK_LEFT = ("samples", "trials", "concurrency", "min_z", "allow_weak_gate", "pass_score", "resume")
 PLAN_ARGUMENTS = accepted(TrainOptions, "trainer", leave=CHECK_LEFT)
 
 

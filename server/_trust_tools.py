@@ -15,6 +15,7 @@ from mcp_types import ToolAnnotations
 
 from machine.errors import MachineError
 from machine.ops import TrustReview, review, trust, untrustable
+from machine.spec import show_hidden
 
 from ._bounds import MachineName
 from ._results import Approval, NotAsked
@@ -31,13 +32,16 @@ names, because the fix lies outside the host, with the person (tests/test_messag
 
 
 def trust_question(shown: TrustReview) -> str:
-    """What the host's form shows the person: each file a model wrote, its state and its diff."""
+    """What the host's form shows the person: each file a model wrote, its state and its diff, with every
+    character a reader could not see written as its escape (``\\u3164``)."""
     parts = [
         f"Trust the code a model wrote for machine {shown.machine!r}? Until you do, nothing imports it "
         "(a host may rehearse it only in the sandbox). Read it first:"
     ]
     for file in shown.pending:
-        parts.append(f"\n== machines/{file.path} ({file.state}, written by {file.by})\n{file.diff}")
+        parts.append(
+            show_hidden(f"\n== machines/{file.path} ({file.state}, written by {file.by})\n{file.diff}")
+        )
     return "\n".join(parts) + "\nApprove only if you have read it and it does what you want."
 
 

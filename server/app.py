@@ -14,6 +14,7 @@ workspace is opened on the first call, so a host's ``initialize`` is answered as
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,29 +43,40 @@ def build_server(
     token_verifier: Any = None,
     auth: Any = None,
     log_level: str = "INFO",
+    trust_over_mcp: bool = True,
 ) -> MachineServer:
     """The ``machine serve`` MCP server over ``workspace`` (default: ``$MACHINE_WORKSPACE``, else the current
     folder). ``harness``/``script`` are the default harness of spending tools (as the CLI's options);
     ``policy`` defaults to ``SpendingPolicy.from_env`` logging to ``.machine/spending.jsonl``;
     ``log_level`` is the least a record must be to be logged where no logging is set up yet (an
-    in-process server under a chat logs only warnings)."""
+    in-process server under a chat logs only warnings). ``trust_over_mcp=False`` leaves trust_machine
+    out (neither listed nor callable): a client that answers the host's form by itself would trust on
+    the person's behalf, so they may keep trusting to a terminal."""
 
     def make_service() -> Service:
         from ._service import Service, tool_error
 
         try:
-            return Service(workspace, harness=harness, script=script, policy=policy)
+            return Service(
+                workspace, harness=harness, script=script, policy=policy, trust_over_mcp=trust_over_mcp
+            )
         except MachineError as error:  # an unusable allowance, say: every call says so, and the log
             log.error("machine serve cannot serve this workspace: %s", error)
             raise tool_error(error) from error
 
     return MachineServer(
-        make_service, add_tools, token_verifier=token_verifier, auth=auth, log_level=log_level
+        make_service,
+        add_tools if trust_over_mcp else functools.partial(add_tools, trust=False),
+        trust_over_mcp=trust_over_mcp,
+        token_verifier=token_verifier,
+        auth=auth,
+        log_level=log_level,
     )
 
 
-def add_tools(server: MCPServer) -> None:
-    """Register every tool, resource and prompt on ``server``, importing their modules only now."""
+def add_tools(server: MCPServer, *, trust: bool = True) -> None:
+    """Register every tool, resource and prompt on ``server``, importing their modules only now
+    (``trust=False``: every one but trust_machine)."""
     from ._ask_tool import register_ask
     from ._learn_tools import register_learning
     from ._resources import register_resources
@@ -74,6 +86,7 @@ def add_tools(server: MCPServer) -> None:
     register(server)
     register_ask(server)
     register_learning(server)
-    register_trust(server)
+    if trust:
+        register_trust(server)
     if isinstance(server, MachineServer):
         register_resources(server)

@@ -401,11 +401,19 @@ async function route() {
   document.body.dataset.ready = hash;
 }
 
+// A stream the dashboard refuses (503: it serves a bounded number at once) is not retried by the
+// browser itself: try again after the Retry-After it sends.
+const RETRY_MS = 5000;
+
 function listen() {
   const live = document.getElementById("live");
   const source = new EventSource("/api/events");
   source.onopen = () => { live.textContent = "live"; live.classList.add("on"); };
-  source.onerror = () => { live.textContent = "reconnecting…"; live.classList.remove("on"); };
+  source.onerror = () => {
+    live.textContent = "reconnecting…";
+    live.classList.remove("on");
+    if (source.readyState === EventSource.CLOSED) setTimeout(listen, RETRY_MS);
+  };
   for (const kind of ["run_started", "step", "run_finished", "graded", "training_step", "checkpoint", "store"]) {
     source.addEventListener(kind, (message) => {
       const event = JSON.parse(message.data);

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from machine.learn import ExportOptions, export
-from machine.runs import counted
+from machine.runs import Redactor, counted
 
 from ._complete import machine_argument
 from ._inert import inert
@@ -60,8 +60,9 @@ def export_command(
         held = f"{report.held_out} held-out case{'' if report.held_out == 1 else 's'}"
         click.echo(f"left out the runs of {held}, which the gate measures (--include-holdout exports them)")
     if report.redacted:
-        secrets = f"{report.redacted} secret{'' if report.redacted == 1 else 's'}"
-        click.echo(f"redacted {secrets} (keys, tokens, passwords) from what was written")
+        things = "thing that looks like a secret" if report.redacted == 1 else "things that look like secrets"
+        found = Redactor.described(report.redacted_kinds)
+        click.echo(f"redacted {report.redacted} {things} from what was written: {found}")
     click.echo(
         "it holds the runs' prompts and outputs, tool results too: read it before you train on it or "
         "share it",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 import machine.ops as ops  # what spends (the policy, the spend, a harness) loads only for a command that can
+import machine.runs as on_run  # what only an error needs (mask_passwords) loads with the first error
 from machine.errors import BadInputError, Fix, MachineError, WorkFailed
 from machine.ops import open_workspace
 from machine.runs import Budget, parse_budget, price_of
@@ -315,8 +316,9 @@ def _with_flag(command: str, argument: str, value: str | None) -> str:
 
 
 def fail(error: MachineError) -> None:
-    """The error in one line on stderr, with each fix as a flag, and exit status 2."""
-    click.echo(f"error: {inert(error.explain(cli_spelling))}", err=True)
+    """The error in one line on stderr, with each fix as a flag, and exit status 2. A PostgreSQL password
+    in it (a store's location the user gave) is masked, whichever message named it."""
+    click.echo(f"error: {inert(on_run.mask_passwords(error.explain(cli_spelling)))}", err=True)
     sys.exit(2)
 
 

@@ -82,6 +82,13 @@ def handle_errors(fn: F) -> F:
     help="Print the configuration HOST (claude-desktop, cursor or opencode) needs to start this server "
     "with these options, and exit.",
 )
+@click.option(
+    "--no-trust-over-mcp",
+    "no_trust",
+    is_flag=True,
+    help="Leave out trust_machine: code a model wrote is then trusted only with `machine trust` in a "
+    "terminal (a host that answers its form by itself would trust on your behalf).",
+)
 @with_workspace
 @click.pass_context
 @handle_errors
@@ -94,12 +101,14 @@ def serve_command(
     harness: str | None,
     script: str | None,
     print_config: str | None,
+    no_trust: bool,
 ) -> None:
     """Serve this workspace's machines to an agent host over MCP (stdio by default).
 
     Tools: list_machines, show_machine, recent_runs, show_run, show_training, plan_training (read-only);
     rehearse, ask_machine, specialize, optimize, train, smoke_training (spend, each needs budget_usd);
-    commit, revert and trust_machine (change what is live or trusted). Resources machine://machines,
+    commit, revert and trust_machine (change what is live or trusted; --no-trust-over-mcp leaves
+    trust_machine out). Resources machine://machines,
     machines/NAME, runs/ID and training/ID; prompts improve_machine, specialize_machine, explain_run.
     Spending and changing tools run only with your consent: the host asks you (MCP elicitation), or
     MACHINE_ALLOW_SPEND_USD in the server's env is an allowance (a running total in USD; it also
@@ -122,16 +131,16 @@ def serve_command(
     if print_config is not None:
         from ._serve_config import printed
 
-        text, note = printed(print_config, Path(root or "."), harness, script)
+        text, note = printed(print_config, Path(root or "."), harness, script, trust=not no_trust)
         click.echo(text)
         click.echo(note, err=True)
         return
     _module("serve").log_to_stderr()
+    built = {"harness": harness, "script": script, "trust_over_mcp": not no_trust}
     if use_http:
-        _serve_http(root, host or "127.0.0.1", DEFAULT_PORT if port is None else port, harness, script)
+        _serve_http(root, host or "127.0.0.1", DEFAULT_PORT if port is None else port, built)
     else:
-        server = _module("app").build_server(root, harness=harness, script=script)
-        server.run("stdio")
+        _module("app").build_server(root, **built).run("stdio")
 
 
 DEFAULT_PORT = 8765
@@ -144,7 +153,7 @@ def _module(name: str) -> Any:
     return importlib.import_module(f"machine.server.{name}")
 
 
-def _serve_http(root: Any, host: str, port: int, harness: str | None, script: str | None) -> None:
+def _serve_http(root: Any, host: str, port: int, built: dict[str, Any]) -> None:
     import anyio
 
     serve = _module("serve")
@@ -156,7 +165,7 @@ def _serve_http(root: Any, host: str, port: int, harness: str | None, script: st
 
     token = token_from_env(echo)
     verifier, auth = http_auth(token, host, port)
-    server = build_server(root, harness=harness, script=script, token_verifier=verifier, auth=auth)
+    server = build_server(root, token_verifier=verifier, auth=auth, **built)
     serve.warn_if_exposed(host, echo)
 
     def ready(url: str) -> None:

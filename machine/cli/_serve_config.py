@@ -37,9 +37,14 @@ def executable() -> str:
     return str(Path(found).resolve())
 
 
-def host_config(host: str, workspace: Path, harness: str | None, script: str | None) -> dict[str, object]:
-    """The configuration ``host`` reads, starting ``machine serve`` over ``workspace`` with ``harness``."""
+def host_config(
+    host: str, workspace: Path, harness: str | None, script: str | None, *, trust: bool = True
+) -> dict[str, object]:
+    """The configuration ``host`` reads, starting ``machine serve`` over ``workspace`` with ``harness``
+    (``trust=False``: without trust_machine)."""
     args = ["serve", "--workspace", str(workspace.resolve())]
+    if not trust:
+        args.append("--no-trust-over-mcp")
     if harness is not None:
         args += ["--harness", harness]
     if script is not None:
@@ -52,9 +57,11 @@ def host_config(host: str, workspace: Path, harness: str | None, script: str | N
     return {"mcpServers": {"machine": {"command": command, "args": args, "env": env}}}
 
 
-def printed(host: str, workspace: Path, harness: str | None, script: str | None) -> tuple[str, str]:
+def printed(
+    host: str, workspace: Path, harness: str | None, script: str | None, *, trust: bool = True
+) -> tuple[str, str]:
     """The configuration as JSON, and the note for stderr: where it goes and what to fill in."""
-    text = json.dumps(host_config(host, workspace, harness, script), indent=2)
+    text = json.dumps(host_config(host, workspace, harness, script, trust=trust), indent=2)
     note = (
         f"paste this into {WHERE[host]}; fill in the placeholders, and add MACHINE_ALLOW_SPEND_USD "
         "to the environment only to let the agent spend up to that many USD without asking you"

@@ -9,6 +9,7 @@ import click
 
 from machine.learn import SpecializeOptions, draft_rubric, specialize
 from machine.learn.specialize import DraftRubricOptions, format_rubric_draft, format_specialization
+from machine.spec import show_hidden
 
 from ._complete import machine_argument
 from ._inert import inert
@@ -49,7 +50,8 @@ def specialize_command(
     if as_json:
         dump_json(report)
     else:
-        click.echo(inert(format_specialization(report)))  # it quotes what the author model wrote
+        # it quotes what the author model wrote: controls shown, then what renders blank as \uXXXX
+        click.echo(show_hidden(inert(format_specialization(report))))
     print_spend(ws.budget)
 
 
@@ -74,5 +76,5 @@ def draft_rubric_command(
     if as_json:
         dump_json(report)
     else:
-        click.echo(inert(format_rubric_draft(report)))
+        click.echo(show_hidden(inert(format_rubric_draft(report))))
     print_spend(ws.budget)

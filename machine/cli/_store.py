@@ -23,9 +23,10 @@ def store_group() -> None:
 @handle_errors
 def store_copy(source: str, target: str, as_json: bool) -> None:
     """Copy every run, suite and chat session of one store into another: a SQLite file (a workspace's
-    .machine/store.db) or a PostgreSQL URL (postgresql://user:password@host:port/database). Runs are
-    written as upserts in batches, so a copy stopped part way is finished by running it again, and a
-    second copy changes nothing. The source is only read."""
+    .machine/store.db) or a PostgreSQL URL (postgresql://user:password@host:port/database, or libpq's
+    'host=... dbname=...' settings; a password is never printed). Runs are written as upserts in
+    batches, so a copy stopped part way is finished by running it again, and a second copy changes
+    nothing. The source is only read."""
 
     def progress(runs: int) -> None:
         if not as_json:

@@ -8,7 +8,7 @@ import click
 
 from machine.errors import BadInputError
 from machine.ops import TrustReview, pending, review, trust, untrustable
-from machine.spec import FileTrust
+from machine.spec import FileTrust, show_hidden
 
 from ._complete import machine_argument
 from ._inert import inert
@@ -75,7 +75,7 @@ def trust_command(ctx: click.Context, /, name: str | None, listing: bool, yes: b
 def _show(shown: TrustReview) -> None:
     for file in shown.files:
         said = f"{STATES[file.state]}; written by {file.by}, {file.at}"
-        click.secho(inert(f"machines/{file.path}  ({said})"), bold=True)
+        click.secho(show_hidden(inert(f"machines/{file.path}  ({said})")), bold=True)
         if file.state == "trusted":
             continue
         against = {"trusted": "since you trusted it", "parent": "against the parent's file"}.get(
@@ -84,7 +84,8 @@ def _show(shown: TrustReview) -> None:
         if file.unreviewable:
             click.secho(inert(f"  cannot be trusted as it is: {file.unreviewable}"), fg="red", bold=True)
         click.secho(f"  {against}:", dim=True)
-        diff = inert(file.diff)  # before it is split: a lone carriage return is shown, not a line break
+        # before it is split, so a lone carriage return is shown, not a line break; then what renders blank
+        diff = show_hidden(inert(file.diff))
         for line in diff.removesuffix("\n").split("\n") if diff else ():
             colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None
             click.secho(line, fg=colour)

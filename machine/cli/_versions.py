@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from machine.errors import BadInputError, CommitRefused
-from machine.spec import DEFAULT_MIN_Z, UNRECORDED, VERSIONS_FILE, Version
+from machine.spec import DEFAULT_MIN_Z, UNRECORDED, VERSIONS_FILE, Version, checked_min_z
 from machine.versions import (
     VersionList,
     commit,
@@ -110,6 +110,11 @@ def versions_command(ctx: click.Context, /, name: str, record: bool, note: str, 
     help="Standard errors the candidate's gain must reach to pass the gate.",
 )
 @click.option(
+    "--allow-weak-gate",
+    is_flag=True,
+    help="Accept a --min-z below 1: a gate that passes gains chance alone often gives.",
+)
+@click.option(
     "--cases", "cases_file", default=None, metavar="FILE", help="Held-out cases (default: holdout.json)."
 )
 @concurrency_option
@@ -126,6 +131,7 @@ def propose_command(
     name: str,
     trials: int,
     min_z: float,
+    allow_weak_gate: bool,
     cases_file: str | None,
     concurrency: int,
     pass_score: float,
@@ -138,6 +144,7 @@ def propose_command(
     the machine's own files are not changed until a commit. --price-as prices a checkpoint as its base."""
     if not spending.get("model"):
         raise BadInputError(f"propose needs the candidate's model: machine propose {name} --model MODEL")
+    checked_min_z(min_z, allow_weak_gate)  # before the workspace asks for anything
     ws = workspace_from(ctx, **spending)
     with watching(ws, f"{name}: live and candidate", show=not as_json):
         candidate = ws.call(
@@ -148,6 +155,7 @@ def propose_command(
                 trials=trials,
                 cases=cases_file,
                 min_z=min_z,
+                allow_weak_gate=allow_weak_gate,
                 base_model=spending.get("price_as"),
                 concurrency=concurrency,
                 pass_score=pass_score,

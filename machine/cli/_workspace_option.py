@@ -47,8 +47,8 @@ store_option = click.option(
     expose_value=False,
     callback=_remember_store,
     is_eager=True,
-    help="Where runs are stored: a postgresql:// URL or a SQLite file (default: $MACHINE_STORE, else "
-    "the workspace's .machine/store.db).",
+    help="Where runs are stored: a postgresql:// URL (or libpq's 'host=... dbname=...' settings) or a "
+    "SQLite file (default: $MACHINE_STORE, else the workspace's .machine/store.db).",
 )
 
 

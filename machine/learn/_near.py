@@ -1,5 +1,6 @@
 """When two case inputs ask the same thing, for the guards that keep held-out cases unseen. Inputs are
-compared without case, spacing or punctuation ("What colour is the sky?" is "what colour is the sky? "),
+compared without case, width, spacing or punctuation ("What colour is the sky?" is "what colour is the sky? ",
+and so is its fullwidth copy "Ｗｈａｔ ｃｏｌｏｕｒ ｉｓ ｔｈｅ ｓｋｙ？": NFKC folds compatibility forms),
 and a near duplicate counts as the same input: the same words in the same order but for spelling (each
 word the other's, or a variant of it: both at least ``WORD`` letters, matching by at least ``SPELLING``,
 "color" for "colour"), with one word left out or put in for every ``LONG`` words of the longer text
@@ -11,6 +12,7 @@ Inputs that hold different numbers are different questions however alike ("12 ti
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from difflib import SequenceMatcher
 
@@ -21,9 +23,15 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _NUMBER = re.compile(r"\d+")
 
 
+def folded(text: str) -> str:
+    """``text`` NFKC-normalized and case folded (then normalized again, as casefolding can undo it):
+    fullwidth letters and digits, ligatures and other compatibility forms read as the plain ones."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
 def words(text: str) -> list[str]:
-    """The words of ``text``, case folded, punctuation and spacing dropped."""
-    return [w.casefold() for w in _WORD.findall(text)]
+    """The words of ``text``, width and case folded, punctuation and spacing dropped."""
+    return _WORD.findall(folded(text))
 
 
 def normalized(text: str) -> str:

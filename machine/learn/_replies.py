@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from machine.spec import MAX_DEPTH, depth
+from machine.spec import MAX_DEPTH, depth, show_hidden
 
 
 def _tagged(tag: str) -> re.Pattern[str]:
@@ -49,8 +49,9 @@ def read_reply(text: str) -> Reply:
 
 
 def read_topics(text: str) -> list[str]:
-    """The ``<topic>`` phrases in a reply, each once, in order."""
-    found = [" ".join(m.group(1).split()) for m in _TOPIC.finditer(text)]
+    """The ``<topic>`` phrases in a reply, each once, in order, with every character a reader could not
+    see written as its escape (they are shown to the person and kept in the report)."""
+    found = [show_hidden(" ".join(m.group(1).split())) for m in _TOPIC.finditer(text)]
     return list(dict.fromkeys(t[:200] for t in found if t))
 
 

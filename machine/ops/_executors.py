@@ -34,7 +34,7 @@ def executor_for(
         import ray  # noqa: F401
     except ImportError:
         raise BadInputError("the ray executor needs Ray: pip install 'machine[ray]'") from None
-    made = RayExecutor(ws.root, address, harness, script, base_url, concurrency)
+    made = RayExecutor(ws.root, address, harness, script, base_url, concurrency, trust=ws.trust.path)
     made.start()
     return made
 

@@ -177,9 +177,11 @@ class MachineHandle:
         min_z: float = DEFAULT_MIN_Z,
         base_model: str | None = None,
         note: str = "",
+        allow_weak_gate: bool = False,
     ) -> Candidate:
         """A pending candidate on ``model``, measured against the live version on held-out cases;
-        the machine's files stay as they are until ``commit``."""
+        the machine's files stay as they are until ``commit``. A ``min_z`` below 1 is refused unless
+        ``allow_weak_gate``."""
         work = propose_version(
             self.workspace,
             self.name,
@@ -189,6 +191,7 @@ class MachineHandle:
             min_z=min_z,
             base_model=base_model,
             note=note,
+            allow_weak_gate=allow_weak_gate,
         )
         return await self._spending("propose", work)
 

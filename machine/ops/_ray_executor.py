@@ -9,6 +9,10 @@ Concurrency is the cluster's, capped by ``--concurrency``: the orders in flight 
 runners, the least busy first. A worker that dies loses only the runs it was making: its runner is
 replaced by a new one wherever the cluster has room, and each of those runs is made once more; a run
 lost twice is stored as a failed run saying so. Ray is imported only when a Ray executor starts.
+
+The workspace's record of trusted files goes with each runner, which checks every file a model wrote
+against it before importing it (see ``_ray_runner``): a machine that loads here but not there fails the
+command with the worker's reason.
 """
 
 from __future__ import annotations
@@ -23,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from machine.errors import BadInputError, BudgetExceeded, Fix
+from machine.errors import BadInputError, BudgetExceeded, DefinitionError, Fix
 from machine.runs import Run
 from machine.workspace import RunOrder
 
-from ._ray_runner import BUDGET_SPENT, Runner
+from ._ray_runner import BUDGET_SPENT, REFUSED, Runner
 
 LEFT_BEHIND = ("__pycache__", ".machine", ".git")
 """Folders never sent to the cluster (nor ``*.pyc`` files)."""
@@ -46,7 +50,11 @@ class RayExecutor:
     script: str | None = None
     base_url: str | None = None
     concurrency: int = 4
+    trust: Path | None = None
+    """The workspace's record of trusted files (``.machine/trust.json``), sent to every runner."""
     name: str = field(default="ray", init=False)
+    trusted: bytes | None = field(default=None, init=False)
+    """The record as it was when the executor started: what every runner checks against."""
     shipped: Path | None = field(default=None, init=False)
     actors: list[Any] = field(default_factory=list, init=False)
     busy: list[int] = field(default_factory=list, init=False)
@@ -63,6 +71,8 @@ class RayExecutor:
 
         _reachable(self.address)
         self.shipped = self._ship()
+        if self.trust is not None and self.trust.is_file():
+            self.trusted = self.trust.read_bytes()
         try:
             ray.init(
                 address=self.address, runtime_env={"working_dir": str(self.shipped)},
@@ -87,7 +97,8 @@ class RayExecutor:
         import ray
 
         options = {"max_concurrency": self.per_actor, "num_cpus": 0, "scheduling_strategy": strategy}
-        return ray.remote(Runner).options(**options).remote(self.harness, self._script(), self.base_url)
+        made = ray.remote(Runner).options(**options)
+        return made.remote(self.harness, self._script(), self.base_url, self.trusted)
 
     def _replace(self, chosen: int, lost: Any) -> None:
         """A runner whose worker died, replaced by one wherever the cluster has room (once, however many
@@ -154,6 +165,9 @@ class RayExecutor:
                 self.busy[chosen] -= 1
             if answer.startswith(BUDGET_SPENT):
                 raise BudgetExceeded(answer.removeprefix(BUDGET_SPENT))
+            if answer.startswith(REFUSED):
+                why = answer.removeprefix(REFUSED)
+                raise DefinitionError(f"a Ray worker would not load machine {order.run.machine!r}: {why}")
             return Run.model_validate_json(answer)
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ from itertools import islice
 from pathlib import Path
 
 from machine.errors import BadInputError
-from machine.runs import Model, Store, is_postgres, open_store
+from machine.runs import Model, Store, is_postgres, mask_passwords, open_store
 
 from ._spending_log import log_of
 
@@ -19,7 +19,7 @@ BATCH = 1_000
 
 
 class StoreCopy(Model):
-    """What a copy moved, and between which stores (named without a password)."""
+    """What a copy moved, and between which stores (named without a password: ``mask_passwords``)."""
 
     source: str
     target: str
@@ -34,7 +34,10 @@ def copy_store(source: str, target: str, *, on_runs: Callable[[int], None] | Non
     """Copy everything ``source`` holds into ``target`` (each a ``postgresql://`` URL or a SQLite file);
     ``on_runs(n)`` is told how many runs are copied so far, after each batch."""
     if source == target:
-        raise BadInputError(f"the source and the target are the same store ({source}): name two stores")
+        raise BadInputError(
+            f"the source and the target are the same store: name two stores, not {mask_passwords(source)} "
+            "twice"
+        )
     stores: list[Store] = []
     try:
         stores.append(open_store(_existing(source)))
@@ -49,8 +52,8 @@ def _existing(source: str) -> str:
     """A SQLite source must be a file that is there: opening a missing one would make an empty store."""
     if not is_postgres(source) and not Path(source).expanduser().is_file():
         raise BadInputError(
-            f"the source {source} is not a store file: name a workspace's .machine/store.db, or a "
-            "postgresql:// URL"
+            f"the source {mask_passwords(source)} is not a store file: name a workspace's "
+            ".machine/store.db, or a postgresql:// URL"
         )
     return source
 
@@ -71,7 +74,8 @@ def _copy(source: Store, target: Store, on_runs: Callable[[int], None] | None) -
         target.put_session(session)
         sessions += 1
     return StoreCopy(
-        source=str(getattr(source, "path", "")), target=str(getattr(target, "path", "")),
+        source=mask_passwords(str(getattr(source, "path", ""))),
+        target=mask_passwords(str(getattr(target, "path", ""))),
         runs=runs, suites=suites, sessions=sessions, spending=_copy_spending(source, target),
     )  # fmt: skip
 

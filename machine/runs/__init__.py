@@ -15,6 +15,18 @@ from machine._lazy import resolver
 if TYPE_CHECKING:
     from ._approval import Answer, Approver, Ask, Question
     from ._budget import Budget, Reservation, parse_budget
+    from ._calls import (
+        MAX_ARGUMENTS,
+        MAX_CALLS_A_TURN,
+        MAX_RESULT,
+        MAX_RUN_TEXT,
+        MAX_TEXT,
+        MAX_TOOL_NAME,
+        bounded,
+        checked_turn,
+        cut,
+        kept_result,
+    )
     from ._effort import LEVELS, Effort, parse_effort
     from ._events import EVENT_KINDS, EVENTS_FILE, EventKind, EventLog
     from ._events import preview as event_preview
@@ -27,7 +39,9 @@ if TYPE_CHECKING:
         HarnessResult,
         ModelAccess,
         Turn,
+        endpoint_url,
         run_seed,
+        setup_of,
     )
     from ._hub import hub_access, offline_hub
     from ._local_chat import FORMAT as LOCAL_CHAT_FORMAT
@@ -74,6 +88,7 @@ if TYPE_CHECKING:
     from ._sandbox import Sandbox, Sandboxes
     from ._secrets import SECRET_WORDS, Redactor
     from ._store import SQLiteStore, Store
+    from ._store_url import mask_passwords
     from ._stores import STORE_ENV, SharedSpending, is_postgres, open_store
     from ._tools import Tool, ToolContext, ToolFailure, tool
     from ._trainer import (
@@ -94,6 +109,16 @@ if TYPE_CHECKING:
     from ._views import Choices, RunFilter, RunPage, TrendPoint
 
 _HOMES = {
+    "MAX_ARGUMENTS": "._calls",
+    "MAX_CALLS_A_TURN": "._calls",
+    "MAX_RESULT": "._calls",
+    "MAX_RUN_TEXT": "._calls",
+    "MAX_TEXT": "._calls",
+    "MAX_TOOL_NAME": "._calls",
+    "bounded": "._calls",
+    "checked_turn": "._calls",
+    "cut": "._calls",
+    "kept_result": "._calls",
     "Answer": "._approval",
     "Approver": "._approval",
     "Ask": "._approval",
@@ -112,6 +137,7 @@ _HOMES = {
     "SharedSpending": "._stores",
     "open_store": "._stores",
     "is_postgres": "._stores",
+    "mask_passwords": "._store_url",
     "Choices": "._views",
     "Reservation": "._budget",
     "parse_budget": "._budget",
@@ -131,6 +157,8 @@ _HOMES = {
     "ModelAccess": "._harness",
     "Turn": "._harness",
     "run_seed": "._harness",
+    "endpoint_url": "._harness",
+    "setup_of": "._harness",
     "hub_access": "._hub",
     "offline_hub": "._hub",
     "LOCAL_CHAT_FORMAT": "._local_chat:FORMAT",
@@ -214,6 +242,12 @@ __all__ = [
     "LEVELS",
     "LOCAL",
     "LOCAL_CHAT_FORMAT",
+    "MAX_ARGUMENTS",
+    "MAX_CALLS_A_TURN",
+    "MAX_RESULT",
+    "MAX_RUN_TEXT",
+    "MAX_TEXT",
+    "MAX_TOOL_NAME",
     "NAME_SEGMENT",
     "SECRET_WORDS",
     "STORE_ENV",
@@ -278,11 +312,15 @@ __all__ = [
     "Usage",
     "alone",
     "atomic_text",
+    "bounded",
     "call_tool",
     "check_name",
     "checked_score",
+    "checked_turn",
     "confined",
     "counted",
+    "cut",
+    "endpoint_url",
     "epoch_batches",
     "epoch_order",
     "event_preview",
@@ -292,10 +330,12 @@ __all__ = [
     "is_free",
     "is_postgres",
     "kept_out_of_git",
+    "kept_result",
     "learning_rate_at",
     "library_version",
     "local_chat_messages",
     "local_prompt_text",
+    "mask_passwords",
     "new_run_id",
     "now",
     "offline_hub",
@@ -314,6 +354,7 @@ __all__ = [
     "run_seed",
     "runner_outcome",
     "sandbox_path",
+    "setup_of",
     "timestamp",
     "to_openai",
     "tool",

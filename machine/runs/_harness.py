@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from ._records import Usage
 
@@ -91,11 +92,44 @@ class HarnessResult:
 
 @runtime_checkable
 class Harness(Protocol):
-    """Runs one request to the end; a model call that fails for good is a result with ``error`` set."""
+    """Runs one request to the end; a model call that fails for good is a result with ``error`` set.
+
+    A harness whose runs depend on more than its name and the model (a script it replays, an endpoint it
+    calls, a local model's files) may say so with a method ``setup(machine, model, root) -> str | None``
+    (see ``setup_of``); it is optional, so it is not a member here."""
 
     name: str
 
     async def run(self, request: HarnessRequest) -> HarnessResult: ...
+
+
+def endpoint_url(harness: object) -> str | None:
+    """The URL a harness sends its calls to (``harness.endpoint.base_url``: scheme, host, port and path
+    only, never a key, a password or a query), or None for a harness that calls no endpoint."""
+    url = getattr(getattr(harness, "endpoint", None), "base_url", None)
+    if not isinstance(url, str) or not url:
+        return None
+    parts = urlsplit(url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port that is not a number: say none rather than fail a run over it
+        port = ""
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{host}{port}{parts.path}".rstrip("/") if parts.scheme else None
+
+
+def setup_of(harness: object, machine: str, model: str, root: Path | None = None) -> str | None:
+    """What a run of ``machine`` on ``model`` depends on beyond the harness's name and the model, in
+    words a run records (``script sha256:...``, ``endpoint https://...``, ``model files sha256:...``):
+    a stored run is reused only under the same setup, so a run made with one script is never counted
+    as another's. The harness's own ``setup`` says it (computed once, not per run); a harness without
+    one is known by its endpoint's URL, if it has one; None: nothing more to tell runs apart by."""
+    own = getattr(harness, "setup", None)
+    if callable(own):
+        said = own(machine, model, root)
+        return said if isinstance(said, str) and said else None
+    url = endpoint_url(harness)
+    return None if url is None else f"endpoint {url}"
 
 
 @dataclass

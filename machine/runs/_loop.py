@@ -7,6 +7,7 @@ from typing import Any
 
 from machine.errors import BudgetExceeded, HarnessError
 
+from ._calls import MAX_RUN_TEXT, checked_turn, kept_result, text_size
 from ._harness import HarnessRequest, HarnessResult, Turn
 from ._records import Message, ToolCall, Usage
 from ._tools import ToolFailure
@@ -15,19 +16,21 @@ NextTurn = Callable[[list[Message], int], Awaitable[Turn]]
 """Given the conversation so far (history and this run's messages) and the step number, the model's reply."""
 
 
-async def call_tool(request: HarnessRequest, call: ToolCall) -> Message:
-    """Run one tool call; any failure becomes an error result the model sees, never a crash."""
+async def call_tool(request: HarnessRequest, call: ToolCall, refused: str | None = None) -> Message:
+    """Run one tool call (unless it was ``refused`` before it ran, saying why); any failure becomes an
+    error result the model sees, never a crash. The result is kept to ``MAX_RESULT``."""
     found = next((t for t in request.tools if t.name == call.name), None)
     try:
-        if found is None:
+        if refused is not None or found is None:
             names = ", ".join(t.name for t in request.tools) or "none"
-            raise ToolFailure(f"there is no tool named {call.name!r}; the tools are: {names}")
+            raise ToolFailure(refused or f"there is no tool named {call.name!r}; the tools are: {names}")
         content, is_error = await found.invoke(call.arguments, request.tool_context), False
     except ToolFailure as failure:
         content, is_error = str(failure), True
     except Exception as error:
         content, is_error = f"{call.name} failed: {type(error).__name__}: {error}", True
-    return Message(role="tool", content=content, tool_call_id=call.id, name=call.name, is_error=is_error)
+    result = Message(role="tool", content=content, tool_call_id=call.id, name=call.name, is_error=is_error)
+    return kept_result(result)
 
 
 async def run_loop(request: HarnessRequest, next_turn: NextTurn) -> HarnessResult:
@@ -36,6 +39,7 @@ async def run_loop(request: HarnessRequest, next_turn: NextTurn) -> HarnessResul
     The budget is asked before every step. Refused before the first, BudgetExceeded is raised (nothing
     ran); refused later, the run stops there with ``stop_reason`` ``"budget"``, keeping what it did."""
     trajectory = [Message(role="user", content=request.input)]
+    held = 0  # the text this run's turns and results hold (bounded by MAX_RUN_TEXT)
     usage, cost = Usage(), 0.0
     retries: list[dict[str, Any]] = []
     stop_reason, error = "max_steps", None
@@ -56,16 +60,26 @@ async def run_loop(request: HarnessRequest, next_turn: NextTurn) -> HarnessResul
             break
         retries.extend(turn.retries)
         usage = usage + turn.usage
-        trajectory.append(turn.message)
-        request.emit("assistant", turn.message)
-        if not turn.message.tool_calls:
+        message, refusals = checked_turn(turn.message, {t.name for t in request.tools})
+        trajectory.append(message)
+        request.emit("assistant", message)
+        if not message.tool_calls:
             stop_reason = "end_turn"
             break
-        for call in turn.message.tool_calls:
+        held += text_size([message])
+        for call in message.tool_calls:
             request.emit("tool_call", Message(role="assistant", tool_calls=[call]))
-            result = await call_tool(request, call)
+            result = await call_tool(request, call, refusals.get(call.id))
             trajectory.append(result)
+            held += len(result.content)
             request.emit("tool_result", result)
+        if held > MAX_RUN_TEXT:
+            stop_reason = "error"
+            error = (
+                f"the run's trajectory passed {MAX_RUN_TEXT:,} characters, the most a run may hold, so it "
+                "stopped there"
+            )
+            break
     return HarnessResult(
         trajectory=trajectory,
         usage=usage,

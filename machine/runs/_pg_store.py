@@ -15,7 +15,6 @@ import json
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import machine.runs._pg_sql as sql
 import machine.runs._views as views
@@ -25,34 +24,35 @@ from ._names import check_name
 from ._pg_schema import migrate
 from ._records import Run
 from ._rows import ChatSession, RunSummary, SuiteRecord, run_row, summary_row, utc_text
-
-
-def shown_url(url: str) -> str:
-    """``url`` without its password, to name the store in words."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+from ._store_url import HIDDEN, mask_passwords
 
 
 class PostgresStore:
-    """The store in a PostgreSQL database (``url``: ``postgresql://user:password@host:port/database``)."""
+    """The store in a PostgreSQL database (``url``: ``postgresql://user:password@host:port/database``, or
+    a libpq key=value connection string)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.path = shown_url(url)
-        """How the store is named in messages (the SQLite store's is its file)."""
+        self.path = mask_passwords(url)
+        """How the store is named in messages (the SQLite store's is its file), its password masked."""
         self._lock = threading.Lock()
         try:
             import psycopg
+            from psycopg.conninfo import conninfo_to_dict
         except ImportError:
             raise StoreError(
                 f"the store {self.path} is in PostgreSQL, which needs psycopg: "
                 "pip install 'machine[postgres]'"
             ) from None
         self._errors = psycopg.Error
+        try:  # libpq's words for a location it cannot read quote the location, password and all
+            self._password = str(conninfo_to_dict(url).get("password") or "")
+        except psycopg.Error:
+            raise StoreError(
+                f"the store {self.path} is not a location PostgreSQL can read: give it as a "
+                "postgresql:// URL (user, password, host, port and database, with %-escapes for spaces "
+                "and other special characters) or as key=value settings (host=... dbname=... user=...)"
+            ) from None
         try:
             self._db = psycopg.connect(url, autocommit=True, connect_timeout=10)
             migrate(self._db)
@@ -61,9 +61,11 @@ class PostgresStore:
 
     def _fault(self, error: Exception) -> StoreError:
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        detail = detail.replace(self._password, HIDDEN) if len(self._password) >= 4 else detail
+        detail = mask_passwords(detail)
         return StoreError(
             f"the store {self.path} cannot be used ({detail}): check that the server is running and "
-            "reachable and that the URL names a database this user may write"
+            "reachable and that its URL or settings name a database this user may write"
         )
 
     @contextlib.contextmanager
@@ -306,4 +308,4 @@ class PostgresStore:
         return int(value) if called else 0
 
 
-__all__ = ["PostgresStore", "shown_url"]
+__all__ = ["PostgresStore"]

@@ -235,6 +235,9 @@ class Run(Derived):
     library_version: str | None = None
     model: str
     harness: str
+    setup: str | None = None
+    """What else the run depended on (``setup_of``: the script, endpoint or model files, by hash or URL);
+    None: nothing more, or a run stored before it was kept. Stored runs are reused only under the same."""
     effort: float | None = None
     """The reasoning effort the run asked for (Tinker's number); None: the endpoint's default."""
     instructions: str = ""

@@ -61,6 +61,8 @@ UPSERT_RUN_SQL = (
 NEWEST_RUNS_SQL = "SELECT data FROM runs WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT ?"
 INPUT_PREVIEW = 100
 """How many characters of a run's input a ``RunSummary`` keeps."""
+ERROR_PREVIEW = 300
+"""How many characters of a failed run's error a ``RunSummary`` keeps (a page of them stays small)."""
 # The same walk as NEWEST_RUNS_SQL, reading only the fields a listing shows. One json_extract with several
 # paths parses a row's JSON once (a second call would parse it again) and answers a small JSON array,
 # which Python parses once. ``rubric_fingerprint`` is a required field of a scorecard: not null iff graded.
@@ -132,6 +134,7 @@ class RunSummary(Model):
     model: str
     harness: str
     error: str | None
+    """The run's error, cut to ``ERROR_PREVIEW`` characters."""
     input_preview: str
     """The first ``INPUT_PREVIEW`` characters of the input."""
     failing: list[str] = Field(default_factory=list)
@@ -156,7 +159,7 @@ class RunSummary(Model):
             version=run.version,
             model=run.model,
             harness=run.harness,
-            error=run.error,
+            error=_error_preview(run.error),
             input_preview=run.input[:INPUT_PREVIEW],
             failing=[] if run.scorecard is None else _failing(run.scorecard.model_dump()["criteria"]),
             tags=[tag.kind for tag in run.tags],
@@ -224,11 +227,17 @@ def summary_row(
         version=version,
         model=model,
         harness=harness,
-        error=error,
+        error=_error_preview(error),
         input_preview=(text or "")[:INPUT_PREVIEW],
         failing=_failing(criteria or {}),
         tags=[tag["kind"] for tag in tags or []],
     )
+
+
+def _error_preview(error: str | None) -> str | None:
+    if error is None or len(error) <= ERROR_PREVIEW:
+        return error
+    return error[: ERROR_PREVIEW - 1] + "…"
 
 
 def utc_text(moment: datetime) -> str:

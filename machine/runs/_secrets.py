@@ -1,66 +1,34 @@
 """Secrets kept out of what leaves a run: a run's tools may read a project's ``.env`` or print a key, and
-training data (an export, a fine-tune) must not learn it word for word. Three rules, applied to every
-string: the value of each environment variable whose name marks a secret (``SECRET_WORDS``; values
-shorter than ``MIN_SECRET_CHARS`` or that are file paths are left alone) becomes ``[REDACTED:NAME]``;
-``NAME=value`` where NAME marks a secret keeps the name and loses the value; and the common key formats
-(``KEY_FORMATS``: OpenAI, Anthropic, GitHub, AWS, Slack, Google, Hugging Face, Tinker, Stripe, JWTs,
-private key blocks, bearer tokens) become ``[REDACTED]``. Text with no secret in it is returned as it was,
-so the same data keeps the same sha256."""
+training data (an export, a fine-tune) must not learn it word for word. Applied to every string: the
+value of each environment variable whose name marks a secret (``SECRET_WORDS``), and every value of the
+workspace's ``.env`` whatever its name, become ``[REDACTED:NAME]`` (values shorter than
+``MIN_SECRET_CHARS``, paths and numbers are left alone); then the shapes of ``_secret_shapes`` (keys of a
+known format, a URL's password, a password on a command line, an ``Authorization`` header, a value set
+for a secret's name) lose their secret part. What is found is counted by kind: a redactor reports what
+it found, it cannot promise that nothing secret is left. Text with no secret in it is returned as it
+was, so the same data keeps the same sha256."""
 
 from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
-from functools import cache
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from ._secret_shapes import KINDS, Shape, shapes, url_password
 
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 """An environment variable whose name holds one of these (any case) holds a secret."""
 MIN_SECRET_CHARS = 8
 """A shorter value (``true``, ``1``, a port) is too common to redact by value wherever it appears."""
-MARKER = "[REDACTED]"
-
-KEY_FORMATS = (
-    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-    r"(?<![\w-])sk-[A-Za-z0-9_-]{20,}",  # OpenAI (sk-, sk-proj-) and Anthropic (sk-ant-)
-    r"(?<!\w)(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
-    r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])",
-    r"(?<![\w-])xox[abposr]-[A-Za-z0-9-]{10,}",  # Slack
-    r"(?<![\w-])AIza[0-9A-Za-z_-]{35}",  # Google
-    r"(?<!\w)hf_[A-Za-z0-9]{30,}",  # Hugging Face
-    r"(?<![\w-])tml-[A-Za-z0-9_-]{20,}",  # Tinker
-    r"(?<!\w)[sr]k_(?:live|test)_[0-9A-Za-z]{16,}",  # Stripe secret and restricted keys
-    r"(?<![\w-])eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",  # a JWT
-    r"(?<=[Bb]earer )[A-Za-z0-9._~+/-]{16,}=*",
+PLAIN_SETTINGS = frozenset(
+    ["production", "development", "staging", "localhost", "warning", "critical", "disabled", "enabled"]
 )
-"""Keys recognised by their shape wherever they appear, whoever's they are."""
-
-_WORDS = "|".join(SECRET_WORDS)
-_NAME = rf"(?P<name>\b(?!(?i:key)\b)(?=[A-Za-z_])[A-Za-z0-9_]*(?i:{_WORDS})[A-Za-z0-9_]*)"
-_SEPARATOR = (
-    r"(?P<sep>[\"']?[ \t]*=[ \t]*[\"']?"  # NAME=value, NAME="value", name = 'value'
-    r"|[\"'][ \t]*:[ \t]*[\"']"  # "name": "value"
-    r"|(?<=[A-Z0-9_])[ \t]*:[ \t]+)"  # NAME: value (upper case only: "Primary key: id" is prose)
-)
-_CHARS = r"[A-Za-z0-9_\-./+=~:@!#$%^*]"
-_VALUE = (
-    r"(?P<value>(?!\[REDACTED)(?![/~])"
-    rf"(?={_CHARS}*[A-Za-z])(?={_CHARS}*[0-9]){_CHARS}{{{MIN_SECRET_CHARS},}})"
-    r"(?=$|[\s\"',;&)}\]])"
-)
-
-
-@cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The key formats, and a value given to a name that marks a secret: a ``.env`` line or shell export,
-    a quoted JSON or Python setting, an upper-case YAML key. Only a value shaped like a key is taken (a
-    letter and a digit in it, nothing that code or a path would hold): ``tokens = tokenizer.encode(x)``,
-    ``MAX_TOKENS=100000000``, ``key=itemgetter(1)`` and ``KEY_FILE=/home/me/key.pem`` are left alone.
-    Compiled on first use: only exports and trainings redact, not every command's start."""
-    keys = re.compile("|".join(f"(?:{pattern})" for pattern in KEY_FORMATS), re.S)
-    return keys, re.compile(_NAME + _SEPARATOR + _VALUE)
+"""Values of a ``.env`` line not named as a secret that are too common to redact wherever they appear."""
+_NUMBER = re.compile(r"[0-9][0-9.:_-]*")
 
 
 def marks_secret(name: str) -> bool:
@@ -73,12 +41,20 @@ def _is_path(value: str) -> bool:
     return value.startswith(("/", "~/", "./")) and "/" in value[1:] and " " not in value
 
 
-def secret_values(environ: Mapping[str, str]) -> dict[str, str]:
-    """The secret values of ``environ`` worth redacting wherever they appear, each with its name."""
+def secret_values(environ: Mapping[str, str], *, every_name: bool = False) -> dict[str, str]:
+    """The values of ``environ`` worth redacting wherever they appear, each with its name: those whose
+    name marks a secret (with ``every_name``, a ``.env``'s: all but plain numbers and common words), and
+    the password of any URL among them, so that it is found on its own too."""
     found: dict[str, str] = {}
     for name, value in environ.items():
         value = value.strip()
-        if marks_secret(name) and len(value) >= MIN_SECRET_CHARS and not _is_path(value):
+        password = url_password(value)
+        if password is not None and len(password) >= MIN_SECRET_CHARS:
+            found.setdefault(password, name)
+        if len(value) < MIN_SECRET_CHARS or _is_path(value) or not (every_name or marks_secret(name)):
+            continue
+        plain = _NUMBER.fullmatch(value) or value.lower() in PLAIN_SETTINGS
+        if marks_secret(name) or not plain:
             found.setdefault(value, name)
     return found
 
@@ -98,34 +74,46 @@ def dotenv(path: Path) -> dict[str, str]:
 
 
 class Redactor:
-    """Redacts secrets from strings and from the strings inside JSON-shaped data, counting each one."""
+    """Redacts secrets from strings and from the strings inside JSON-shaped data, counting what it found
+    by kind (``KINDS``)."""
 
     def __init__(self, values: Mapping[str, str]) -> None:
-        self.count = 0
-        """Secrets redacted so far."""
+        self.kinds: Counter[str] = Counter()
+        """What was redacted so far, by kind."""
         ordered = sorted(values, key=len, reverse=True)  # a value inside another is redacted with it
         self._names = dict(values)
         self._values = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
 
+    @property
+    def count(self) -> int:
+        """Things redacted so far."""
+        return sum(self.kinds.values())
+
     @classmethod
     def here(cls, root: Path | None = None, environ: Mapping[str, str] | None = None) -> Redactor:
         """A redactor for this process's environment (``environ``) and the ``.env`` of ``root``."""
-        sources: list[Mapping[str, str]] = [os.environ if environ is None else environ]
+        found = [secret_values(os.environ if environ is None else environ)]
         if root is not None:
-            sources.append(dotenv(root / ".env"))
-        return cls(_merged(secret_values(source) for source in sources))
+            found.append(secret_values(dotenv(root / ".env"), every_name=True))
+        return cls(_merged(found))
 
     def text(self, text: str) -> str:
         """``text`` with its secrets replaced by markers (the very same string when it has none)."""
         if self._values is not None:
             text, n = self._values.subn(lambda m: f"[REDACTED:{self._names[m.group(0)]}]", text)
-            self.count += n
-        keys, assignment = _patterns()
-        text, n = keys.subn(MARKER, text)
-        self.count += n
-        text, n = assignment.subn(lambda m: f"{m['name']}{m['sep']}[REDACTED:{m['name']}]", text)
-        self.count += n
+            self.kinds["value"] += n
+        lower = text.lower()
+        for shape in shapes():
+            if not shape.triggers or any(t in lower for t in shape.triggers):
+                text = shape.pattern.sub(partial(self._replaced, shape), text)
         return text
+
+    def _replaced(self, shape: Shape, m: re.Match[str]) -> str:
+        new = shape.replace(m)
+        if new is None:
+            return m.group(0)
+        self.kinds[shape.kind] += 1
+        return new
 
     def data(self, value: Any) -> Any:
         """Every string in ``value`` (dicts, lists, strings; keys kept) redacted."""
@@ -136,6 +124,12 @@ class Redactor:
         if isinstance(value, list):
             return [self.data(item) for item in value]
         return value
+
+    @staticmethod
+    def described(kinds: Mapping[str, int]) -> str:
+        """What was found, in words: ``2 passwords in URLs, 1 authorization header``."""
+        said = [(n, KINDS.get(kind, (kind, kind))) for kind, n in kinds.items() if n]
+        return ", ".join(f"{n} {one if n == 1 else many}" for n, (one, many) in said)
 
 
 def _merged(found: Iterable[dict[str, str]]) -> dict[str, str]:

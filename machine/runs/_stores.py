@@ -1,5 +1,6 @@
 """Which store a workspace keeps its runs in: ``MACHINE_STORE`` (or ``--store``), a ``postgresql://`` URL
-for a team's shared PostgreSQL or a SQLite file's path, else the workspace's own ``.machine/store.db``."""
+(or libpq's key=value settings) for a team's shared PostgreSQL or a SQLite file's path, else the
+workspace's own ``.machine/store.db``."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ from typing import Any, Protocol, runtime_checkable
 
 from ._pg_store import PostgresStore
 from ._store import SQLiteStore, Store
+from ._store_url import is_conninfo
 
 STORE_ENV = "MACHINE_STORE"
 SCHEMES = ("postgresql://", "postgres://")
 
 
 def is_postgres(location: str) -> bool:
-    """Whether ``location`` names a PostgreSQL database (a ``postgresql://`` URL), not a SQLite file."""
-    return location.startswith(SCHEMES)
+    """Whether ``location`` names a PostgreSQL database (a ``postgresql://`` URL, or libpq's key=value
+    settings, ``host=db dbname=runs``), not a SQLite file."""
+    return location.startswith(SCHEMES) or is_conninfo(location)
 
 
 @runtime_checkable

@@ -35,8 +35,10 @@ if TYPE_CHECKING:
     )
     from ._cases import MAX_DEPTH, Case, depth, load_cases
     from ._gate_report import (
+        COVERAGE,
         DEFAULT_MIN_Z,
         MAX_LOSSES,
+        WEAK_Z,
         CriterionFigures,
         FixedGate,
         GateOutcome,
@@ -44,10 +46,13 @@ if TYPE_CHECKING:
         ReasonCount,
         SideFigures,
         TrainingSummary,
+        checked_min_z,
         count_reasons,
+        needed_cases,
     )
     from ._loader import BUILTIN_MACHINES, MachineLoader, discover
     from ._machine import Counterpart, Machine, define_child, define_machine, instructions_from, model_from
+    from ._readable import hidden_character, show_hidden
     from ._revision import Baseline, machine_at
     from ._trust import MARK, TRUST_FILE, FileTrust, TrustBook, TrustState, marked, sha256_of, unreviewable
 
@@ -85,6 +90,10 @@ _HOMES = {
     "SideFigures": "._gate_report",
     "TrainingSummary": "._gate_report",
     "count_reasons": "._gate_report",
+    "COVERAGE": "._gate_report",
+    "WEAK_Z": "._gate_report",
+    "checked_min_z": "._gate_report",
+    "needed_cases": "._gate_report",
     "BUILTIN_MACHINES": "._loader",
     "MachineLoader": "._loader",
     "discover": "._loader",
@@ -94,6 +103,8 @@ _HOMES = {
     "define_machine": "._machine",
     "instructions_from": "._machine",
     "model_from": "._machine",
+    "hidden_character": "._readable",
+    "show_hidden": "._readable",
     "Baseline": "._revision",
     "machine_at": "._revision",
     "MARK": "._trust",
@@ -109,6 +120,7 @@ _HOMES = {
 
 __all__ = [
     "BUILTIN_MACHINES",
+    "COVERAGE",
     "DEFAULT_MIN_Z",
     "INSTRUCTIONS_FILE",
     "MARK",
@@ -118,6 +130,7 @@ __all__ = [
     "TRUST_FILE",
     "UNRECORDED",
     "VERSIONS_FILE",
+    "WEAK_Z",
     "Baseline",
     "Book",
     "Case",
@@ -136,12 +149,14 @@ __all__ = [
     "TrustState",
     "Version",
     "VersionStatus",
+    "checked_min_z",
     "count_reasons",
     "define_child",
     "define_machine",
     "depth",
     "discover",
     "files_of",
+    "hidden_character",
     "identity_of",
     "instructions_from",
     "keep_texts",
@@ -150,12 +165,14 @@ __all__ = [
     "marked",
     "model_from",
     "model_json",
+    "needed_cases",
     "open_book",
     "read_book",
     "require_live",
     "restore",
     "sha256_of",
     "sha256_text",
+    "show_hidden",
     "snapshot",
     "unreviewable",
     "version_label",

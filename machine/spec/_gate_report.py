@@ -1,11 +1,12 @@
 """What the promotion gate found, as ``versions.json`` keeps it beside a candidate: each side's figures
 and where its runs ran (harness, model, endpoint), each criterion before and after with its UNSCORED
-grades and why, and the decision. A criterion with no scored grade on a side was not measured there, and
-the decision is then "not measured", never "passed"; too few cases that changed is "not enough
-evidence"."""
+grades and why, and the decision. A criterion scored on fewer than ``COVERAGE`` of the cases on a side
+(none at all, or a few while the rest came back UNSCORED) was not measured there, and the decision is
+then "not measured", never "passed"; too few cases that changed is "not enough evidence"."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
@@ -13,9 +14,16 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from machine.errors import BadInputError, Fix
 from machine.runs import Record, TrainingPlan, now
 
 DEFAULT_MIN_Z = 2.0
+WEAK_Z = 1.0
+"""A ``min_z`` below this passes gains chance alone gives about one time in six: refused unless the
+caller allows a weak gate (``checked_min_z``)."""
+COVERAGE = 0.8
+"""The share of the cases each side must have a scored run of (a failed run counts, as a 0), and each
+criterion a scored grade on, on each side: below it, it was not measured there (5 of 6 cases, 8 of 10)."""
 GateOutcome = Literal["passed", "not passed", "not measured", "not enough evidence"]
 """The gate's decision: only "passed" may be committed without ``force``."""
 REASONS_KEPT = 3
@@ -24,6 +32,33 @@ MAX_LOSSES = 240
 """The most per-step losses a report keeps."""
 REASON_CHARS = 200
 """A reason is kept as one line of at most this many characters."""
+
+
+def needed_cases(cases: int) -> int:
+    """How many of ``cases`` a side, and each criterion on it, must be scored on."""
+    return math.ceil(COVERAGE * cases - 1e-9)
+
+
+def checked_min_z(min_z: float, allow_weak_gate: bool = False) -> float:
+    """``min_z`` if the gate it sets means something: not negative, and at least ``WEAK_Z`` unless
+    ``allow_weak_gate`` (a gain of half a standard error is what chance gives a third of the time)."""
+    if min_z < 0:
+        raise BadInputError(f"min_z must not be negative, got {min_z:g}", fixes=[Fix("min_z", "2")])
+    if min_z < WEAK_Z and not allow_weak_gate:
+        raise BadInputError(
+            f"min_z {min_z:g} is below {WEAK_Z:g}: a gate that passes a gain of fewer than {WEAK_Z:g} "
+            f"standard errors passes what chance alone gives about one time in {1 / _chance(min_z):.0f}",
+            fixes=[
+                Fix("min_z", f"{DEFAULT_MIN_Z:g}", "for the usual gate"),
+                Fix("allow_weak_gate", None, "to use the weak gate anyway"),
+            ],
+        )
+    return min_z
+
+
+def _chance(z: float) -> float:
+    """The one-sided chance of a gain of at least ``z`` standard errors from chance alone."""
+    return 0.5 * math.erfc(z / math.sqrt(2))
 
 
 class ReasonCount(Record):
@@ -90,6 +125,11 @@ class CriterionFigures(Record):
     unscored_after: int = 0
     unscored_reasons_before: list[ReasonCount] = Field(default_factory=list)
     unscored_reasons_after: list[ReasonCount] = Field(default_factory=list)
+    cases_before: int | None = None
+    """The cases this criterion was scored on, on the live side (a failed run counts, as a 0); None in
+    reports written before it was kept."""
+    cases_after: int | None = None
+    """The same on the candidate's side."""
     diff: float | None = None
     """The mean over cases of the candidate's per-case mean minus the live version's (None: no case
     graded on both sides, or a report written before it was kept)."""
@@ -109,6 +149,13 @@ class CriterionFigures(Record):
     @property
     def measured_after(self) -> bool:
         return self.after is not None
+
+    def thin(self, after: bool, side: SideFigures, need: int) -> bool:
+        """Whether this criterion was scored on fewer than ``need`` cases on a side (the candidate's if
+        ``after``) that was itself scored on enough (a side short of cases is reported as such)."""
+        cases = self.cases_after if after else self.cases_before
+        enough = side.cases_scored is None or side.cases_scored >= need
+        return cases is not None and cases < need and enough
 
 
 class TrainingSummary(Record):
@@ -230,16 +277,18 @@ class GateReport(Record):
 
     @property
     def unmeasured(self) -> dict[str, list[str]]:
-        """Each criterion not measured on a side, with the sides (``live v1``, ``candidate v2``)."""
+        """Each criterion not measured on a side, with the sides (``live v1``, ``candidate v2``): no grade
+        of it scored there, or scored on fewer of the cases than ``needed_cases``."""
+        need = needed_cases(self.cases)
         found: dict[str, list[str]] = {}
-        for name, figures in self.criteria.items():
+        for name, f in self.criteria.items():
             sides = [
                 label
-                for label, measured in (
-                    (f"live {self.live}", figures.measured_before),
-                    (f"candidate {self.candidate}", figures.measured_after),
+                for label, measured, after, side in (
+                    (f"live {self.live}", f.measured_before, False, self.before),
+                    (f"candidate {self.candidate}", f.measured_after, True, self.after),
                 )
-                if not measured
+                if not measured or f.thin(after, side, need)
             ]
             if sides:
                 found[name] = sides

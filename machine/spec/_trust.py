@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +27,8 @@ from pydantic import Field, ValidationError
 
 from machine.errors import DefinitionError, NotTrusted
 from machine.runs import Model, write_atomic
+
+from ._readable import foreign_name, hidden_character
 
 TRUST_FILE = "trust.json"
 """The record's name in a workspace's data folder (``.machine``)."""
@@ -82,28 +83,18 @@ def sha256_of(path: Path) -> str | None:
 
 
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
-_HIDING = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
-"""Unicode categories of characters that can hide code from a reader: controls (escape sequences,
-carriage returns), format characters (bidirectional overrides, zero-width joiners), private and surrogate
-code points, line and paragraph separators."""
 
 
 def unreviewable(text: str) -> str | None:
     """Why Python source ``text`` cannot be reviewed by reading it (what a reader is shown is not what
-    Python runs), or None: a declared encoding other than UTF-8, or a character that hides text."""
+    Python runs), or None: a declared encoding other than UTF-8, a name (or other code outside strings
+    and comments) that is not ASCII, or a character anywhere that a reader cannot see."""
     for line in text.splitlines()[:2]:
         declared = _CODING.match(line)
         if declared and declared.group(1).lower().replace("_", "-") not in ("utf-8", "utf8"):
             encoding = declared.group(1)
             return f"it declares the source encoding {encoding!r}, so Python runs other text than is shown"
-    for index, char in enumerate(text):
-        if char in "\n\t" or (char == "\r" and text[index + 1 : index + 2] == "\n"):
-            continue
-        if unicodedata.category(char) in _HIDING:
-            number = text.count("\n", 0, index) + 1
-            what = unicodedata.name(char, "a control character")
-            return f"line {number} holds U+{ord(char):04X} ({what}), which can hide code from a reader"
-    return None
+    return foreign_name(text) or hidden_character(text)
 
 
 def marked(text: str, by: str, machine: str, *, draft: bool = False) -> str:

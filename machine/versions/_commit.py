@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from machine.errors import BadInputError, CommitRefused, Fix, MachineError
-from machine.runs import now
+from machine.runs import endpoint_url, now
 from machine.spec import (
     VERSIONS_FILE,
     Book,
@@ -24,7 +24,6 @@ from machine.spec import (
 )
 from machine.workspace import Workspace, harness_name, made_harness
 
-from ._gate import endpoint_of
 from ._lifecycle import _model_problem, _write_and_check, _written
 from ._propose import check_fixed
 
@@ -139,7 +138,7 @@ def _measured_elsewhere(
     side = report.after
     runs_on = harness or harness_name(ws, candidate.model) or "(none)"
     made = made_harness(ws) if harness is None else None
-    endpoint = endpoint_of(made)
+    endpoint = endpoint_url(made)
     measured = f"harness {side.harness!r} with model {side.model!r}"
     if side.endpoint:
         measured += f" at {side.endpoint}"

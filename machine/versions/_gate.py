@@ -3,10 +3,11 @@ standard errors of the per-case difference, on evidence enough to tell a gain fr
 
 - A failed run (status error) is a failure of its side: it scores 0 there, on every criterion, never
   left out (a candidate that crashes on most cases must not pass on the rest).
-- An UNSCORED grade is never a 0: it is counted apart. A criterion with no scored grade on a side, or a
-  side with a scored run on fewer than ``COVERAGE`` of the cases, was not measured, and the decision is
-  then "not measured": a run's score leaves its UNSCORED criteria out, so without this a candidate could
-  be judged on the few cases, or the light criteria, that happened to be graded.
+- An UNSCORED grade is never a 0: it is counted apart. A side with a scored run on fewer than
+  ``COVERAGE`` of the cases, or a criterion scored on fewer than that on a side (none at all, or one
+  grade while nine came back UNSCORED), was not measured, and the decision is then "not measured": a
+  run's score leaves its UNSCORED criteria out, so without this a candidate could be judged on the few
+  cases, or the light criteria, that happened to be graded.
 - Few cases are not evidence, however alike they moved: the cases that changed must be enough for an
   exact one-sided sign test to reach the level ``min_z`` stands for (``level``: 0.023 at 2, which takes
   6 cases that changed), else the decision is "not enough evidence". A standard error of 0 never passes
@@ -23,10 +24,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
-from urllib.parse import urlsplit
 
 from machine.measure import stats as _stats
-from machine.runs import Harness, Run, passes
+from machine.runs import Harness, Run, endpoint_url, passes
 from machine.spec import (
     Case,
     CriterionFigures,
@@ -36,14 +36,12 @@ from machine.spec import (
     SideFigures,
     Version,
     count_reasons,
+    needed_cases,
 )
 
 Z_TOLERANCE = 1e-9
 """A gain of exactly ``min_z`` standard errors reaches the gate, though its z came out a rounding error
 short."""
-COVERAGE = 0.8
-"""The share of the cases each side must have a scored run of (a failed run counts, as a 0): below it
-the side was not measured (5 of 6 cases, 8 of 10)."""
 
 
 def level(min_z: float) -> float:
@@ -56,23 +54,6 @@ def evidence_floor(min_z: float) -> int:
     rising): 6 at min_z 2, 1 at 0. Fewer is "not enough evidence", whatever the standard error says."""
     alpha = max(level(min_z), 2.0**-1074)
     return max(1, math.ceil(-math.log2(alpha) - 1e-9))
-
-
-def needed_cases(cases: int) -> int:
-    """How many of ``cases`` a side must have a scored run of."""
-    return math.ceil(COVERAGE * cases - 1e-9)
-
-
-def endpoint_of(harness: Harness | None) -> str | None:
-    """The URL a harness sends its calls to (scheme, host and path only: never a key or a query), or
-    None for a harness that calls no endpoint."""
-    url = getattr(getattr(harness, "endpoint", None), "base_url", None)
-    if not isinstance(url, str) or not url:
-        return None
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}".rstrip("/") if parts.scheme else None
 
 
 @dataclass
@@ -160,7 +141,7 @@ def empty_tally(label: str, model: str, harness: Harness | None = None) -> SideT
         version=label,
         model=model,
         harness=None if harness is None else harness.name,
-        endpoint=endpoint_of(harness),
+        endpoint=endpoint_url(harness),
     )
     return SideTally(figures, model, {}, {}, {}, {})
 
@@ -175,10 +156,10 @@ def gate(
     worse: Sequence[str] = (),
 ) -> tuple[GateOutcome, str]:
     """The promotion gate's decision and the reason in words (see the module). ``unmeasured`` says, for
-    each criterion with no scored grade on a side, which and why; ``thin``, each side scored on too few
-    of the cases: either makes the decision "not measured". ``worse`` says how each held criterion the
-    candidate is worse on fell: any makes it "not passed". ``data`` names the cases in the reasons
-    (``held-out``; ``optimize`` applies the rule to the cases it shows)."""
+    each criterion scored on too few of the cases on a side (or none), which and why; ``thin``, each
+    side scored on too few of the cases: either makes the decision "not measured". ``worse`` says how
+    each held criterion the candidate is worse on fell: any makes it "not passed". ``data`` names the
+    cases in the reasons (``held-out``; ``optimize`` applies the rule to the cases it shows)."""
     kind = f"{data} " if data else ""
     if unmeasured:
         also = f"; the comparison also stopped early ({stopped})" if stopped else ""
@@ -286,13 +267,13 @@ def measured(
         paired = _stats.paired(before.scores, after.scores)
     holds = set(spec.rubric.held if held is None else held)
     criteria = {
-        name: _criterion(before, after, name, c.weight, held=name in holds, min_z=min_z)
+        name: _criterion(before, after, name, c.weight, held=name in holds, min_z=min_z, cases=chosen)
         for name, c in spec.rubric.items()
     }
     labels = (f"live {live_label}", f"candidate {candidate_label}")
     thin = _thin(((labels[0], before), (labels[1], after)), chosen, data)
     worse = [_fell(name, f, data) for name, f in criteria.items() if f.worse]
-    unmeasured = _unmeasured(criteria, labels)
+    unmeasured = _unmeasured(criteria, ((labels[0], before), (labels[1], after)), len(chosen), data)
     outcome, decision = gate(paired, min_z, stopped, unmeasured, data, thin, worse)
     return GateReport(
         machine=spec.name,
@@ -320,11 +301,18 @@ def measured(
 
 
 def _criterion(
-    before: SideTally, after: SideTally, criterion: str, weight: float, *, held: bool, min_z: float
+    before: SideTally,
+    after: SideTally,
+    criterion: str,
+    weight: float,
+    *,
+    held: bool,
+    min_z: float,
+    cases: Sequence[Case],
 ) -> CriterionFigures:
     """One criterion's mean and pass rate on each side, with its UNSCORED grades counted apart and
-    their commonest reasons, and its paired difference by case (``worse``: held, and fell by ``min_z``
-    standard errors, or on every case alike)."""
+    their commonest reasons, the ``cases`` it was scored on there, and its paired difference by case
+    (``worse``: held, and fell by ``min_z`` standard errors, or on every case alike)."""
     figures = CriterionFigures(
         weight=weight,
         held=held,
@@ -342,6 +330,8 @@ def _criterion(
             setattr(figures, mean_field, _stats.mean(values))
             setattr(figures, rate_field, side.criteria_passes.get(criterion, 0) / len(values))
     before_cases, after_cases = before.case_scores(criterion), after.case_scores(criterion)
+    figures.cases_before = sum(bool(before_cases.get(c.id)) for c in cases)
+    figures.cases_after = sum(bool(after_cases.get(c.id)) for c in cases)
     if before_cases.keys() & after_cases.keys():
         p = _stats.paired(before_cases, after_cases)
         figures.diff, figures.se, figures.z, figures.paired_cases = p.diff, p.se, p.z, p.cases
@@ -360,19 +350,35 @@ def _fell(name: str, f: CriterionFigures, data: str) -> str:
     )
 
 
-def _unmeasured(criteria: dict[str, CriterionFigures], labels: tuple[str, str]) -> list[str]:
-    """For each criterion with no scored grade on a side, in words: where, and how many grades came
-    back UNSCORED there (the report lists their reasons under the criterion)."""
+def _unmeasured(
+    criteria: dict[str, CriterionFigures],
+    sides: tuple[tuple[str, SideTally], tuple[str, SideTally]],
+    cases: int,
+    data: str,
+) -> list[str]:
+    """For each criterion not measured on a side, in words: where, and how many grades came back
+    UNSCORED there (the report lists their reasons under the criterion). Not measured: no grade of it
+    scored there, or scored on fewer than ``needed_cases`` of the cases (on a side scored on enough of
+    them; a side that was not is said as such)."""
+    need, kind = needed_cases(cases), f"{data} " if data else ""
     found = []
     for name, f in criteria.items():
-        sides = [
+        (live, before), (candidate, after) = sides
+        shown = (
+            (live, f.measured_before, f.unscored_before, f.cases_before, False, before),
+            (candidate, f.measured_after, f.unscored_after, f.cases_after, True, after),
+        )
+        none = [
             f"{label} ({unscored} UNSCORED)" if unscored else f"{label} (no run graded)"
-            for label, measured, unscored in (
-                (labels[0], f.measured_before, f.unscored_before),
-                (labels[1], f.measured_after, f.unscored_after),
-            )
+            for label, measured, unscored, _, _, _ in shown
             if not measured
         ]
-        if sides:
-            found.append(f"criterion {name!r} has no scored grade on {' nor on '.join(sides)}")
+        if none:
+            found.append(f"criterion {name!r} has no scored grade on {' nor on '.join(none)}")
+        found.extend(
+            f"criterion {name!r} was scored on only {scored} of the {cases} {kind}cases on {label} "
+            f"({unscored} UNSCORED; at least {need} needed)"
+            for label, measured, unscored, scored, is_after, side in shown
+            if measured and f.thin(is_after, side.figures, need)
+        )
     return found

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from machine.errors import BadInputError, Fix, NotFoundError
 from machine.measure import BatchWriter
-from machine.runs import Run, checked_score
+from machine.runs import Run, checked_score, setup_of
 from machine.spec import (
     DEFAULT_MIN_Z,
     MODEL_FILE,
@@ -21,6 +21,7 @@ from machine.spec import (
     GateReport,
     Machine,
     Version,
+    checked_min_z,
     model_json,
     open_book,
     require_live,
@@ -77,13 +78,15 @@ def _reusable(
     fingerprint: str,
     live: str | None = None,
 ) -> tuple[dict[tuple[str, str], list[Run]], dict[tuple[str, str], list[Run]]]:
-    """Stored runs of either version on these cases, made the same way (harness, model, effort, input):
-    graded under the current rubric (reused as they are) or not (graded again), at most ``trials`` a case;
-    a run that records no version (stored before versions.json) as side ``live``'s, labelled so."""
+    """Stored runs of either version on these cases, made the same way (harness and its setup, model,
+    effort, input): graded under the current rubric (reused as they are) or not (graded again), at most
+    ``trials`` a case; a run that records no version (stored before versions.json) as side ``live``'s,
+    labelled so. A run that records no setup is not reused where the harness has one now."""
     by_id = {c.id: c for c in chosen}
     instructions = ws.load(name).instructions
     effort = None if ws.effort is None else ws.effort.value
     harness = ws.harness.name
+    setups = {label: setup_of(ws.harness, name, side.machine_model, ws.root) for label, side in sides.items()}
     graded: dict[tuple[str, str], list[Run]] = {}
     stale: dict[tuple[str, str], list[Run]] = {}
     for run in ws.store.iter_runs(name):
@@ -100,6 +103,7 @@ def _reusable(
             or run.instructions != instructions
             or run.model != side.machine_model
             or run.harness != harness
+            or run.setup != setups[run.version or ""]
             or run.effort != effort
         ):
             continue
@@ -127,6 +131,7 @@ async def propose(
     note: str = "",
     on_run: Callable[[Run], None] | None = None,
     gate: FixedGate | None = None,
+    allow_weak_gate: bool = False,
 ) -> Candidate:
     """Make a pending candidate: the live version with ``model``. Run it and the live version on the
     held-out cases (holdout.json beside the machine, or ``cases``), ``trials`` each, interleaved;
@@ -135,9 +140,9 @@ async def propose(
     the current evaluator; the report, with the gate's decision, is kept with the candidate in
     versions.json. The machine's files are not changed. With ``gate`` (fixed before a training), its
     held-out file (refused if it changed since), trials, ``min_z``, pass score and held criteria are
-    the ones used.
+    the ones used. A ``min_z`` below 1 is refused unless ``allow_weak_gate``.
     """
-    model = _checked(model, trials, concurrency, min_z)
+    model = _checked(model, trials, concurrency, min_z, allow_weak_gate)
     checked_score(pass_score)
     spec = ws.reload(name)
     if spec.counterpart is not None:
@@ -186,14 +191,13 @@ def check_fixed(ws: Workspace, gate: FixedGate, what: str, *, fixes: Sequence[Fi
     return path
 
 
-def _checked(model: str, trials: int, concurrency: int, min_z: float) -> str:
+def _checked(model: str, trials: int, concurrency: int, min_z: float, allow_weak_gate: bool) -> str:
     """The candidate's model, once every setting is checked."""
     if trials < 1:
         raise BadInputError("trials must be at least 1")
     if concurrency < 1:
         raise BadInputError("concurrency must be at least 1")
-    if min_z < 0:
-        raise BadInputError(f"min_z must not be negative, got {min_z}")
+    checked_min_z(min_z, allow_weak_gate)
     if not model.strip():
         raise BadInputError("propose needs the candidate's model", fixes=[Fix("model", "MODEL")])
     return model.strip()

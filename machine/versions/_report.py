@@ -129,13 +129,14 @@ def _gain_lines(t: TrainingSummary, report: GateReport) -> list[str]:
 
 
 def _criteria_lines(report: GateReport) -> list[str]:
-    """Each criterion before and after; under one with UNSCORED grades, how many on each side and
-    their commonest reasons; a criterion with no scored grade on a side is marked NOT MEASURED."""
+    """Each criterion before and after, with the cases it was scored on each side; under one with
+    UNSCORED grades, how many on each side and their commonest reasons; a criterion scored on too few
+    of the cases on a side (or none) is marked NOT MEASURED."""
     if not report.criteria:
         return []
     lines = [
-        "criteria (weight; mean before -> after, pass rate before -> after; change by case, z; "
-        "held: no worse allowed):"
+        "criteria (weight; mean before -> after, pass rate before -> after; cases scored before -> "
+        "after; change by case, z; held: no worse allowed):"
     ]
     width = max(len(c) for c in report.criteria)
     sides = (f"live {report.live}", f"candidate {report.candidate}")
@@ -147,11 +148,19 @@ def _criteria_lines(report: GateReport) -> list[str]:
         flag += "   WORSE" if f.worse else ""
         lines.append(
             f"  {criterion:<{width}}  {weight:>4}  {_score(f.before):>5} -> {_score(f.after):<5}   "
-            f"{_rate(f.before_pass_rate):>4} -> {_rate(f.after_pass_rate):<4}   {_change(f)}"
+            f"{_rate(f.before_pass_rate):>4} -> {_rate(f.after_pass_rate):<4}   {_cases(f, report.cases)}"
+            f"   {_change(f)}"
             f"{'  held' if f.held else ''}{flag}".rstrip()
         )
         lines.extend(_unscored_lines(f, sides))
     return lines
+
+
+def _cases(f: CriterionFigures, cases: int) -> str:
+    """On how many of the ``cases`` a criterion was scored on each side (``-``: an older report)."""
+    if f.cases_before is None or f.cases_after is None:
+        return "-"
+    return f"{f.cases_before}/{cases} -> {f.cases_after}/{cases}"
 
 
 def _change(f: CriterionFigures) -> str:

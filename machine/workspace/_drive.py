@@ -38,21 +38,26 @@ async def drive(
     except BudgetExceeded:
         raise
     except MachineError as error:  # stored, and shown by every face: its fixes in plain words
-        return run.model_copy(update={"status": "error", "error": error.explain(plain_spelling)})
+        return run.model_copy(update={"status": "error", "error": _kept(error.explain(plain_spelling))})
     except Exception as error:
-        return run.model_copy(update={"status": "error", "error": f"{type(error).__name__}: {error}"})
+        return run.model_copy(update={"status": "error", "error": _kept(f"{type(error).__name__}: {error}")})
     return run.model_copy(
         update={
-            "trajectory": result.trajectory,
-            "output": result.output,
+            "trajectory": on_run.bounded(result.trajectory),  # a host's, too, kept to the loop's bounds
+            "output": on_run.cut(result.output, on_run.MAX_TEXT),
             "usage": result.usage,
             "cost_usd": result.cost_usd,
             "stop_reason": result.stop_reason,
             "retries": result.retries,
             "status": "error" if result.error else "ok",
-            "error": result.error,
+            "error": None if result.error is None else _kept(result.error),
         }
     )
+
+
+def _kept(error: str) -> str:
+    """A failure's reason as the run keeps it: it may quote what an endpoint or a model sent."""
+    return on_run.cut(error, on_run.MAX_TEXT)
 
 
 __all__ = ["drive"]

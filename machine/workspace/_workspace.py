@@ -329,8 +329,9 @@ class Workspace:
         """The run as it starts: what it is of, on what, with what provenance."""
         return Run(
             machine=spec.name, version=spec_on_run.version_label(spec, model), model=model,
-            harness=harness.name, effort=None if effort is None else effort.value,
-            instructions=spec.instructions, input=input, history=list(history or []),
+            harness=harness.name, setup=on_run.setup_of(harness, spec.name, model, self.root),
+            effort=None if effort is None else effort.value, instructions=spec.instructions,
+            input=input, history=list(history or []),
             case_id=case.id if case else None, case=case.data() if case else None,
             trial=trial, conversation_id=conversation_id, revision=self.revision,
             library_version=on_run.library_version(), timings=on_run.Timings(),

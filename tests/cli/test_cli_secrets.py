@@ -1,5 +1,7 @@
 """``machine export`` and ``machine train`` say how many secrets they kept out of the training data, in
-words and in ``--json``, and what they wrote holds none of them."""
+words and in ``--json``, and what they wrote holds none of them; ``export`` says what it found by kind,
+for each shape people paste (a URL's password, a .env value, a password on a command line or in a
+header)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers.secret_runs import ENVIRONMENT, KEY, SECRETS_PER_RUN, read_dotenv
+from helpers.secret_runs import (
+    DOTENV_URL,
+    ENVIRONMENT,
+    KEY,
+    PASTED,
+    SECRETS_PER_RUN,
+    pasted,
+    read_dotenv,
+)
 from helpers.training import TRAIN_CASES, Counting, make_caps
 
 from machine import open_workspace
@@ -35,8 +45,8 @@ def test_export_says_how_many_secrets_it_redacted(invoke: Invoke, root: Path) ->
     out = root / "caps.jsonl"
     done = invoke("export", "caps", "--out", out, "--workspace", root)
     assert done.exit_code == 0, done.output
-    said = f"redacted {2 * SECRETS_PER_RUN} secrets (keys, tokens, passwords) from what was written"
-    assert said in done.stdout.splitlines()
+    said = f"redacted {2 * SECRETS_PER_RUN} things that look like secrets from what was written: "
+    assert f"{said}{2 * SECRETS_PER_RUN} values from the environment or .env" in done.stdout.splitlines()
     assert KEY not in out.read_text(encoding="utf-8")
     done = invoke("export", "caps", "--out", out, "--json", "--workspace", root)
     assert done.exit_code == 0, done.output
@@ -63,3 +73,39 @@ def test_train_says_how_many_secrets_it_redacted(
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["report"]["training"]["redacted"] == redacted
     assert all(KEY not in json.dumps(e.messages) for examples in trainer.prepared for e in examples)
+
+
+KINDS = {
+    "url": "1 password in a URL", "dotenv": "1 value from the environment or .env",
+    "word_password": "1 value set for a secret's name", "curl": "1 password on a command line",
+    "mysql": "1 password on a command line", "basic": "1 authorization header",
+    "token": "1 authorization header", "pgpassword": "1 value set for a secret's name",
+    "yaml": "1 value set for a secret's name",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", sorted(PASTED))
+def test_export_redacts_what_people_paste_and_says_what_it_found(
+    invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str
+) -> None:
+    """A URL's password (scheme, user and host kept), a value of the workspace's .env whatever its name,
+    a password set by name without a digit, on a command line, in a header: each is gone from the file,
+    and the line says what was found, not that every secret is gone."""
+    for name in ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    root = tmp_path / "ws"
+    make_caps(root)
+    (root / ".env").write_text(f"DATABASE_URL={DOTENV_URL}\nDEBUG=true\n", encoding="utf-8")
+    text, secret, written = PASTED[shape]
+    ws = open_workspace(root, budget="none")
+    ws.store.put_many([pasted(ws, "ann", "caps", text)])
+    out = root / "caps.jsonl"
+    done = invoke("export", "caps", "--out", out, "--workspace", root)
+    assert done.exit_code == 0, done.output
+    [row] = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    [tool] = [m["content"] for m in row["messages"] if m["role"] == "tool"]
+    assert secret not in json.dumps(row) and written in tool
+    found = f"redacted 1 thing that looks like a secret from what was written: {KINDS[shape]}"
+    assert found in done.stdout.splitlines()
+    done = invoke("export", "caps", "--out", out, "--json", "--workspace", root)
+    assert json.loads(done.stdout)["redacted"] == 1

@@ -161,8 +161,11 @@ def test_the_marking_line_keeps_a_childs_code_untrusted_when_the_record_is_lost(
     ("hiding", "why"),
     [
         ("# -*- coding: utf-7 -*-\n# +AAo-print(+ACI-hidden+ACI-)\n", "declares the source encoding 'utf-7'"),
-        ("x = 1  #\x1b[2K\x1b[G# a harmless comment\n", "U+001B"),
-        ("access = 'user' # \u202e } \u2066if admin:\u2069 \u2066\n", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+        (
+            "x = 1  #\x1b[2K\x1b[G# a harmless comment\n",
+            "line 1, column 9 holds \\u001b (a control character)",
+        ),
+        ("access = 'user' # \u202e } \u2066if admin:\u2069 \u2066\n", "\\u202e (RIGHT-TO-LEFT OVERRIDE)"),
     ],
     ids=["utf-7", "terminal-escape", "bidi-override"],
 )
@@ -177,3 +180,59 @@ def test_code_whose_text_is_not_what_python_runs_cannot_be_trusted(
     assert "cannot be trusted as it is" in refused.stderr and why in refused.stderr
     assert machine_cmd("suite", "greet/shy", "--harness", "echo", "--workspace", ws.root).returncode == 2
     assert not marker.exists()
+
+
+def test_a_name_that_renders_blank_is_shown_as_an_escape_and_never_trusted_or_run(
+    ws: WorkspaceFolder, machine_cmd: Command
+) -> None:
+    """The break: the author bound ``os.system`` to U+3164 (HANGUL FILLER, a letter that renders blank)
+    and called it from the check; trusted with --yes, it ran on the host while grading."""
+    marker = ws.root / "ran-on-the-host"
+    machine_py = f"""\
+import os
+
+from machine import check, define_child, define_evaluator
+
+from ..machine import machine as parent
+from .rubric import rubric
+
+LABEL, \u3164 = "quiet", os.system
+
+
+def quiet(run):
+    \u3164("touch {marker}")
+    return run.output.islower(), LABEL
+
+
+machine = define_child(
+    parent,
+    name="greet/shy",
+    intent="Greet the person quietly.",
+    instructions="Use small letters only.",
+    rubric=rubric,
+    evaluator=define_evaluator(rubric, {{"quiet": check("lower", quiet)}}),
+)
+"""
+    rubric_py = 'from machine import define_rubric\n\nrubric = define_rubric({"quiet": "Small letters."})\n'
+    files = {"machine.py": machine_py, "rubric.py": rubric_py}
+    ws.write_as_model("greet/shy", files, by="specialize greet (author test/model)", mark=True)
+    ws.write_json("machines/greet/shy/cases.json", [{"id": "ann", "input": "greet ann"}])
+
+    refused = machine_cmd("trust", "greet/shy", "--yes", "--workspace", ws.root)
+    assert refused.returncode == 2, refused.stdout
+    assert (
+        "machines/greet/shy/machine.py cannot be trusted as it is: line 9, column 8 holds \\u3164 "
+        "(HANGUL FILLER), which shows as blank space or as nothing, in the name \\u3164" in refused.stderr
+    )
+    assert "write every name in ASCII" in refused.stderr
+    assert '+LABEL, \\u3164 = "quiet", os.system' in refused.stdout  # the review shows it
+    assert '+    \\u3164("touch' in refused.stdout
+    assert "\u3164" not in refused.stdout + refused.stderr
+    listed = machine_cmd("trust", "--list", "--json", "--workspace", ws.root)
+    assert {(f["path"], f["state"]) for f in json.loads(listed.stdout)} == {
+        ("greet/shy/machine.py", "untrusted"),
+        ("greet/shy/rubric.py", "untrusted"),
+    }
+    suite = machine_cmd("suite", "greet/shy", "--harness", "echo", "--workspace", ws.root)
+    assert suite.returncode == 2 and "holds code a model wrote that you have not trusted" in suite.stderr
+    assert not marker.exists(), "the model's hidden call ran on the host"

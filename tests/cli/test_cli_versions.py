@@ -113,6 +113,26 @@ def test_propose_errors(ws: WorkspaceFolder, invoke: Invoke) -> None:
     assert result.exit_code == 2 and "no held-out cases" in result.stderr and "holdout.json" in result.stderr
 
 
+def test_a_min_z_below_1_is_refused_unless_a_weak_gate_is_allowed(
+    ws: WorkspaceFolder, invoke: Invoke
+) -> None:
+    """The break: ``--min-z 0.5`` was taken as given on every command that sets the gate."""
+    ws.write("machines/greet/holdout.json", (ws.machines / "greet" / "cases.json").read_text())
+    weak = ("--min-z", "0.5")
+    for command in (["propose", "greet", "--model", "Qwen/Other"], ["optimize", "greet"], ["train", "greet"]):
+        refused = invoke(*command, *weak, *scripted(ws))
+        assert refused.exit_code == 2, (command, refused.stdout, refused.stderr)
+        assert refused.stderr == (
+            "error: min_z 0.5 is below 1: a gate that passes a gain of fewer than 1 standard errors passes "
+            "what chance alone gives about one time in 3; pass --min-z 2 for the usual gate or pass "
+            "--allow-weak-gate to use the weak gate anyway\n"
+        ), command
+    assert not (ws.machines / "greet" / "versions.json").exists()  # refused before anything was done
+    allow = ("--allow-weak-gate", "--trials", "1")
+    allowed = ok(invoke("propose", "greet", "--model", "Qwen/Other", *weak, *allow, *scripted(ws)))
+    assert "(gate: z >= 0.5)" in allowed.stdout
+
+
 def test_commit_force_and_revert(ws: WorkspaceFolder, invoke: Invoke) -> None:
     ws.write("machines/echoer/machine.py", ECHOER_PY)
     ws.write("machines/echoer/instructions.md", "Repeat the input.\n")

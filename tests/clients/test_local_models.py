@@ -83,3 +83,29 @@ def test_a_relative_path_that_leaves_the_workspace_is_refused(tmp_path: Path, pa
         resolve(f"local:smollm2-135m+{path}", tmp_path / "ws")
     with pytest.raises(HarnessError, match="leaves the workspace"):
         resolve(f"local:{path}", tmp_path / "ws")
+
+
+def test_a_local_models_setup_is_its_files_by_hash(tmp_path: Path) -> None:
+    """What a run of a local model records, so a stored run is reused only while the weights it was made
+    with are the ones loaded: a checkpoint written again at the same path is another setup."""
+    from machine.clients.local import LocalHarness, forget
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"weights one")
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    (adapter / "adapter_model.safetensors").write_bytes(b"lora one")
+    harness = LocalHarness()
+    base = harness.setup("caps", f"local:{model}")
+    tuned = harness.setup("caps", "local:model+adapter", tmp_path)  # relative: read from the root
+    assert base is not None and base.startswith("model files sha256:") and tuned not in (None, base)
+    assert harness.setup("caps", f"local:{model}") == base  # worked out once, then the same
+    (adapter / "adapter_model.safetensors").write_bytes(b"lora two")
+    forget()  # a new process: the files are read again
+    assert harness.setup("caps", f"local:{model}") == base
+    assert harness.setup("caps", f"local:{model}+{adapter}") not in (None, tuned)
+    assert harness.setup("caps", "Qwen/Qwen3.8-27B") is None  # not a local model: its run says why
+    assert harness.setup("caps", "local:HuggingFaceTB/SmolLM2-360M-Instruct") is None  # its Hub id names it

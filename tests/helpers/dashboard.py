@@ -1,13 +1,15 @@
 """``machine dashboard`` as a real process for the dashboard's tests: started on a free loopback port in a
 workspace, its URL read from its first lines (within a bounded time), stopped at the end; and a workspace
 with runs to show: passing, failing, failed and unscored runs of a machine, two versions with known
-per-case means, a suite, a training record, a spending log."""
+per-case means, a suite, a training record, a spending log; and a request sent byte for byte, for the
+crafted headers and paths a client library would refuse or tidy."""
 
 from __future__ import annotations
 
 import json
 import re
 import selectors
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from helpers.env import MACHINE_BIN, clean_env
 from helpers.processes import end
@@ -46,6 +49,12 @@ V1 = {"alpha": 1.0, "beta": 0.0, "gamma": 0.5, "delta": 0.0}
 V2 = {"alpha": 1.0, "beta": 1.0, "gamma": 1.0, "delta": 0.5}
 """Per-case scores of two versions: v2 - v1 is 0, +1, +0.5, +0.5, a mean of +0.500 (standard error
 0.204, z 2.45), beta moving most."""
+
+
+@dataclass
+class Raw:
+    status: int
+    headers: dict[str, str]
 
 
 @dataclass
@@ -151,3 +160,18 @@ def _ready(process: subprocess.Popen[str]) -> Served:
             return Served(process, found.group(1), "".join(head))
     process.kill()
     raise AssertionError("machine dashboard did not say where it listens:\n" + "".join(head))
+
+
+def raw_get(url: str, target: str, headers: list[tuple[str, str]], timeout_s: float = 10.0) -> Raw:
+    """``GET target`` sent byte for byte to the server at ``url`` (its headers exactly as given, none
+    added: a client library would tidy the crafted ones), and the answer's status and headers."""
+    address = urlsplit(url)
+    lines = [f"GET {target} HTTP/1.1", *(f"{name}: {value}" for name, value in headers), "Connection: close"]
+    with socket.create_connection((address.hostname, address.port), timeout=timeout_s) as connection:
+        connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        answer = b""
+        while b"\r\n\r\n" not in answer and (chunk := connection.recv(65536)):
+            answer += chunk
+    head = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    fields = dict((k.strip().lower(), v.strip()) for k, _, v in (line.partition(":") for line in head[1:]))
+    return Raw(int(head[0].split()[1]), fields)

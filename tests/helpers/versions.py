@@ -47,3 +47,25 @@ def make_caps(
     (folder / "instructions.md").write_bytes(instructions)
     (folder / "holdout.json").write_text(json.dumps(CASES), encoding="utf-8")
     return folder
+
+
+CAPS_RUBRIC_PY = """\
+from machine import define_rubric
+
+rubric = define_rubric({"correct": "The reply is the input in capital letters."})
+"""
+
+CAPS_MACHINE_PY = """\
+from machine import check, define_evaluator, define_machine, instructions_from, model_from
+
+from .rubric import rubric
+
+machine = define_machine(
+    name="caps",
+    intent="Repeat the input in capital letters.",
+    instructions=instructions_from(__file__),
+    model=model_from(__file__, "bad"),
+    rubric=rubric,
+    evaluator=define_evaluator(rubric, {"correct": check("caps", lambda r: r.output == r.input.upper())}),
+)
+"""

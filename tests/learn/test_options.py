@@ -170,6 +170,27 @@ def test_a_model_given_a_bad_value_names_the_option_and_its_bound() -> None:
     assert OptimizeOptions().min_z == TrainOptions().min_z == DEFAULT_MIN_Z
 
 
+@pytest.mark.parametrize("model", [OptimizeOptions, TrainOptions])
+def test_a_min_z_below_1_is_refused_unless_a_weak_gate_is_allowed(
+    model: type[OptimizeOptions] | type[TrainOptions],
+) -> None:
+    """The break: ``min_z 0.5`` was taken as given, a gate that passes what chance alone gives about a
+    third of the time."""
+    with pytest.raises(BadInputError) as caught:
+        model.of(min_z=0.5)
+    assert str(caught.value) == (
+        "min_z 0.5 is below 1: a gate that passes a gain of fewer than 1 standard errors passes what "
+        "chance alone gives about one time in 3; pass min_z=2 for the usual gate or pass "
+        "allow_weak_gate=True to use the weak gate anyway"
+    )
+    with pytest.raises(BadInputError, match="min_z 0 is below 1"):
+        model(min_z=0)  # made directly, too
+    assert model.of(min_z=0.5, allow_weak_gate=True).min_z == 0.5
+    assert model.of(min_z=1).min_z == 1.0  # 1 itself is allowed
+    with pytest.raises(BadInputError, match="min_z must be a number of at least 0, got -1"):
+        model.of(min_z=-1, allow_weak_gate=True)  # never negative
+
+
 def keyword_defaults(fn: Callable[..., Any]) -> dict[str, Any]:
     return {p.name: p.default for p in inspect.signature(fn).parameters.values()}
 
@@ -198,6 +219,16 @@ async def test_the_handle_checks_its_fields_against_the_model(tmp_path: Path) ->
     with pytest.raises(BadInputError, match="retries must be a whole number from 0 to 5, got 6"):
         await red.draft_rubric(retries=6)
     assert not (tmp_path / ".machine" / "training").exists()
+
+
+@pytest.mark.anyio
+async def test_the_handle_refuses_a_weak_gate_unless_allowed(tmp_path: Path) -> None:
+    copy_red(tmp_path)
+    red = machine.load("red", workspace=tmp_path, harness="echo")
+    for call in (red.propose(model="other", min_z=0.5), red.optimize(min_z=0.5), red.train(min_z=0.5)):
+        with pytest.raises(BadInputError, match=r"min_z 0\.5 is below 1: .* pass allow_weak_gate=True"):
+            await call
+    assert not (tmp_path / "machines" / "red" / "versions.json").exists()
 
 
 async def tool_schemas(root: Path) -> dict[str, dict[str, Any]]:

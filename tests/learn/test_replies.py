@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from machine.learn._replies import MAX_CASE_CHARS, MAX_CASES
+from machine.learn._replies import MAX_CASE_CHARS, MAX_CASES, read_topics
 from machine.learn.optimize import Reply, read_reply
 from machine.learn.specialize import read_cases
 
@@ -89,3 +89,8 @@ def test_too_deep_and_unclosed_blocks_are_refused() -> None:
     assert cases == []
     assert problems[0] == "case block 1 (at character 0) nests more than 64 levels deep"
     assert problems[1].startswith("a <case> at character 504 has no </case>")
+
+
+def test_a_topic_shows_what_a_reader_cannot_see_as_escapes() -> None:
+    reply = "<topic>short\u200bnames</topic><topic>\u3164</topic><topic>caf\u00e9 names</topic>"
+    assert read_topics(reply) == ["short\\u200bnames", "\\u3164", "caf\u00e9 names"]

@@ -31,6 +31,8 @@ from machine import open_workspace, run_suite
 from machine.clients import TRAINERS, TrainerEntry
 from machine.errors import BadInputError
 from machine.ops import executor_for
+from machine.runs import Run
+from machine.spec import TRUST_FILE, TrustBook, marked
 from machine.workspace import RunOrder
 
 pytestmark = pytest.mark.slow
@@ -214,6 +216,72 @@ def test_a_comparison_on_the_cluster_ships_the_earlier_version_and_equals_the_lo
     with_red = [c for c in json.loads((RED / "cases.json").read_text()) if c.get("red")]
     assert len(at_head) == 2 * len(with_red)  # both comparisons' runs of A on the cases with red
     assert all(any("noted at HEAD" in (m.content or "") for m in r.trajectory) for r in at_head)
+
+
+QUIET = """\
+from machine import check, define_child, define_evaluator, define_rubric
+
+from ..machine import machine as parent
+
+rubric = define_rubric({"said": "It answered."})
+machine = define_child(
+    parent, name="red/quiet", intent="Answer quietly.", instructions="Answer in small letters.",
+    rubric=rubric, evaluator=define_evaluator(rubric, {"said": check("said", lambda run: bool(run.output))}),
+)
+"""
+
+
+def model_written_child(root: Path, *, trusted: bool) -> Path:
+    """red/quiet, written by a model as specialize writes a child (marked and recorded), and trusted by
+    the person when ``trusted``."""
+    book = TrustBook(root / ".machine" / TRUST_FILE, root / "machines")
+    path = root / "machines" / "red" / "quiet" / "machine.py"
+    text = marked(QUIET, "specialize red (author test/model)", "red/quiet")
+    book.record("red/quiet", {path: text}, by="specialize red (author test/model)")
+    path.parent.mkdir()
+    path.write_text(text, encoding="utf-8")
+    if trusted:
+        book.trust("red/quiet")
+    return path
+
+
+def test_a_trusted_child_runs_on_the_cluster(ray_cluster: Cluster, root: Path) -> None:
+    model_written_child(root, trusted=True)
+    shutil.copy(RED / "cases.json", root / "machines" / "red" / "quiet" / "cases.json")
+    common = ["suite", "red/quiet", "--harness", "echo", "--json", "--executor", "ray"]
+    done = machine_cmd(root, *common, "--ray-address", ray_cluster.address)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["summary"]["runs"] == 17 and "Traceback" not in done.stderr
+
+
+@pytest.mark.anyio
+async def test_a_worker_refuses_a_model_written_file_that_differs_from_what_was_trusted(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner itself, without a cluster: given the caller's record, it loads the child whose file
+    is what was trusted, and refuses, in words, one whose shipped file differs (failing closed)."""
+    from machine.ops._ray_runner import REFUSED, Runner
+
+    path = model_written_child(root, trusted=True)
+    trusted = (root / ".machine" / TRUST_FILE).read_bytes()
+    monkeypatch.chdir(root)  # a runner's working directory is the shipped folder
+    order = RunOrder(
+        run=Run(
+            machine="red/quiet",
+            model="m",
+            harness="echo",
+            instructions="Answer in small letters.",
+            input="hi",
+        )
+    )
+    made = Run.model_validate_json(await Runner("echo", None, None, trusted).run(order.model_dump_json()))
+    assert made.status == "ok" and made.output
+    path.write_text(path.read_text() + "\nimport os\n", encoding="utf-8")  # not what the person trusted
+    answer = await Runner("echo", None, None, trusted).run(order.model_dump_json())
+    assert answer.startswith(REFUSED) and "holds code a model wrote that you have not trusted" in answer
+    assert "changed since it was trusted" in answer
+    unshipped = await Runner("echo", None, None, None).run(order.model_dump_json())  # no record at all
+    assert unshipped.startswith(REFUSED)
 
 
 def test_optimize_on_the_cluster_measures_each_proposal_there(ray_cluster: Cluster, tmp_path: Path) -> None:

@@ -80,7 +80,7 @@ def test_a_full_log_is_rotated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         log.emit("step", run=f"r{i}", machine="m", type="assistant", text="x" * 100, tool=None)
     log.close()
     older = path.with_name(EVENTS_FILE + ".1")
-    assert older.stat().st_size > 1000 and path.stat().st_size <= 1000  # the full one set aside
+    assert 800 < older.stat().st_size <= 1000 and path.stat().st_size <= 1000  # set aside before passing it
     assert [e["run"] for e in lines(path)][-1] == "r30"  # the newest in the new file
     assert len(lines(older)) + len(lines(path)) < 31  # older ones dropped: the log stays bounded
 
@@ -99,3 +99,21 @@ def test_machine_events_off_writes_nothing(tmp_path: Path, monkeypatch: pytest.M
     EventLog(tmp_path / EVENTS_FILE).emit("graded", run="r", machine="m", score=1.0, passed=True)
     assert not (tmp_path / EVENTS_FILE).exists()
     assert os.listdir(tmp_path) == []
+
+
+def test_every_field_is_a_preview_and_no_write_passes_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model's 6 MB tool name, or a 1 MB result, is kept as a preview in every field; the file never
+    passes its bound, checked before each write that could pass it (not only every CHECK_EVERY)."""
+    monkeypatch.setattr(events, "MAX_BYTES", 4000)
+    path = tmp_path / EVENTS_FILE
+    log = EventLog(path)
+    huge = "n" * 6_000_000
+    for i in range(40):
+        log.emit("step", run=f"r{i}", machine=huge, type="tool_call", text="x" * 1_000_000, tool=huge)
+        assert path.stat().st_size <= 4000
+    log.close()
+    seen = lines(path) + lines(path.with_name(EVENTS_FILE + ".1"))
+    assert seen and all(len(str(e[f])) == events.PREVIEW for e in seen for f in ("machine", "text", "tool"))
+    assert path.with_name(EVENTS_FILE + ".1").stat().st_size <= 4000

@@ -1,8 +1,11 @@
-"""The redaction rules: a secret environment variable's value, ``NAME=value`` for a name that marks a
-secret, and the common key formats are replaced and counted; short values, paths, code and prose are
-left exactly as they were."""
+"""The redaction rules: a secret environment variable's value, every value of the workspace's .env,
+``NAME=value`` for a name that marks a secret, the common key formats, and what people paste (a URL's
+password, a password on a command line or in a header) are replaced and counted by kind; short values,
+paths, code and prose are left exactly as they were."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +82,81 @@ def test_the_names_that_mark_a_secret() -> None:
     assert {"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"} <= set(SECRET_WORDS)
     assert all(marks_secret(n) for n in ("OPENAI_API_KEY", "gh_token", "DB_PASSWD", "GOOGLE_CREDENTIALS"))
     assert not any(marks_secret(n) for n in ("HOME", "PATH", "DB_URL", "EDITOR"))
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted", "kind"),
+    [
+        (
+            "DATABASE_URL=postgres://admin:s3cret-word@db.internal/prod",
+            "DATABASE_URL=postgres://admin:[REDACTED]@db.internal/prod",
+            "url",
+        ),
+        ("redis://:opensesame@cache:6379/0", "redis://:[REDACTED]@cache:6379/0", "url"),
+        ("postgresql://bob:p@ss@db/x", "postgresql://bob:[REDACTED]@db/x", "url"),
+        ("db_password=correcthorsebattery", "db_password=[REDACTED:db_password]", "setting"),
+        ("curl -u user:pass https://x.test", "curl -u user:[REDACTED] https://x.test", "command"),
+        ("curl --user 'al:wonder land' x", "curl --user 'al:[REDACTED]' x", "command"),
+        ("mysql -u root -pPASS shop", "mysql -u root -p[REDACTED] shop", "command"),
+        ("wget --password=hunter2 x", "wget --password=[REDACTED] x", "command"),
+        ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic [REDACTED]", "header"),
+        ('-H "authorization: Token 9a8b7c"', '-H "authorization: Token [REDACTED]"', "header"),
+        ("X-Api-Key: abcdef0123456789", "X-Api-Key: [REDACTED]", "header"),
+        ('PGPASSWORD="hunter2" psql', 'PGPASSWORD="[REDACTED:PGPASSWORD]" psql', "setting"),
+        ("user: bob\npassword: opensesame\n", "user: bob\npassword: [REDACTED:password]\n", "setting"),
+        ('{"password": "it\'s a secret"}', '{"password": "[REDACTED:password]"}', "setting"),
+        ("SMTP_PASS=hunter2", "SMTP_PASS=[REDACTED:SMTP_PASS]", "setting"),
+    ],
+)
+def test_what_people_paste_loses_its_secret_and_keeps_the_rest(text: str, redacted: str, kind: str) -> None:
+    redactor = Redactor.here(environ={})
+    assert redactor.text(text) == redacted
+    assert redactor.kinds == {kind: 1}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password field; enter your password: ",
+        "Password: must be 8 characters long. Password: required",
+        "def f(password: str) -> None: password = password; pw = self.password; password=$PW",
+        "password = os.environ['PW']; password=get_password(); password: ********",
+        "docker run -u 1000:1000 img; git push -u origin main; mysql -u root -p shop",
+        "https://host:8080/path@x and http://localhost:8080/ and bob@example.com",
+        "Authorization required here; compass_heading=north12345 bypass=yes; --password-stdin < f",
+    ],
+)
+def test_prose_and_code_about_passwords_stay_as_they_were(text: str) -> None:
+    redactor = Redactor.here(environ={})
+    assert redactor.text(text) == text
+    assert redactor.count == 0
+
+
+def test_every_value_of_the_workspace_env_is_redacted_whatever_its_name(tmp_path: Path) -> None:
+    """Past ``MIN_SECRET_CHARS``; paths, numbers and a few common words (production) are left."""
+    (tmp_path / ".env").write_text(
+        "DATABASE_URL=postgres://admin:Tr0ub4dor-and-3@db.internal/prod\nexport SESSION_COOKIE='qwertyuiop'\n"
+        "NODE_ENV=production\nDEBUG=true\nPORT=5432\nCACHE_BYTES=100000000\nDATA=/srv/data/set\n",
+        encoding="utf-8",
+    )
+    redactor = Redactor.here(tmp_path, environ={})
+    text = "url postgres://admin:Tr0ub4dor-and-3@db.internal/prod; cookie qwertyuiop; production 5432"
+    said = redactor.text(text + " true 100000000 /srv/data/set")
+    assert said == (
+        "url [REDACTED:DATABASE_URL]; cookie [REDACTED:SESSION_COOKIE]; production 5432"
+        " true 100000000 /srv/data/set"
+    )
+    assert redactor.kinds == {"value": 2}
+
+
+def test_the_password_of_a_url_in_the_environment_is_found_on_its_own() -> None:
+    redactor = Redactor.here(environ={"DATABASE_URL": "postgres://admin:Tr0ub4dor-and-3@db/prod"})
+    assert (
+        redactor.text("psql asked; I typed Tr0ub4dor-and-3") == "psql asked; I typed [REDACTED:DATABASE_URL]"
+    )
+
+
+def test_what_was_found_is_said_by_kind() -> None:
+    redactor = Redactor.here(environ={})
+    redactor.data(["https://u:pw-one@h.test/", "https://u:pw-two@h.test/", "Authorization: Basic eHg="])
+    assert Redactor.described(redactor.kinds) == "2 passwords in URLs, 1 authorization header"

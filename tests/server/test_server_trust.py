@@ -10,13 +10,16 @@ from typing import Any
 
 import anyio
 from helpers.bwrap import needs_bubblewrap
-from helpers.learn_server import author_script
+from helpers.learn_server import CHILD, CHILD_RUBRIC, author_script
 from helpers.server_workspace import Folder, make_server
 from helpers.trust import imported_from
 from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult
 
 from machine import SQLiteStore
+from machine.ops import TrustReview
+from machine.server._trust_tools import trust_question
+from machine.spec import TRUST_FILE, TrustBook, marked
 
 pytestmark = needs_bubblewrap()
 LIMIT = 120
@@ -115,3 +118,48 @@ async def test_code_too_long_for_the_form_is_never_trusted_there(folder: Folder,
     assert refused.is_error and "too long to show in the host's form" in text(refused)
     assert "machine trust red/noted" in text(refused) and asked == []  # never shown cut, never asked
     assert imported_from(child) == []
+
+
+async def test_a_name_that_renders_blank_is_refused_without_asking_and_the_form_shows_escapes(
+    folder: Folder,
+) -> None:
+    """The break: ``os.system`` bound to U+3164 (HANGUL FILLER), which renders blank. The tool says where
+    and why, and the person is never asked to approve what they cannot see."""
+    child = folder.root / "machines" / "red" / "noted"
+    hangul = CHILD.replace(
+        "from machine import", 'import os\nLABEL, \u3164 = "noted", os.system\nfrom machine import'
+    )
+    code = {
+        child / "machine.py": marked(hangul, "specialize red", "red/noted"),
+        child / "rubric.py": CHILD_RUBRIC,
+    }
+    TrustBook(folder.root / ".machine" / TRUST_FILE, folder.root / "machines").record(
+        "red/noted", code, by="a"
+    )
+    for path, content in code.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+    (child / "instructions.md").write_text("Flag red.\n", encoding="utf-8")
+    server, _ = make_server(folder, allowance=5)
+    asked: list[str] = []
+    with anyio.fail_after(LIMIT):
+        async with Client(server, elicitation_callback=answering(True, asked)) as client:
+            refused = await client.call_tool("trust_machine", {"name": "red/noted"})
+            listed = await client.call_tool("list_machines", {})
+    assert refused.is_error and asked == [], text(refused)
+    assert "machine.py cannot be trusted as it is: line 5, column 8 holds \\u3164 (HANGUL FILLER)" in text(
+        refused
+    )
+    rows = {m["name"]: m for m in listed.structured_content["machines"]}
+    assert rows["red/noted"]["untrusted"] == ["machine.py", "rubric.py"]
+    assert imported_from(child) == []
+
+    review = TrustReview.model_validate(
+        {"machine": "red/noted", "files": [
+            {"path": "red/noted/machine.py", "machine": "red/noted", "state": "untrusted", "by": "a",
+             "diff": '+LABEL, \u3164 = "noted", os.system\n+x = "\u200b caf\u00e9"\n'},
+        ]}
+    )  # fmt: skip
+    question = trust_question(review)
+    assert '+LABEL, \\u3164 = "noted", os.system\n+x = "\\u200b caf\u00e9"' in question
+    assert "\u3164" not in question and "\u200b" not in question

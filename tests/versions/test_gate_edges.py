@@ -153,6 +153,25 @@ def test_a_criterion_unmeasured_on_both_sides_names_both() -> None:
     )
 
 
+def test_a_criterion_scored_on_too_few_cases_of_a_side_is_not_measured_there() -> None:
+    live = [run(c, BOTH_RIGHT) for c in ("ann", "bob", "cat")]
+    candidate = [
+        run("ann", BOTH_RIGHT),
+        *(run(c, {"correct": 1.0, "faithful": None}) for c in ("bob", "cat")),
+    ]
+    got = report(live, candidate)
+    faithful = got.criteria["faithful"]
+    assert (faithful.cases_before, faithful.cases_after, faithful.after) == (3, 1, 1.0)
+    assert got.unmeasured == {"faithful": ["candidate v2"]} and got.outcome == "not measured"
+    assert got.decision.startswith(
+        "criterion 'faithful' was scored on only 1 of the 3 held-out cases on candidate v2 (2 UNSCORED; at "
+        "least 3 needed): the gate cannot judge the candidate on what it did not measure"
+    )
+    # on a side scored on too few of the cases itself, the side is named, not each criterion
+    short = report(live, [run("ann", BOTH_RIGHT), run("bob", {"correct": 1.0, "faithful": None})])
+    assert short.unmeasured == {} and short.decision.startswith("candidate v2 has a scored run on only 2 of")
+
+
 def test_cases_scored_on_one_side_only_are_not_paired() -> None:
     five = [Case(id=c, input=c) for c in ("ann", "bob", "cat", "dan", "eve")]
     live = [run(c, BOTH_WRONG) for c in ("ann", "bob", "cat", "dan")]

@@ -6,6 +6,7 @@ refused before any call), and a check that cannot grade some runs."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,11 @@ NO_DAN = 'check("no_dan", lambda r: None if r.input == "dan" else r.output == r.
 """Cannot grade the case ``dan`` (a check must return a bool or a number): UNSCORED on that case only."""
 NOT_ON_GOOD = 'check("not_on_good", lambda r: None if r.model.startswith("good") else True)'
 """Cannot grade any run of a ``good`` model: UNSCORED on the candidate's side only."""
+
+ONCE_ON_GOOD = (
+    'check("once_on_good", lambda r: None if r.model.startswith("good") and r.input != "ann" else True)'
+)
+"""Right on every live run; on the candidate's, UNSCORED on every case but ``ann``."""
 
 
 def rubric_py(faithful_weight: float) -> str:
@@ -113,6 +119,37 @@ async def test_unmeasured_on_one_side_only_is_not_measured(tmp_path: Path) -> No
     assert report.outcome == "not measured"
     assert "on candidate v2 (7 UNSCORED)" in report.decision and "live v1 (" not in report.decision
     with pytest.raises(CommitRefused):
+        commit(ws, "caps")
+
+
+async def test_a_criterion_scored_on_one_case_of_the_candidates_is_not_measured(tmp_path: Path) -> None:
+    """The break: the candidate's heavy criterion came back UNSCORED on six of seven cases, so its
+    runs were scored on the light one alone; it PASSED against a live version right on the heavy one,
+    and the report printed ``faithful 1.000 -> 1.000`` from one grade."""
+    make(tmp_path, ONCE_ON_GOOD)
+    ws = open_workspace(tmp_path, harness=ByModel())
+    versions(ws, "caps")
+    report = (await propose(ws, "caps", model="good", trials=1)).report
+    assert (report.diff, report.up) == (0.25, 7)  # alone, a gain on every case: that passed
+    faithful = report.criteria["faithful"]
+    assert (faithful.before, faithful.after, faithful.unscored_after) == (1.0, 1.0, 6)
+    assert (faithful.cases_before, faithful.cases_after) == (7, 1)
+    assert (report.criteria["correct"].cases_before, report.criteria["correct"].cases_after) == (7, 7)
+    assert (report.outcome, report.passed) == ("not measured", False)
+    assert report.unmeasured == {"faithful": ["candidate v2"]}
+    assert report.decision.startswith(
+        "criterion 'faithful' was scored on only 1 of the 7 held-out cases on candidate v2 (6 UNSCORED; "
+        "at least 6 needed): the gate cannot judge the candidate on what it did not measure"
+    )
+    text = format_report(report)
+    assert "cases scored before -> after" in text
+    assert re.search(
+        r"\n  faithful +x3 +1\.000 -> 1\.000 +100% -> 100% +7/7 -> 1/7 .*NOT MEASURED on candidate v2\n", text
+    )
+    assert re.search(r"\n  correct +x1 +0\.000 -> 1\.000 +0% -> 100% +7/7 -> 7/7 ", text)
+    assert "decision: NOT MEASURED: criterion 'faithful' was scored on only 1 of the 7" in text
+    assert "PASSED" not in text
+    with pytest.raises(CommitRefused, match="was not measured on every criterion"):
         commit(ws, "caps")
 
 

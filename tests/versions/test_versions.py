@@ -8,6 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers.versions import CAPS_MACHINE_PY as MACHINE_PY
+from helpers.versions import CAPS_RUBRIC_PY as RUBRIC_PY
 from helpers.versions import ByModel, make_caps
 
 from machine import (
@@ -22,27 +24,6 @@ from machine.measure.stats import Paired
 from machine.spec import UNRECORDED, version_label
 from machine.spec._book import model_json  # the model.json text, checked on purpose
 from machine.versions import commit, current, gate, propose, revert, texts_of, update, versions
-
-RUBRIC_PY = """\
-from machine import define_rubric
-
-rubric = define_rubric({"correct": "The reply is the input in capital letters."})
-"""
-
-MACHINE_PY = """\
-from machine import check, define_evaluator, define_machine, instructions_from, model_from
-
-from .rubric import rubric
-
-machine = define_machine(
-    name="caps",
-    intent="Repeat the input in capital letters.",
-    instructions=instructions_from(__file__),
-    model=model_from(__file__, "bad"),
-    rubric=rubric,
-    evaluator=define_evaluator(rubric, {"correct": check("caps", lambda r: r.output == r.input.upper())}),
-)
-"""
 
 FIXED_MODEL_PY = MACHINE_PY.replace('model_from(__file__, "bad")', '"bad"')
 

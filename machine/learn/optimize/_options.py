@@ -5,10 +5,11 @@ within reason."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from machine.spec import DEFAULT_MIN_Z, Case
+from machine.spec import DEFAULT_MIN_Z, Case, checked_min_z
 
 from .._options import MAX_TRIALS, Options
 
@@ -29,6 +30,10 @@ class OptimizeOptions(Options):
         ge=0,
         description="Standard errors a proposal's paired gain on the cases must reach to be kept.",
     )
+    allow_weak_gate: bool = Field(
+        False,
+        description="Accept a min_z below 1: a gate that passes gains chance alone often gives.",
+    )
     cases: str | Path | list[Case] | None = Field(
         None, description="Cases, in the machine's folder (default: cases.json)."
     )
@@ -46,3 +51,9 @@ class OptimizeOptions(Options):
     model: str | None = Field(
         None, description="Measure the machine on this model instead of its live version's."
     )
+
+    @model_validator(mode="after")
+    def _gate_means_something(self) -> Self:
+        """A min_z below 1 only when asked for (``checked_min_z``)."""
+        checked_min_z(self.min_z, self.allow_weak_gate)
+        return self

@@ -2,8 +2,9 @@
 
 The reply carries each file as ``<file path="machine.py">...</file>``, so any chat model can be the author.
 Nothing in it is trusted: a path is accepted only when it names one of the few files a child may have,
-directly in the child's folder, and a file only up to a size; everything else is refused with a sentence
-the author can act on.
+directly in the child's folder, and a file only up to a size and only as text a person reads as it is
+(code with every name in ASCII, no character that renders blank or as nothing); everything else is refused
+with a sentence the author can act on.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from machine.spec import unreviewable
+from machine.spec import hidden_character, unreviewable
 
 from .._replies import file_blocks, outside_files
 
@@ -104,12 +105,9 @@ def read_files(
                 f"{MAX_FILE_BYTES:,} a child's file may hold; write it shorter."
             )
             continue
-        hidden = unreviewable(content) if path.endswith(".py") else None
-        if hidden is not None:
-            refused.append(
-                f"<file path={raw!r}> was refused: {hidden}; write plain UTF-8 text a person can read, "
-                "without control, format or bidirectional characters."
-            )
+        hidden = unreviewable(content) if path.endswith(".py") else hidden_character(content)
+        if hidden is not None:  # what the person would review is not what runs, or is read
+            refused.append(f"<file path={raw!r}> was refused: {hidden}.")
             continue
         files[path] = content
     explanation = outside_files(text)

@@ -134,7 +134,7 @@ def export(
     except OSError as error:
         raise unwritable(path, error) from None
     report.funnel = [FunnelStep(keeps=what, left=left) for what, left, *_ in totals]
-    report.redacted = redactor.count
+    report.redacted, report.redacted_kinds = redactor.count, dict(redactor.kinds)
     report.sources = dict(exported.most_common())
     return report
 

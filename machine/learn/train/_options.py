@@ -5,12 +5,12 @@ line and the MCP tool alike. ``TrainOptions`` holds the hyperparameters too and 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from machine.runs import LrSchedule, Method, TrainSettings
-from machine.spec import DEFAULT_MIN_Z, Case
+from machine.spec import DEFAULT_MIN_Z, Case, checked_min_z
 
 from .._options import MAX_TRIALS, Options
 from ._select import TagFilter
@@ -110,6 +110,10 @@ class TrainOptions(Options):
         ge=0,
         description="Standard errors the checkpoint's held-out gain must reach to pass the gate.",
     )
+    allow_weak_gate: bool = Field(
+        False,
+        description="Accept a min_z below 1: a gate that passes gains chance alone often gives.",
+    )
     concurrency: int = Field(4, ge=1, strict=True, description="Runs at once.")
     pass_score: float = Field(1.0, ge=0, le=1, description="Score a run needs to pass.")
     effort: float | None = Field(
@@ -119,6 +123,12 @@ class TrainOptions(Options):
         description="The reasoning effort examples are rendered at when their run recorded none "
         "(default: the workspace's).",
     )
+
+    @model_validator(mode="after")
+    def _gate_means_something(self) -> Self:
+        """A min_z below 1 only when asked for (``checked_min_z``)."""
+        checked_min_z(self.min_z, self.allow_weak_gate)
+        return self
 
     def settings(self, base_model: str, effort: float | None = None) -> TrainSettings:
         """How the trainer trains ``base_model``: these hyperparameters, at this call's effort, else at

@@ -106,6 +106,7 @@ def export_pairs(ws: Workspace, name: str, o: ExportOptions) -> ExportReport:
     except OSError as error:
         raise unwritable(path, error) from None
     report.stored, report.held_out, report.redacted = read["stored"], len(held), redactor.count
+    report.redacted_kinds = dict(redactor.kinds)
     report.rows, report.runs, report.pairs = sum(kinds.values()), len(runs), dict(kinds)
     return report
 

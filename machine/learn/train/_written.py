@@ -33,7 +33,11 @@ class ExportReport(Model):
     stored: int = 0
     funnel: list[FunnelStep] = Field(default_factory=list)
     redacted: int = 0
-    """Secrets replaced by a marker in what was written (keys, tokens, passwords the runs read or wrote)."""
+    """Things that look like secrets replaced by a marker in what was written (what the runs read or
+    wrote); a count of what was found, not a promise that nothing secret is left."""
+    redacted_kinds: dict[str, int] = Field(default_factory=dict)
+    """``redacted`` by kind (``url``: a URL's password, ``key``, ``value``, ``command``, ``header``,
+    ``setting``)."""
     held_out: int = 0
     """Held-out cases whose runs were kept out (by id or input, as ``train`` keeps them out)."""
     include_holdout: bool = False

@@ -171,7 +171,7 @@ async def test_min_z_decides_the_same_gain_and_held_out_it_must_gain_too(
     ws: Workspace, harness: Keyed
 ) -> None:
     harness.push(block(SMALL))
-    result = await optimize(ws, "shout", trials=1, rounds=1, candidates=1, min_z=0.0)
+    result = await optimize(ws, "shout", trials=1, rounds=1, candidates=1, min_z=0.0, allow_weak_gate=True)
     [p] = result.report.rounds[0].proposals
     assert p.cases is not None and p.cases.outcome == "passed"  # one case more is enough at min_z 0
     assert p.holdout is not None and p.holdout.diff == 0.0  # but it changes nothing held out
@@ -222,7 +222,7 @@ async def test_a_criterion_unscored_on_every_run_of_a_side_is_not_measured(
 ) -> None:
     before = snapshot(folder)
     harness.push(block(MUTED))
-    result = await optimize(ws, "shout", trials=1, rounds=1, candidates=1, min_z=0.0)
+    result = await optimize(ws, "shout", trials=1, rounds=1, candidates=1, min_z=0.0, allow_weak_gate=True)
     [p] = result.report.rounds[0].proposals
     assert p.outcome == "not measured" and p.cases is not None and p.cases.outcome == "not measured"
     assert "criterion 'short' has no scored grade on candidate r1.p1 (7 UNSCORED)" in p.decision

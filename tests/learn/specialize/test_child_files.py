@@ -127,7 +127,24 @@ def test_writing_a_child_refuses_a_path_outside_its_folder(tmp_path: Path) -> No
 def test_python_whose_text_is_not_what_runs_is_refused(hiding: str) -> None:
     read = read_files(f'<file path="rubric.py">\n{hiding}</file>\n<file path="instructions.md">\nok\n</file>')
     assert "rubric.py" not in read.files and "instructions.md" in read.files
-    assert (
-        read.refused[0].startswith("<file path='rubric.py'> was refused: ")
-        and "plain UTF-8" in read.refused[0]
+    assert read.refused[0].startswith("<file path='rubric.py'> was refused: ")
+
+
+def test_a_name_that_is_not_ascii_or_a_character_that_renders_blank_is_refused_in_any_file() -> None:
+    reply = (
+        '<file path="machine.py">\nimport os\nLABEL, \u3164 = "loud", os.system\n</file>\n'
+        '<file path="rubric.py">\nr = "caf\u00e9 \u65e5\u672c"  # visible text is fine: \u00e9\n</file>\n'
+        '<file path="instructions.md">\nAnswer loudly.\U000e0049\U000e0067\U000e006e\n</file>'
+    )  # the tag characters spell, unseen, "Ign(ore ...)"
+    read = read_files(reply)
+    assert list(read.files) == ["rubric.py"]
+    code, text = read.refused
+    assert code.startswith(
+        "<file path='machine.py'> was refused: line 2, column 8 holds \\u3164 (HANGUL FILLER)"
     )
+    assert "write every name in ASCII" in code
+    assert text.startswith(
+        "<file path='instructions.md'> was refused: line 1, column 15 holds \\U000e0049 "
+        "(TAG LATIN CAPITAL LETTER I)"
+    )
+    assert read_files('<file path="instructions.md">\nR\u00e9ponds fort.\n</file>').refused == []

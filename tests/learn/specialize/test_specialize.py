@@ -17,6 +17,7 @@ from machine.learn import specialize
 from machine.learn.specialize import format_specialization
 from machine.runs import Usage
 from machine.sandboxes import LocalSandbox
+from machine.spec import marked
 
 pytestmark = pytest.mark.anyio
 
@@ -169,6 +170,60 @@ async def test_a_file_outside_the_child_folder_is_refused(
     assert first.outcome == "sent back" and any("../machine.py" in p for p in first.problems)
     assert second.outcome == "accepted"
     assert parent_file.read_bytes() == before
+
+
+def hangul_child(marker: Path) -> str:
+    """The break: ``os.system`` bound to U+3164 (HANGUL FILLER, a letter that renders blank), called by
+    the check while grading."""
+    return GOOD_MACHINE.replace(
+        "from machine import check", "import os\n\nfrom machine import check"
+    ).replace(
+        "def all_caps(run):\n",
+        f'LABEL, \u3164 = "loud", os.system\n\n\ndef all_caps(run):\n    \u3164("touch {marker}")\n',
+    )
+
+
+async def test_a_name_that_renders_blank_is_sent_back_never_written_and_never_trusted(
+    tmp_path: Path, ws: Workspace, harness: Keyed
+) -> None:
+    marker = tmp_path / "ran-on-the-host"
+    hangul = hangul_child(marker)
+    harness.push(files(hangul), files(hangul))
+    report = await specialize(ws, "shout", focus="loud", slug="loud", retries=1)
+    first, second = report.attempts
+    assert (first.outcome, second.outcome) == ("sent back", "refused") and not report.accepted
+    said, missing = first.problems
+    assert missing.startswith("no machine.py was written")
+    assert said.startswith(
+        "<file path='machine.py'> was refused: line 11, column 8 holds \\u3164 (HANGUL FILLER), which shows "
+        "as blank space or as nothing, in the name \\u3164"
+    ), said
+    assert "write every name in ASCII" in said
+    assert "\\u3164 (HANGUL FILLER)" in harness.author[1].input  # the author is told where and why
+    assert (
+        "problem: <file path='machine.py'> was refused: line 11, column 8 holds \\u3164"
+        in format_specialization(report)
+    )
+    folder = tmp_path / "machines" / "shout" / "loud"
+    assert not folder.exists() and report.written == []
+
+    # the same child as a specialize without this check wrote it: trusting it is refused, it never loads
+    code = {
+        folder / "machine.py": marked(hangul, "specialize shout", "shout/loud"),
+        folder / "rubric.py": RUBRIC,
+    }
+    ws.trust.record("shout/loud", code, by="specialize shout")
+    folder.mkdir()
+    for path, text in code.items():
+        path.write_text(text, encoding="utf-8")
+    (folder / "instructions.md").write_text(INSTRUCTIONS, encoding="utf-8")
+    with pytest.raises(
+        BadInputError, match=r"machine\.py cannot be trusted as it is: line 12, column 8 holds"
+    ):
+        machine.trust("shout/loud", workspace=ws)
+    with pytest.raises(NotTrusted):
+        ws.reload("shout/loud")
+    assert not marker.exists()
 
 
 async def test_cases_missing_what_the_checks_compare_with_are_discarded(

@@ -89,6 +89,29 @@ def test_a_near_duplicate_of_a_held_out_input_is_kept_out(ws: Workspace) -> None
     assert chosen == set(other)
 
 
+def fullwidth(text: str) -> str:
+    """``text`` in fullwidth forms, as a paste from a CJK input method can give it."""
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else "\u3000" if c == " " else c for c in text)
+
+
+def test_a_fullwidth_copy_of_a_held_out_input_is_kept_out(ws: Workspace) -> None:
+    """The break: the guard folded case and spelling but not width, so a fullwidth copy of a held-out
+    case was trained on."""
+    held = [Case(id="sky", input="What colour is the sky on a clear summer day?")]
+    alike = {
+        "fullwidth": fullwidth("What colour is the sky on a clear summer day?"),
+        "fullwidth, a word more": fullwidth("What colour is the sky on a clear summer day, please?"),
+    }
+    other = {"fullwidth, another question": fullwidth("What colour is the sea on a clear summer day?")}
+    runs = [
+        graded(ws, "sum", 1.0).model_copy(update={"input": text, "case_id": why})
+        for why, text in {**alike, **other}.items()
+    ]
+    ws.store.put_many(runs)
+    chosen = {r.case_id for r in selected(ws, Selection(fingerprint(ws), held_out=held))}
+    assert chosen == set(other)
+
+
 @pytest.mark.anyio
 async def test_held_out_cases_stay_out_of_a_scripted_suites_runs(ws: Workspace) -> None:
     """The held-out input, sampled again as a training case of another id, is still held out."""
