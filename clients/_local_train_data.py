@@ -41,10 +41,12 @@ class TrainSequence:
 
 @dataclass
 class PairSequence:
-    """A preference pair as two sequences with the same prompt: the chosen answer's and the rejected's."""
+    """A preference pair as two sequences with the same prompt: the chosen answer's and the rejected's,
+    and (once measured, before the first step) the reference model's log-probability of each answer."""
 
     chosen: TrainSequence
     rejected: TrainSequence
+    reference: tuple[float, float] | None = None
 
     @property
     def input_ids(self) -> list[int]:

@@ -1,6 +1,8 @@
-"""One LoRA training of a local model, step by step: the peft model on a copy of the loaded base, AdamW, the
-loss on target tokens only, gradient accumulation over micro-batches, and the saved state (adapter,
-optimizer, step, random state) a stopped training resumes from with the same weights it would have had.
+"""One LoRA training of a local model, step by step: the peft model on a copy of the loaded base (a new
+adapter, or the live one to build on), AdamW, the loss on target tokens only (or DPO's over pairs, against
+the reference's log-probabilities measured once), gradient accumulation over micro-batches, and the saved
+state (adapter, optimizer, step, random state) a stopped training resumes from with the same weights it
+would have had.
 
 Blocking torch work: the trainer calls each method in a worker thread. torch and peft are imported here.
 """
@@ -32,9 +34,14 @@ class Lora:
     target_modules: tuple[str, ...]
     dropout: float
 
-    def config(self) -> Any:
+    def config(self, start: Path | None = None) -> Any:
+        """peft's config of this shape; of ``start``'s adapter (its shape) with this dropout when given."""
         from peft import LoraConfig
 
+        if start is not None:
+            config = LoraConfig.from_pretrained(str(start))
+            config.lora_dropout, config.inference_mode = self.dropout, False
+            return config
         return LoraConfig(
             r=self.rank,
             lora_alpha=self.alpha,
@@ -81,21 +88,35 @@ def micro_batches(sequences: list[TrainSequence], max_tokens: int) -> list[list[
 
 
 class Session:
-    """A peft model training on one device, with its optimizer; ``done`` steps are behind it."""
+    """A peft model training on one device, with its optimizer; ``done`` steps are behind it. ``start``
+    is an adapter to train on from where it is (the live one), instead of a new one; ``rpo_alpha`` weighs
+    the chosen answers' own loss in DPO's."""
 
     def __init__(
-        self, loaded: LocalModel, lora: Lora, learning_rate: float, seed: int, *, kl: float = 0.0
+        self,
+        loaded: LocalModel,
+        lora: Lora,
+        learning_rate: float,
+        seed: int,
+        *,
+        kl: float = 0.0,
+        start: Path | None = None,
+        rpo_alpha: float = 0.0,
     ) -> None:
         import torch
-        from peft import get_peft_model
+        from peft import PeftModel, get_peft_model
 
         torch.manual_seed(seed)  # the adapter's initial weights
         base = copy.deepcopy(loaded.model).to(loaded.device)
-        self.model: Any = get_peft_model(base, lora.config())
+        if start is None:
+            self.model: Any = get_peft_model(base, lora.config())
+        else:
+            config = lora.config(start)
+            self.model = PeftModel.from_pretrained(base, str(start), config=config, is_trainable=True)
         self.model.train()
         self.device, self.pad_id = loaded.device, loaded.pad_id
         self.learning_rate = learning_rate
-        self.kl = kl
+        self.kl, self.rpo_alpha = kl, rpo_alpha
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(trainable, lr=learning_rate, weight_decay=0.0)
         self.done = 0
@@ -164,37 +185,61 @@ class Session:
         rows = keep.nonzero()[:, 0]  # the row of each target position, in the order the logits are
         return torch.zeros(len(group), device=self.device).index_add(0, rows, tokens)
 
-    def dpo_loss(self, pairs: list[PairSequence], beta: float) -> Any:
+    def measure(self, pairs: list[PairSequence]) -> None:
+        """The reference's log-probability of both answers of every pair: the model as it is now, before
+        the first step (a new adapter is no change: the base; a live adapter: the live model), without
+        dropout. Measured once, so a resumed training compares against the same model as its start."""
+        import torch
+
+        self.model.eval()
+        with torch.no_grad():
+            for pair in pairs:
+                chosen, rejected = self.log_probs([pair.chosen, pair.rejected]).tolist()
+                pair.reference = (float(chosen), float(rejected))
+        self.model.train()
+
+    def dpo_terms(self, pairs: list[PairSequence], beta: float) -> tuple[Any, Any]:
         """DPO's loss over ``pairs``, a mean: -log sigmoid(beta x (the policy's log-ratio of chosen to
-        rejected minus the base's)), the base being the same model with the adapter switched off."""
+        rejected minus the reference's)), plus ``rpo_alpha`` times the chosen answers' cross-entropy per
+        token; and the chosen answers' mean drift from the reference (log π − log π_ref, detached)."""
         import torch
         import torch.nn.functional as F
 
+        if any(pair.reference is None for pair in pairs):
+            raise ValueError("the reference's log-probabilities are measured before the first step")
         group = [s for pair in pairs for s in (pair.chosen, pair.rejected)]
         policy = self.log_probs(group).view(-1, 2)
-        with torch.no_grad(), self.model.disable_adapter():
-            base = self.log_probs(group).view(-1, 2)
-        margin = (policy[:, 0] - policy[:, 1]) - (base[:, 0] - base[:, 1])
-        return -F.logsigmoid(beta * margin).mean()
+        reference = torch.tensor([pair.reference for pair in pairs], device=self.device)
+        margin = (policy[:, 0] - policy[:, 1]) - (reference[:, 0] - reference[:, 1])
+        loss = -F.logsigmoid(beta * margin).mean()
+        if self.rpo_alpha:
+            tokens = torch.tensor([pair.chosen.target_tokens for pair in pairs], device=self.device)
+            loss = loss + self.rpo_alpha * (-policy[:, 0] / tokens).mean()
+        return loss, (policy[:, 0] - reference[:, 0]).detach().mean()
 
-    def dpo_step(self, pairs: list[PairSequence], beta: float, rate: float) -> float:
+    def dpo_loss(self, pairs: list[PairSequence], beta: float) -> Any:
+        """DPO's loss over ``pairs`` (``dpo_terms``)."""
+        return self.dpo_terms(pairs, beta)[0]
+
+    def dpo_step(self, pairs: list[PairSequence], beta: float, rate: float) -> tuple[float, float]:
         """One optimizer step on DPO's loss over ``pairs`` (a pair at a time, gradients summed); the
-        mean loss before the step."""
+        mean loss and the chosen answers' mean drift from the reference, both before the step."""
         import torch
 
         for group in self.optimizer.param_groups:
             group["lr"] = rate
         self.optimizer.zero_grad(set_to_none=True)
-        total = 0.0
+        total = drift = 0.0
         for pair in pairs:
-            loss = self.dpo_loss([pair], beta) / len(pairs)
-            loss.backward()
-            total += float(loss.detach())
+            loss, moved = self.dpo_terms([pair], beta)
+            (loss / len(pairs)).backward()
+            total += float(loss.detach()) / len(pairs)
+            drift += float(moved) / len(pairs)
         trainable = [p for p in self.model.parameters() if p.requires_grad]
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         self.optimizer.step()
         self.done += 1
-        return total
+        return total, drift
 
     def _logits(self, ids: Any, mask: Any, keep: Any) -> Any:
         """The next-token logits at the ``keep`` positions, in float32."""

@@ -1,27 +1,53 @@
-"""Preference pairs on Tinker: each pair rendered as two Datums after one prompt, the base model's
+"""Preference pairs on Tinker: each pair rendered as two Datums after one prompt, the reference model's
 log-probabilities of both measured once, and DPO's loss over the policy's, as a custom loss.
 
 Tinker runs a custom loss through ``forward_backward_custom``: the service returns the policy's log-
 probability of every target token, the loss is computed here on them (a torch function), and its
-gradient goes back to the service as per-token weights. The reference is the base model itself, read
-through a sampler of it (``compute_logprobs``), so a resumed training compares against the same model
-as its start. The loss is tinker-cookbook's supervised DPO: -log sigmoid(beta x ((log pi(chosen) -
-log pi(rejected)) - (the same under the base))), each log pi the weighted sum over the answer's tokens,
-averaged over the step's pairs.
+gradient goes back to the service as per-token weights. The reference is the model the training starts
+from (the live checkpoint, ``start_state``, else the base), read through a sampler of it
+(``compute_logprobs``), so a resumed training compares against the same model as its start. The loss is
+tinker-cookbook's DPO: -log sigmoid(beta x ((log pi(chosen) - log pi(rejected)) - (the same under the
+reference))), each log pi the weighted sum over the answer's tokens, averaged over the step's pairs;
+plus, with ``rpo_alpha``, that times the chosen answers' cross-entropy per token (RPO, TRL's
+``rpo_alpha``). Its metrics carry ``chosen_drift``, the chosen answers' mean log pi - log pi_ref.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from machine.runs import TrainExample
+from machine.errors import BadInputError
+from machine.runs import TrainExample, TrainSettings
 
 from ._tinker_render import Rendering, render
 
 LossFn = Callable[[list[Any], list[Any]], tuple[Any, dict[str, float]]]
 """What ``forward_backward_custom`` takes: (the Datums, their log-probabilities) -> (loss, metrics)."""
+DPO_LEARNING_RATE = 1e-5
+"""DPO's learning rate unless the settings give one: tinker-cookbook's for LoRA (``train_dpo.Config``)."""
+SAMPLER_PATH = re.compile(r"^(tinker://[^/]+)/sampler_weights/([^/]+)$")
+
+
+def start_state(settings: TrainSettings) -> str | None:
+    """The saved state DPO starts from: the live checkpoint's (its training record's), else the state
+    this trainer saved beside its sampler weights (both under one name: ``…/weights/NAME`` beside
+    ``…/sampler_weights/NAME``); None for SFT or a training from the base. A live checkpoint with no
+    state Tinker can load is refused before anything is spent."""
+    start = settings.start if settings.method == "dpo" else None
+    if start is None:
+        return None
+    if start.state is not None and start.state.startswith("tinker://"):
+        return start.state
+    beside = SAMPLER_PATH.match(start.model)
+    if beside is not None:
+        return f"{beside.group(1)}/weights/{beside.group(2)}"
+    raise BadInputError(
+        f"DPO starts from the live checkpoint {start.model!r}, and no state Tinker can load it from is "
+        "known (its training record names none): train with sft, or make the base model live first"
+    )
 
 
 @dataclass
@@ -72,7 +98,7 @@ def scored(datum: Any, logprobs: Sequence[float | None]) -> float:
     return float(sum(w * (lp or 0.0) for lp, w in zip(values, weights, strict=True) if w))
 
 
-def dpo_loss(pairs: Sequence[PairDatums], beta: float) -> LossFn:
+def dpo_loss(pairs: Sequence[PairDatums], beta: float, rpo_alpha: float = 0.0) -> LossFn:
     """The custom loss of one step over ``pairs`` (flattened chosen, rejected, chosen, ...)."""
 
     def loss(data: list[Any], logprobs: list[Any]) -> tuple[Any, dict[str, float]]:
@@ -85,20 +111,47 @@ def dpo_loss(pairs: Sequence[PairDatums], beta: float) -> LossFn:
             torch.dot(lp.float(), torch.tensor(d.loss_fn_inputs["weights"].data, dtype=torch.float32))
             for d, lp in zip(data, logprobs, strict=True)
         ]
-        ratios = []
+        ratios, drifts = [], []
         for i, pair in enumerate(pairs):
-            assert pair.reference is not None, "the base model's log-probabilities are measured first"
+            assert pair.reference is not None, "the reference's log-probabilities are measured first"
             chosen, rejected = pair.reference
             ratios.append((policy[2 * i] - chosen) - (policy[2 * i + 1] - rejected))
+            drifts.append(policy[2 * i] - chosen)
         margin = torch.stack(ratios)
         value = -F.logsigmoid(beta * margin).mean()
+        if rpo_alpha:
+            value = (
+                value
+                + rpo_alpha
+                * torch.stack(
+                    [-policy[2 * i] / weight_sum(pair.chosen) for i, pair in enumerate(pairs)]
+                ).mean()
+            )
         return value, {
             "dpo_loss": float(value.item()),
             "accuracy": float((margin > 0).float().mean().item()),
             "margin": float((beta * margin).mean().item()),
+            "chosen_drift": float(torch.stack(drifts).mean().item()),
         }
 
     return loss
 
 
-__all__ = ["LossFn", "PairDatums", "dpo_loss", "full_sequence", "pair_datums", "scored", "weight_sum"]
+def drift_of(output: Any) -> float | None:
+    """A DPO step's chosen drift, from the metrics its loss returned."""
+    metrics: dict[str, float] = getattr(output, "metrics", None) or {}
+    return float(metrics["chosen_drift"]) if "chosen_drift" in metrics else None
+
+
+__all__ = [
+    "DPO_LEARNING_RATE",
+    "LossFn",
+    "PairDatums",
+    "dpo_loss",
+    "drift_of",
+    "full_sequence",
+    "pair_datums",
+    "scored",
+    "start_state",
+    "weight_sum",
+]

@@ -11,11 +11,16 @@ peft's ``save_pretrained``, is the checkpoint: ``local:BASE+ADAPTER``, which the
 the workspace ``root``, the checkpoint names its adapter and state relative to it, so a workspace moved or
 cloned elsewhere keeps sampling, committing and resuming it; a state to resume from is read only from
 inside the workspace, whatever path a training record names.
+
+Preference pairs (``method="dpo"``) train from the live checkpoint's adapter when the settings name one
+(``start``: a ``local:BASE+ADAPTER``), its shape kept, without dropout; the reference is that model as it
+is before the first step, each pair's log-probabilities measured once then.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,16 +42,10 @@ from machine.runs import (
     learning_rate_at,
 )
 
+from ._local_dpo import DPO_LEARNING_RATE, live_shape, render_pairs, start_adapter
 from ._local_light import light
 from ._local_models import LocalModel, load, portable
-from ._local_train_data import (
-    PairSequence,
-    Renderer,
-    end_of_turn,
-    render,
-    renderer_name,
-    truncated,
-)
+from ._local_train_data import PairSequence, Renderer, end_of_turn, render, renderer_name, truncated
 from ._local_train_session import Batch, Lora, Session, plan
 
 DEFAULT_LEARNING_RATE = 2e-4
@@ -55,7 +54,14 @@ SECONDS_PER_TOKEN = 0.007
 """Wall time a token trained takes, measured on 2 busy CPU cores with SmolLM2-135M; a plan's estimate
 scales it by the model's size (a rough figure: a GPU, or a quiet machine, is faster)."""
 SECONDS_MEASURED_AT = 134_515_008
-"""The parameters of the model ``SECONDS_PER_TOKEN`` was measured on."""
+"""The parameters of the model ``SECONDS_PER_TOKEN`` and the run figures were measured on."""
+RUN_SECONDS = 0.3
+"""Wall time of one run a training makes besides its reply's tokens (the prompt read, the model's load
+shared by every run), on the local harness at its default threads and the default concurrency."""
+RUN_SECONDS_PER_REPLY_TOKEN = 0.1
+"""Wall time of one run per token of the replies the examples teach, measured on signoff (SmolLM2-135M,
+2 cores, batches of 4): the live model's own replies ran about 3x the teacher's, and a batch is generated
+until its longest reply ends, so the figure is the held-out runs of both sides over the teacher's tokens."""
 DEFAULT_RANK = 16
 """The LoRA rank, unless the settings or the trainer give one."""
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -75,6 +81,7 @@ class LocalTrainer:
     alpha: int | None = None
     target_modules: tuple[str, ...] = TARGET_MODULES
     dropout: float = 0.05
+    """The LoRA dropout for SFT (DPO's is none unless the settings give one, as TRL disables it)."""
     save_every: int = 0
     """Also save the state every this many steps (0: only at the end), so a stopped training resumes."""
     max_batch_tokens: int = 8192
@@ -87,10 +94,15 @@ class LocalTrainer:
     """The settings beyond the common ones this trainer honours (the adapter's shape, a KL penalty, DPO)."""
 
     def lora(self, settings: TrainSettings) -> Lora:
-        """The adapter's shape: each part from the settings, else this trainer's, else the default."""
+        """The adapter's shape: each part from the settings, else this trainer's, else the default; the
+        live adapter's own when DPO starts from one (``_local_dpo``)."""
+        default = 0.0 if settings.method == "dpo" else self.dropout
+        dropout = default if settings.lora_dropout is None else settings.lora_dropout
+        adapter = start_adapter(settings, self.root)
+        if adapter is not None:
+            return live_shape(adapter, settings, dropout)
         rank = settings.rank or self.rank or DEFAULT_RANK
         alpha = settings.lora_alpha or self.alpha or 2 * rank
-        dropout = self.dropout if settings.lora_dropout is None else settings.lora_dropout
         modules = tuple(settings.target_modules or self.target_modules)
         return Lora(rank, alpha, modules, dropout)
 
@@ -101,7 +113,7 @@ class LocalTrainer:
         data: list[Any] = []
         whole = per_step = dropped = 0
         if settings.method == "dpo":
-            data, dropped = _pairs(renderer, examples, settings.max_length)
+            data, dropped = render_pairs(renderer, examples, settings.max_length)
             whole = len(data)
         for example in examples if settings.method == "sft" else ():
             rendered = render(
@@ -123,9 +135,10 @@ class LocalTrainer:
             dropped=dropped,
             tokens=sum(len(s.input_ids) for s in data),
             target_tokens=sum(s.target_tokens for s in data),
-            learning_rate=settings.learning_rate or DEFAULT_LEARNING_RATE,
-            learning_rate_is="the local trainer's default for LoRA (measured on signoff)",
+            learning_rate=settings.learning_rate or _default_rate(settings),
+            learning_rate_is=_rate_is(settings),
             seconds_per_token=SECONDS_PER_TOKEN * size / SECONDS_MEASURED_AT,
+            run_seconds=_run_seconds(data, whole + per_step, size),
             data=data,
         )
 
@@ -160,29 +173,34 @@ class LocalTrainer:
             raise BadInputError("nothing to train: the examples rendered to no sequence with a target")
         state = _resume_state(resume, len(steps), self.root, folder)
         session = await _off_loop(
-            lambda: self._open(settings, prepared.learning_rate, state), "starting", 0, resume
+            lambda: self._open(settings, prepared.learning_rate, state, data), "starting", 0, resume
         )
         told = on_saved or (lambda _checkpoint: None)
-        saved = resume
+        saved, lock = resume, threading.Lock()
+        beta, lr = settings.beta if settings.method == "dpo" else None, prepared.learning_rate
+        untold: list[StepMetrics] = []
+
+        def step(batch: Batch, rate: float) -> StepMetrics:
+            with lock:  # one step or save at a time: a stop waits out the step in flight
+                untold.append(self._step(session, batch, data, rate, beta))
+                return untold[-1]
+
         try:
             for batch in steps[session.done :]:
-                rate = learning_rate_at(
-                    prepared.learning_rate, batch.number, len(steps), settings.lr_schedule
-                )
-                beta = settings.beta if settings.method == "dpo" else None
-                work = functools.partial(self._step, session, batch, data, rate, beta)
-                on_step(await _off_loop(work, "step", batch.number, saved))
+                rate = learning_rate_at(lr, batch.number, len(steps), settings.lr_schedule)
+                metrics = await _off_loop(functools.partial(step, batch, rate), "step", batch.number, saved)
+                untold.clear()  # told once, even where telling it stops the training
+                on_step(metrics)
                 if self.save_every and batch.number % self.save_every == 0 and batch.number < len(steps):
-                    saved = await self._save(session, folder, settings, saved)
+                    saved = await self._save(session, lock, folder, settings, saved)
                     told(saved)
         except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
-            if session.done > (saved.step if saved else 0):  # the steps done since the last save are kept
-                with anyio.CancelScope(shield=True):
-                    told(await self._save(session, folder, settings, saved))
+            with anyio.CancelScope(shield=True):
+                await self._stopped(session, lock, untold, on_step, told, folder, settings, saved)
             raise
         last = len(steps)
         if saved is None or saved.step != last:
-            saved = await self._save(session, folder, settings, saved)
+            saved = await self._save(session, lock, folder, settings, saved)
             told(saved)
         adapter = await _off_loop(
             lambda: session.save_adapter(folder / ADAPTER_DIR, settings.base_model), "saving", last, saved
@@ -194,9 +212,19 @@ class LocalTrainer:
             state=saved.state,
         )
 
-    def _open(self, settings: TrainSettings, learning_rate: float, state: Path | None) -> Session:
+    def _open(
+        self, settings: TrainSettings, learning_rate: float, state: Path | None, data: list[Any]
+    ) -> Session:
+        """The session on the base (with the live adapter DPO starts from); the pairs' reference measured
+        on it before a saved state is restored, so a resumed training compares against its start."""
         loaded: LocalModel = load(settings.base_model, self.root)
-        session = Session(loaded, self.lora(settings), learning_rate, settings.seed, kl=settings.kl or 0.0)
+        session = Session(
+            loaded, self.lora(settings), learning_rate, settings.seed, kl=settings.kl or 0.0,
+            start=start_adapter(settings, self.root), rpo_alpha=settings.rpo_alpha or 0.0,
+        )  # fmt: skip
+        pairs = [d for d in data if isinstance(d, PairSequence)]
+        if pairs:
+            session.measure(pairs)
         if state is not None:
             session.restore(state)
         return session
@@ -207,10 +235,11 @@ class LocalTrainer:
         """One step: on the targets' cross-entropy, or (``beta`` given) on DPO's loss over pairs."""
         started = time.monotonic()
         sequences = [data[i] for i in batch.indices]
+        drift = None
         if beta is None:
             loss = session.step(sequences, self.max_batch_tokens, rate)
         else:
-            loss = session.dpo_step(sequences, beta, rate)
+            loss, drift = session.dpo_step(sequences, beta, rate)
         return StepMetrics(
             step=batch.number,
             epoch=batch.epoch,
@@ -220,34 +249,63 @@ class LocalTrainer:
             learning_rate=rate,
             seconds=time.monotonic() - started,
             cost_usd=0.0,
+            chosen_drift=drift,
         )
 
+    async def _stopped(
+        self, session: Session, lock: threading.Lock, untold: list[StepMetrics],
+        on_step: Callable[[StepMetrics], None], told: Callable[[Checkpoint], None], folder: Path,
+        settings: TrainSettings, saved: Checkpoint | None,
+    ) -> None:  # fmt: skip
+        """On the way out: a cancelled await leaves its thread going, so the step in flight ends first,
+        then it is told and the steps done since the last save are saved."""
+        await anyio.to_thread.run_sync(_waited, lock)
+        for metrics in untold:
+            on_step(metrics)
+        if session.done > (saved.step if saved else 0):
+            told(await self._save(session, lock, folder, settings, saved))
+
     async def _save(
-        self, session: Session, folder: Path, settings: TrainSettings, saved: Checkpoint | None
-    ) -> Checkpoint:
-        step = session.done
-        where = folder / STATES_DIR / f"step-{step}"
-        path = await _off_loop(lambda: session.save_state(where, settings.base_model), "saving", step, saved)
+        self, session: Session, lock: threading.Lock, folder: Path, settings: TrainSettings,
+        saved: Checkpoint | None,
+    ) -> Checkpoint:  # fmt: skip
+        """The state saved, once no step is in flight (``lock``), under the number of steps it holds."""
+
+        def save() -> tuple[int, Path]:
+            with lock:
+                where = folder / STATES_DIR / f"step-{session.done}"
+                return session.done, session.save_state(where, settings.base_model)
+
+        step, path = await _off_loop(save, "saving", session.done, saved)
         named = portable(path, self.root)
         model = f"{settings.base_model}+{named}"
         return Checkpoint(model=model, base_model=settings.base_model, step=step, state=named)
 
 
-def _pairs(
-    renderer: Renderer, examples: Sequence[TrainExample], max_length: int | None
-) -> tuple[list[PairSequence], int]:
-    """Each preference pair as its chosen and its rejected sequence after the same prompt (the pairs a
-    cut leaves without a target in either are dropped); and how many were dropped."""
-    pairs: list[PairSequence] = []
-    for example in examples:
-        sides = [
-            render(renderer, messages, example.tools, example.targets, run_id=example.run_id).sequences
-            for messages in example.sides()
-        ]
-        cut = [truncated(side[0], max_length) if side else None for side in sides]
-        if cut[0] is not None and cut[1] is not None:
-            pairs.append(PairSequence(cut[0], cut[1]))
-    return pairs, len(examples) - len(pairs)
+def _waited(lock: threading.Lock) -> None:
+    """Returns once no step or save holds ``lock``."""
+    with lock:
+        return
+
+
+def _default_rate(settings: TrainSettings) -> float:
+    return DPO_LEARNING_RATE if settings.method == "dpo" else DEFAULT_LEARNING_RATE
+
+
+def _rate_is(settings: TrainSettings) -> str:
+    if settings.method == "dpo":
+        return (
+            "the local trainer's default for DPO on LoRA, a tenth of SFT's (TRL's and the cookbook's range)"
+        )
+    return "the local trainer's default for LoRA (measured on signoff)"
+
+
+def _run_seconds(data: list[Any], examples: int, size: int) -> float:
+    """One run's rough wall time on this model: the teacher's mean reply (a pair's chosen answer) in
+    tokens, at the figures measured on signoff, scaled by the model's size."""
+    replies = sum((s.chosen if isinstance(s, PairSequence) else s).target_tokens for s in data)
+    mean = replies / max(examples, 1)
+    return (RUN_SECONDS + RUN_SECONDS_PER_REPLY_TOKEN * mean) * size / SECONDS_MEASURED_AT
 
 
 def _named(names: Iterable[str], module: str) -> bool:

@@ -7,8 +7,9 @@ and a hang is cut off. A capacity pause, a rate limit, a 5xx, a dropped connecti
 again with a growing pause, a bounded number of times, then stops training with a ``TrainingError`` that
 names the step; a failed step reports nothing and charges nothing. After the last step the state is saved
 (to resume from) and the weights are saved for sampling: that ``tinker://…/sampler_weights/…`` path is
-the checkpoint a harness samples. Preference pairs (``method="dpo"``) train on DPO's loss as a custom
-loss against the base model's log-probabilities, measured once before the first step (``_tinker_dpo``).
+the checkpoint a harness samples. Preference pairs (``method="dpo"``) train from the live checkpoint's
+state when the settings name one (its weights, a fresh optimizer), on DPO's loss as a custom loss against
+that model's log-probabilities (else the base's), measured once before the first step (``_tinker_dpo``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,17 @@ from machine.runs import (
 )
 
 from ._tinker_calls import Flight, attempt_note, retry_reason
-from ._tinker_dpo import PairDatums, dpo_loss, full_sequence, pair_datums, scored, weight_sum
+from ._tinker_dpo import (
+    DPO_LEARNING_RATE,
+    PairDatums,
+    dpo_loss,
+    drift_of,
+    full_sequence,
+    pair_datums,
+    scored,
+    start_state,
+    weight_sum,
+)
 from ._tinker_render import Rendering, learning_rate_for, render, rendering_for, template_check
 
 LOSS = "cross_entropy"
@@ -145,8 +156,10 @@ class TinkerTrainer:
         preference pair into the Datums of its two answers."""
         from tinker_cookbook.supervised.common import datum_from_model_input_weights
 
+        start_state(settings)  # a live checkpoint DPO cannot start from is refused now
         rendering = self.rendering or rendering_for(settings.base_model, settings.effort)
-        lr = learning_rate_for(settings.base_model, settings.learning_rate)
+        dpo = settings.method == "dpo" and settings.learning_rate is None
+        lr = DPO_LEARNING_RATE if dpo else learning_rate_for(settings.base_model, settings.learning_rate)
         checked = template_check(rendering, examples)
 
         def datum(s: Any) -> Any:
@@ -180,7 +193,7 @@ class TinkerTrainer:
             tokens=Batch(0, 0, data).tokens,
             target_tokens=int(Batch(0, 0, data).target_tokens),
             learning_rate=lr,
-            learning_rate_is=_rate_is(settings.base_model),
+            learning_rate_is="tinker-cookbook's DPO rate for LoRA" if dpo else _rate_is(settings.base_model),
             template=checked[0],
             template_differs=checked[1],
             data=data,
@@ -245,12 +258,16 @@ class TinkerTrainer:
         return resume.step
 
     async def _open(self, settings: TrainSettings, resume: Checkpoint | None) -> Any:
-        """A training client: a new LoRA on the base model, or one loaded from a saved state."""
+        """A training client: a new LoRA on the base model, one loaded from a saved state to resume, or
+        (DPO) one with the live checkpoint's weights and a fresh optimizer."""
+        start = start_state(settings)
 
         def create() -> list[Any]:
             service = self.service()
             if resume is not None and resume.state is not None:  # the weights and Adam's moments both
                 return [service.create_training_client_from_state_with_optimizer(resume.state)]
+            if start is not None:
+                return [service.create_training_client_from_state(start)]
             base, rank, seed = settings.base_model, settings.rank or DEFAULT_RANK, settings.seed
             return [service.create_lora_training_client(base, rank=rank, seed=seed)]
 
@@ -274,7 +291,7 @@ class TinkerTrainer:
         params = types.AdamParams(learning_rate=rate)
         started = time.monotonic()
         if batch.pairs:  # a custom loss costs a forward pass before the forward and backward
-            loss = dpo_loss(batch.pairs, settings.beta)
+            loss = dpo_loss(batch.pairs, settings.beta, settings.rpo_alpha or 0.0)
             usage = Usage(input_tokens=2 * tokens)
 
             def submit() -> list[Any]:
@@ -299,23 +316,28 @@ class TinkerTrainer:
             learning_rate=rate,
             seconds=time.monotonic() - started,
             cost_usd=cost,
+            chosen_drift=drift_of(output) if batch.pairs else None,
         )
 
     async def _measure_base(
         self, pairs: list[PairDatums], settings: TrainSettings, budget: Budget, saved: Checkpoint | None
     ) -> None:
-        """The base model's log-probability of both answers of every pair, read once through a sampler
-        of the base (the same on a resume), and charged at the training price."""
+        """The reference's log-probability of both answers of every pair, read once through a sampler
+        of it (the live checkpoint DPO starts from, else the base; the same on a resume), and charged at
+        the training price."""
         sequences = [full_sequence(d) for pair in pairs for d in pair.datums]
         usage = Usage(input_tokens=Batch(0, 0, list(pairs)).tokens)  # as the plan prices it
+        live = settings.start.model if start_state(settings) is not None and settings.start else None
+        where: dict[str, str] = {"model_path": live} if live else {"base_model": settings.base_model}
 
         def submit() -> list[Any]:
-            sampler = self.service().create_sampling_client(base_model=settings.base_model).result()
+            sampler = self.service().create_sampling_client(**where).result()
             return [sampler.compute_logprobs(s) for s in sequences]
 
+        model = "the live model" if live else "the base model"
         async with budget.reserve(TRAINING + settings.base_model, usage, kind="training") as hold:
             replies = await self._call(
-                "measuring the base model on the preference pairs", submit, step=0, saved=saved
+                f"measuring {model} on the preference pairs", submit, step=0, saved=saved
             )
             hold.settle(usage)
         for i, pair in enumerate(pairs):

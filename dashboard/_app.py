@@ -17,7 +17,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from machine.errors import BadInputError, MachineError, NotFoundError
+from machine.errors import BadInputError, Fix, MachineError, NotFoundError
 from machine.runs import EVENTS_FILE
 from machine.workspace import Workspace
 
@@ -31,6 +31,21 @@ STATIC = Path(__file__).parent / "static"
 
 def _json(value: Any, status: int = 200) -> Response:
     return JSONResponse(value, status_code=status, headers={"cache-control": "no-store"})
+
+
+ENDPOINTS = {"runs": "GET /api/runs?machine={machine}"}
+"""The endpoint that does each operation a fix can name, for the fixes an HTTP client can follow."""
+
+
+def said(error: MachineError) -> str:
+    """The error as an HTTP client reads it: a fix spelt as the endpoint that does it, where there is
+    one, and left out where there is none (never a Python call or a flag, which a client cannot make)."""
+
+    def spell(fix: Fix) -> str | None:
+        endpoint = ENDPOINTS.get(fix.operation) if fix.operation else None
+        return None if endpoint is None else f"`{endpoint.format(machine=fix.machine or 'NAME')}`"
+
+    return error.explain(spell)
 
 
 def build_app(
@@ -47,11 +62,11 @@ def build_app(
             try:
                 return _json(await anyio.to_thread.run_sync(read, request))
             except NotFoundError as error:
-                return _json({"error": str(error)}, 404)
+                return _json({"error": said(error)}, 404)
             except BadInputError as error:
-                return _json({"error": str(error)}, 400)
+                return _json({"error": said(error)}, 400)
             except MachineError as error:
-                return _json({"error": str(error)}, 500)
+                return _json({"error": said(error)}, 500)
 
         return endpoint
 

@@ -56,8 +56,8 @@ if has_git; then
   git -C "$scratch" status --short
 fi
 
-say "commit makes it the live version (revert would take it back); it was measured on the scripted harness, so that is where it goes live"
-$machine commit dates --workspace "$scratch" --harness scripted
+say "commit makes it the live version (revert would take it back), on the scripted harness it was measured on"
+$machine commit dates --workspace "$scratch"
 $machine versions dates --workspace "$scratch"
 
 # specialize writes a new machine, so it works on copies of dev (and coder, whose steps dev reads) in the

@@ -8,6 +8,7 @@ command line as ``--force``, an MCP tool as ``force: true``, Python as ``force=T
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,7 @@ PYTHON_OPERATIONS = {
     "train": "handle.train()",
     "trust": "machine.trust({machine!r})",
     "runs": "handle.workspace.store.runs(handle.name)",
+    "correction": "machine.ops.fork(workspace, note, run_id=...)",
 }
 """How a Python caller does each operation a fix can name (``handle = machine.load(name)``)."""
 
@@ -89,9 +91,20 @@ def _python_value(value: str | None) -> str:
     return repr(value)
 
 
+FACE_SPELLING: ContextVar[Callable[[Fix], str | None] | None] = ContextVar("face_spelling", default=None)
+"""How the face a call came through spells a fix, where it set one for the call: the command line does,
+so a report's next step reads as a flag a person can paste; an MCP server does not (its tools accept
+different arguments each, so their reports keep plain words)."""
+
+
 def plain_spelling(fix: Fix) -> str:
     """``give judge model MODEL``, ``suite red with trials 4``: a fix in words, for text any face may show
-    (a grader's reason, a report's next steps)."""
+    (a grader's reason, a report's next steps); in the spelling of the face the call came through, where
+    it set one (``FACE_SPELLING``) and that face has the fix."""
+    face = FACE_SPELLING.get()
+    spelt = face(fix) if face is not None else None
+    if spelt is not None:
+        return spelt
     if fix.operation:
         given = ", ".join(_words(name, value) for name, value in fix.arguments)
         return f"{fix.operation} {fix.machine}".strip() + (f" with {given}" if given else "")

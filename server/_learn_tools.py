@@ -153,6 +153,8 @@ async def ask_optimize(
     holdout: str | None,
     model: str | None,
     harness: str | None,
+    min_z: float,
+    allow_weak_gate: bool,
     ctx: Context,
 ) -> Elicit[Approval] | NotAsked:
     ws = askable(ctx, name, budget_usd, model, harness)
@@ -183,6 +185,8 @@ async def ask_optimize(
             cases=cases,
             holdout=holdout,
             model=model,
+            min_z=min_z,
+            allow_weak_gate=allow_weak_gate,
         ),
         most_usd=ws.budget.usd or 0.0,
     )

@@ -1,7 +1,9 @@
 """The server class itself, kept thin: ``initialize`` needs nothing but the SDK and this, so ``machine serve``
 answers it without importing the tools, the operations behind them or their result models. Those come
 (with the resources and prompts) on the first request that lists or uses any of them; the ``Service``
-(the workspace and its store) with the first call or read."""
+(the workspace and its store) with the first call or read. The protocol's utilities are declared here,
+so ``initialize`` names them: completions of prompt and template arguments (``_completion``, imported
+when first asked) and the server's log at the level the client sets (``_logging``)."""
 
 from __future__ import annotations
 
@@ -13,18 +15,26 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import UnexpectedToolError
+from mcp_types import SetLevelRequestParams
 
 from machine.errors import MachineError, StoreError
+
+from . import _logging
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel.helper_types import ReadResourceContents
     from mcp_types import (
         CallToolResult,
+        Completion,
+        CompletionArgument,
+        CompletionContext,
         GetPromptResult,
         InputRequiredResult,
         Prompt,
+        PromptReference,
         Resource,
         ResourceTemplate,
+        ResourceTemplateReference,
     )
     from mcp_types import Tool as MCPTool
 
@@ -94,6 +104,11 @@ class MachineServer(MCPServer):
         self._make_service = make_service
         self._add_tools: Callable[[MCPServer], None] | None = add_tools
         self._service: Service | None = None
+        lowlevel = self._lowlevel_server  # the SDK's way to serve a method it has no decorator for
+        lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, _logging.set_level)
+        self.middleware.append(_logging.forward_logs)
+        _logging.attach()
+        self.completion()(self._complete)  # type: ignore[no-untyped-call]  # the SDK leaves it untyped
 
     @property
     def service(self) -> Service:
@@ -101,6 +116,18 @@ class MachineServer(MCPServer):
         if self._service is None:
             self._service = self._make_service()
         return self._service
+
+    async def _complete(
+        self,
+        ref: PromptReference | ResourceTemplateReference,
+        argument: CompletionArgument,
+        context: CompletionContext | None,
+    ) -> Completion:
+        """``completion/complete``: the values of a prompt's or a resource template's argument that
+        start with what was typed (``_completion``)."""
+        from ._completion import completion
+
+        return completion(lambda: self.service, ref, argument)
 
     def _tools_ready(self) -> None:
         if self._add_tools is not None:

@@ -50,8 +50,9 @@ from ._results import Approval, ConsentInfo, MachineList, NotAsked, RecentRuns
 
 log = logging.getLogger("machine.server")
 T = TypeVar("T")
-OnProgress = Callable[[Run | StepMetrics], None]
-"""Told of each finished run and each training step, which the client hears as progress."""
+OnProgress = Callable[[Run | StepMetrics | str], None]
+"""Told of each finished run, each training step and each line a training says (where it resumes), which
+the client hears as progress."""
 
 MAX_TRIALS = 20
 RUN_ARGUMENTS = ("budget_usd", "trials", "cases", "model", "harness")
@@ -344,7 +345,7 @@ class Service:
             outcome, tool=tool, machine=name, budget=ws.budget, what=what, changes=False
         )
         log.info("%s %s: %s consent, correlation id %s", tool, name, info.how, info.correlation_id)
-        send, receive = anyio.create_memory_object_stream[Run | StepMetrics](max_buffer_size=math.inf)
+        send, receive = anyio.create_memory_object_stream[Run | StepMetrics | str](max_buffer_size=math.inf)
         failed: MachineError | None = None
         try:
             async with self.lock, anyio.create_task_group() as group:

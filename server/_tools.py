@@ -154,9 +154,9 @@ async def commit(
     force: Force = False,
 ) -> VersionResult:
     """Make the machine's newest pending candidate live, only if it passed the promotion gate measured
-    on the harness and model it will run on (the server's harness; force overrides that, and is asked
-    about on its own, naming the refusal). Needs the person's consent: they are asked, or their
-    configured allowance covers a commit the gate passed."""
+    on the harness and model it will run on (the server's harness, else the one it was measured on;
+    force overrides that, and is asked about on its own, naming the refusal). Needs the person's
+    consent: they are asked, or their configured allowance covers a commit the gate passed."""
     state = service(ctx)
     state.known(name)
     try:

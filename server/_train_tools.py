@@ -6,7 +6,7 @@ No ``from __future__ import annotations`` here: the SDK reads the tools' resolve
 ``typing.get_type_hints``.
 """
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
@@ -15,6 +15,7 @@ from mcp_types import ToolAnnotations
 from machine.errors import MachineError
 from machine.learn import TrainingCheck, TrainOptions, check_training, train
 from machine.ops import make_trainer
+from machine.runs import Phase
 from machine.versions import Candidate
 
 from ._asking import askable, asked, planned, spent_of
@@ -39,6 +40,8 @@ async def ask_train(
     trainer: str | None,
     resume: str | None,
     harness: str | None,
+    min_z: float,
+    allow_weak_gate: bool,
     ctx: Context,
 ) -> Elicit[Approval] | NotAsked:
     ws = askable(ctx, name, budget_usd, None, harness)
@@ -51,7 +54,16 @@ async def ask_train(
         f"Train machine {name!r}: {sampling}fine-tune its model on its good runs with {who} and measure "
         "the checkpoint on holdout.json, proposing it as a pending candidate (the live version is "
         f"unchanged), spending at most {usd(ws.budget.usd or 0.0)}.",
-        planned(ws, "train", name, samples=samples, trials=trials, resume=resume),
+        planned(
+            ws,
+            "train",
+            name,
+            samples=samples,
+            trials=trials,
+            resume=resume,
+            min_z=min_z,
+            allow_weak_gate=allow_weak_gate,
+        ),
         most_usd=ws.budget.usd or 0.0,
     )
 
@@ -72,22 +84,34 @@ async def train_machine(
     makes live only if it passed the gate. Spends at most `budget_usd` (required; capped per call).
     `trainer` is tinker or local (default: local for a local: model, else tinker); `resume` continues a
     stopped training by its record id. Needs the person's consent: they are asked, or their configured
-    allowance must cover the budget. Reports progress per finished run; returns the candidate's gate
-    report."""
+    allowance must cover the budget. Reports progress per finished run and per step, and where a resumed
+    training resumes; returns the candidate's gate report (its training's `resumed_at` says that too)."""
     state = service(ctx)
     ws = state.spending(name, budget_usd, None, harness, TRAIN_ARGUMENTS)
     chosen = options_of(TrainOptions, TRAIN_ARGUMENTS, resume=resume, **options)
 
     def work(on_run: OnProgress) -> Awaitable[Candidate]:
         return train(
-            ws, name, chosen, trainer=trainer, make_trainer=make_trainer, on_run=on_run, on_step=on_run
-        )
+            ws, name, chosen, trainer=trainer, make_trainer=make_trainer, on_run=on_run, on_step=on_run,
+            on_begin=_resumed(on_run),
+        )  # fmt: skip
 
     what = f"train {name!r} (at most {usd(ws.budget.usd or 0.0)})"
     candidate, info = await state.spend(
         ctx, ws, consent, tool="train", name=name, what=what, work=work, accepts=TRAIN_ARGUMENTS
     )
     return TrainResult(**dict(candidate.report), model=candidate.version.model, **spent_of(ws), consent=info)
+
+
+def _resumed(on_run: OnProgress) -> Callable[[Phase], None]:
+    """Told each phase of the training: a resumed one's steps, which begin past its saved state, say
+    where (``resuming at step 25 of 32``) as progress; the others are counted by their runs and steps."""
+
+    def begin(phase: Phase) -> None:
+        if phase.unit == "steps" and phase.done:
+            on_run(f"resuming at step {phase.done + 1} of {phase.total}")
+
+    return begin
 
 
 @option_arguments(TrainOptions, leave=CHECK_LEFT)

@@ -40,6 +40,7 @@ def log_to_stderr(level: int = logging.WARNING) -> None:
     """Logs go to stderr only (stdout is the stdio transport)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(level)  # its own level: a client asking for the log at debug leaves it as it is
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -3,7 +3,7 @@ spells it (here: Python's spelling, the words any face may show, and a face that
 
 from __future__ import annotations
 
-from machine.errors import BadInputError, Fix, MachineError, plain_spelling, python_spelling
+from machine.errors import FACE_SPELLING, BadInputError, Fix, MachineError, plain_spelling, python_spelling
 
 
 def test_a_fix_is_spelt_as_a_python_keyword_with_a_python_value() -> None:
@@ -34,6 +34,21 @@ def test_a_face_without_the_argument_leaves_that_fix_out() -> None:
 def test_plain_words_for_text_any_face_shows() -> None:
     assert plain_spelling(Fix("judge_model", "MODEL")) == "give judge model MODEL"
     assert MachineError("plain").explain(plain_spelling) == "plain"
+
+
+def test_text_made_for_a_face_that_set_its_spelling_spells_fixes_its_way() -> None:
+    """The break: a suite stopped by the budget said "give budget USD" on the command line, where
+    `--budget USD` could be pasted. A face that sets its spelling gets it; a fix it lacks stays plain."""
+    from machine.cli._options import cli_spelling
+
+    spent = MachineError("the budget is spent", fixes=[Fix("budget", "USD", "larger than that")])
+    token = FACE_SPELLING.set(lambda fix: cli_spelling(fix) if fix.argument == "budget" else None)
+    try:
+        assert spent.explain(plain_spelling) == "the budget is spent; pass --budget USD larger than that"
+        assert plain_spelling(Fix("judge_model", "MODEL")) == "give judge model MODEL"
+    finally:
+        FACE_SPELLING.reset(token)
+    assert spent.explain(plain_spelling) == "the budget is spent; give budget USD larger than that"
 
 
 def test_an_operation_with_arguments_is_spelt_by_every_face() -> None:

@@ -41,6 +41,8 @@ function verdict(run) {
   if (run.status === "error") return h("span", { class: "error" }, "ERROR");
   if (!run.graded) return h("span", { class: "muted" }, "ungraded");
   if (run.score === null) return h("span", { class: "unscored" }, "UNSCORED");
+  // passed is null when an UNSCORED criterion could still turn the run: neither a pass nor a fail
+  if (run.passed === null) return h("span", { class: "unscored" }, `${score(run.score)} undecided`);
   return h("span", { class: run.passed ? "pass" : "fail" }, `${score(run.score)} ${run.passed ? "pass" : "fail"}`);
 }
 

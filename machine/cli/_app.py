@@ -89,7 +89,12 @@ class _Commands(click.Group):
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         if args and not args[0].startswith("-") and args[0] not in COMMANDS:
-            ctx.fail(unknown_command(args[0], COMMANDS))
+            from ._shorthand import machine_names
+
+            machines = machine_names(ctx, args[1:])
+            if args[0] in machines:  # `machine NAME ...` is `machine run NAME ...`
+                return super().resolve_command(ctx, ["run", *args])
+            ctx.fail(unknown_command(args[0], [*COMMANDS, *machines]))
         return super().resolve_command(ctx, args)
 
     def make_context(
@@ -145,7 +150,10 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @workspace_option
 @store_option
 def cli() -> None:
-    """Small agent loops with a rubric: run machines, grade their runs, measure them."""
+    """Small agent loops with a rubric: run machines, grade their runs, measure them.
+
+    `machine NAME [INPUT] [OPTIONS]`, where NAME is a machine and no command, is short for `machine run
+    NAME [INPUT] [OPTIONS]`: it talks to the machine in the terminal, or runs it once on INPUT."""
 
 
 def main() -> None:

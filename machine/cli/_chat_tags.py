@@ -35,11 +35,15 @@ class GoodMark:
 
 def parse_good(arg: str) -> GoodMark:
     """``/good``'s words: ``--trace``, ``--reasoning``, ``--as TEXT`` (quoted, or else the rest of the
-    line), ``--note TEXT``; the words left over are the note."""
+    line), ``--note TEXT``; the words left over are the note. Any other ``--word`` is refused (a
+    mistyped option taken as the note would be saved as one); after ``--`` every word is the note."""
     mark, words, rest = GoodMark(), [], arg.strip()
     while rest:
         word, _, after = rest.partition(" ")
         after = after.lstrip()
+        if word == "--":
+            words.append(after)
+            break
         if word in FLAGS:
             setattr(mark, FLAGS[word], True)
         elif word in ANSWER or word == "--note":
@@ -48,11 +52,33 @@ def parse_good(arg: str) -> GoodMark:
                 words.append(text)
             else:
                 mark.answer = text
+        elif word.startswith("--"):
+            raise BadInputError(_no_option("/good", word))
         else:
             words.append(word)
         rest = after
-    mark.note = " ".join(words) or None
+    mark.note = " ".join(w for w in words if w) or None
     return mark
+
+
+def parse_note(command: str, arg: str) -> str:
+    """The note of ``/bad`` or ``/correct``, which take no options: a first word like ``--out`` is
+    refused rather than saved as the note; after ``--`` the rest is the note as typed."""
+    word, _, after = arg.partition(" ")
+    if word == "--":
+        return after.strip()
+    if word.startswith("--"):
+        raise BadInputError(_no_option(command, word))
+    return arg
+
+
+def _no_option(command: str, word: str) -> str:
+    takes = (
+        "it takes --as TEXT, --trace, --reasoning and --note TEXT, then the note"
+        if command == "/good"
+        else "it takes only a note"
+    )
+    return f"{command} has no option {word}: {takes} (put -- before a note that starts with --)"
 
 
 def _value(flag: str, rest: str) -> tuple[str, str]:
@@ -93,14 +119,14 @@ class Counts:
 
 def mark(ws: Workspace, command: str, arg: str, last: Run) -> Run | None:
     """Mark ``last`` as ``command`` says, and say so; None when the words were wrong (said why)."""
-    if command in ("/bad", "/correct") and not arg:
-        example = "too terse" if command == "/bad" else "answer in one line"
-        click.echo(f"{command} needs a note saying why, e.g. {command} {example}")
-        return None
     try:
-        good = parse_good(arg) if command == "/good" else GoodMark(note=arg)
+        good = parse_good(arg) if command == "/good" else GoodMark(note=parse_note(command, arg))
     except BadInputError as error:
         click.echo(str(error))
+        return None
+    if command in ("/bad", "/correct") and not good.note:
+        example = "too terse" if command == "/bad" else "answer in one line"
+        click.echo(f"{command} needs a note saying why, e.g. {command} {example}")
         return None
     kind = {"/good": "good", "/bad": "bad", "/correct": "correction"}[command]
     marks = {"answer": good.answer, "trace": good.trace, "reasoning": good.reasoning}

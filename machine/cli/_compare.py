@@ -22,7 +22,7 @@ from ._options import (
     workspace_from,
 )
 from ._progress import watching
-from ._render import dump_json, fmt_rate, fmt_score
+from ._render import dump_json, fmt_pass_rate, fmt_score
 
 
 @click.command("compare")
@@ -110,7 +110,8 @@ def _print_plan(plan: Plan) -> None:
 
 def _side(label: str, side: Side) -> str:
     return (
-        f"{label}: mean {fmt_score(side.mean)}, pass rate {fmt_rate(side.pass_rate)}, "
+        f"{label}: mean {fmt_score(side.mean)}, "
+        f"{fmt_pass_rate(side.pass_rate, side.undecided)}, "
         f"{counted(side.runs, 'run')}, "
         f"{counted(side.unscored, 'unscored grade')}, {counted(side.unscored_runs, 'unscored run')}, "
         f"{side.errors} failed"
@@ -123,7 +124,8 @@ def _print_report(report: Comparison) -> None:
     if report.paired is not None:
         z = "-" if report.z is None else f"{report.z:.2f}"
         click.secho(
-            f"B - A: {report.diff:+.3f}, standard error {report.se:.3f} over {report.cases} cases, z {z}",
+            f"B - A: {report.diff:+.3f}, standard error {report.se:.3f} over "
+            f"{counted(report.cases, 'case')}, z {z}",
             bold=True,
         )
     _print_criteria(report)

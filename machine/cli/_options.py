@@ -18,12 +18,12 @@ import click
 
 import machine.ops as ops  # what spends (the policy, the spend, a harness) loads only for a command that can
 import machine.runs as on_run  # what only an error needs (mask_passwords) loads with the first error
-from machine.errors import BadInputError, Fix, MachineError, WorkFailed
+from machine.errors import FACE_SPELLING, BadInputError, Fix, MachineError, WorkFailed
 from machine.ops import open_workspace
 from machine.runs import Budget, parse_budget, price_of
 
 from ._inert import inert
-from ._stop import INTERRUPTED, end, stop_status
+from ._stop import end, stop_status, stopped_word
 from ._workspace_option import with_workspace as with_workspace
 from ._workspace_option import workspace_option as workspace_option
 
@@ -281,9 +281,10 @@ COMMANDS = {
     "run": "machine run {machine} INPUT",
     "propose": "machine propose {machine} --model MODEL",
     "record": "machine versions {machine} --record",
+    "correction": "machine correction --id ID NOTE",
 }
 """The command for each operation a fix can name."""
-FLAGS = {"base_model": "--price-as"}
+FLAGS = {"base_model": "--price-as", "run_id": "--id"}
 """Operation arguments that the command line names otherwise."""
 
 
@@ -327,24 +328,34 @@ def handle_errors(fn: F) -> F:
 
     Around every command, it also settles the command's spend (``_settle_spend``) once the command is done;
     a command that fails after spending (or after doing work, ``WorkFailed``) still says what it spent, and
-    one stopped from outside (Ctrl-C, a closed pipe) ends quietly, saying what it spent.
+    one stopped from outside (Ctrl-C, a closed pipe) ends quietly, saying what it spent. While it runs, the
+    library spells the fixes in its reports as flags (``FACE_SPELLING``), which a person can paste.
     """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        spelling = FACE_SPELLING.set(cli_spelling)
         try:
-            try:
-                result = fn(*args, **kwargs)
-            except BaseException as error:
-                spend = _settle_failed(error)
-                status = stop_status(error)
-                if status is None:
-                    raise
-                spent = [] if spend is None else [spend.budget.describe()]
-                end(status, (["interrupted"] if status == INTERRUPTED else []) + spent)
-            _settle_spend(finished=True)
-            return result
-        except MachineError as error:
-            fail(error)
+            return _handled(fn, *args, **kwargs)
+        finally:
+            FACE_SPELLING.reset(spelling)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _handled(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn`` called as ``handle_errors`` says."""
+    try:
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as error:
+            spend = _settle_failed(error)
+            status = stop_status(error)
+            if status is None:
+                raise
+            spent = [] if spend is None else [spend.budget.describe()]
+            end(status, stopped_word(status) + spent)
+        _settle_spend(finished=True)
+        return result
+    except MachineError as error:
+        fail(error)

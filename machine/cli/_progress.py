@@ -1,8 +1,8 @@
 """Progress on a terminal: rich's bar on stderr, with the count, the rate, the time left and a note
-(the last run's score, a step's loss). Shown only where stderr is a terminal, so a pipe or a log
-stays clean; rich is imported only when a bar is shown, so start-up does not pay for it, and its
-console leaves out colour under ``NO_COLOR`` by itself. The label and the note (a case id, a machine name)
-are made inert and read as no markup."""
+(the last run's score, a step's loss). Drawn only where stderr is a terminal; a pipe or a log gets a
+plain line now and then instead. rich is imported only when a bar is shown, so start-up does not pay for
+it, and its console leaves out colour under ``NO_COLOR`` by itself. The label and the note (a case id, a
+machine name) are made inert and read as no markup."""
 
 from __future__ import annotations
 
@@ -75,13 +75,22 @@ def verdict(run: Run) -> str:
     return "ERROR" if run.status == "error" else fmt_score(run.score)
 
 
+PIPE_EVERY_S = 15.0
+"""Where stderr is no terminal, a line of how far a measurement got at most this often, so a long one
+in a pipe or a log is never silent and a short one prints nothing."""
+
+
 @contextmanager
 def watching(ws: Workspace, label: str, *, show: bool = True) -> Iterator[Bar | None]:
-    """A bar of the runs ``ws`` finishes inside the block, each run's score as its note: on a terminal
-    and where ``show`` (not under --json), else nothing. The bar is yielded so a caller can give its
-    total once it is known."""
-    if not (show and wanted()):
+    """A bar of the runs ``ws`` finishes inside the block, each run's score as its note, on a terminal
+    (elsewhere a plain line every ``PIPE_EVERY_S``); nothing where not ``show`` (under --json). The bar
+    is yielded so a caller can give its total once it is known."""
+    if not show:
         yield None
+        return
+    if not wanted():
+        with _lines(ws, label):
+            yield None
         return
     bar = Bar(label, None)
 
@@ -97,6 +106,34 @@ def watching(ws: Workspace, label: str, *, show: bool = True) -> Iterator[Bar | 
     finally:
         ws.watchers.remove(watch)
         bar.close()
+
+
+@contextmanager
+def _lines(ws: Workspace, label: str) -> Iterator[None]:
+    """The runs finished inside the block, said on stderr as a plain line at most every ``PIPE_EVERY_S``."""
+    import time
+
+    import click
+
+    from machine.runs import counted
+
+    done, said = 0, time.monotonic()
+
+    def watch(what: str, run: Run) -> None:
+        nonlocal done, said
+        if what != "finished":
+            return
+        done += 1
+        if time.monotonic() - said >= PIPE_EVERY_S:
+            said = time.monotonic()
+            last = f"{run.case_id or run.machine} {verdict(run)}"
+            click.echo(inert(f"{label}: {counted(done, 'run')} finished, last: {last}"), err=True)
+
+    ws.watchers.append(watch)
+    try:
+        yield
+    finally:
+        ws.watchers.remove(watch)
 
 
 _SPINNING: list[Any] = []

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import click
 from pydantic import BaseModel
 
-from machine.runs import Run, Scorecard
+from machine.runs import Run, Scorecard, counted, passes
 
 from ._inert import inert, inert_json
+
+if TYPE_CHECKING:
+    from machine.measure import CriterionResult
 
 
 def dump_json(value: BaseModel | Sequence[BaseModel]) -> None:
@@ -43,13 +47,54 @@ def scorecard_lines(scorecard: Scorecard) -> list[str]:
         mark = "?" if c.score is None else ("✓" if c.score >= 1.0 else "✗")
         reason = f" — {c.reason}" if c.reason else ""
         lines.append(inert(f"  {mark} {name} (×{c.weight:g}, {c.grader}): {fmt_score(c.score)}{reason}"))
-    if scorecard.score is None:
-        lines.append("  UNSCORED: no criterion could be scored, so the run neither passes nor fails")
-    else:
-        verdict = "PASS" if scorecard.passed else "FAIL"
-        score = fmt_score(scorecard.score)
-        lines.append(f"  score {score} → {verdict} (pass score {scorecard.pass_score:g})")
+    lines.append(inert(verdict_line(scorecard)))
     return lines
+
+
+def fmt_pass_rate(rate: float | None, undecided: int) -> str:
+    """``pass rate 50%``, and when it leaves runs out, how many an UNSCORED criterion could turn (they
+    are neither passes nor fails)."""
+    if not undecided:
+        return f"pass rate {fmt_rate(rate)}"
+    them = "it" if undecided == 1 else "them"
+    why = f"{counted(undecided, 'run')} undecided: an unscored criterion could turn {them}"
+    return (
+        f"pass rate {fmt_rate(rate)} of decided runs ({why})"
+        if rate is not None
+        else f"no run decided ({why})"
+    )
+
+
+def raised_lines(criteria: Mapping[str, CriterionResult]) -> list[str]:
+    """Each check that raised, where, and on how many runs: the person's bug, which a suite's mean hides
+    (the criterion is left out of it, as UNSCORED)."""
+    return [
+        f"{name}: its check raised {where} on {counted(count, 'run')}, so it was not measured there; "
+        "fix the check (a bug in it, not in the machine)"
+        for name, figures in criteria.items()
+        for where, count in figures.raised.items()
+    ]
+
+
+def verdict_line(scorecard: Scorecard) -> str:
+    """The total: a plain PASS or FAIL only where every criterion was scored; otherwise the weight it was
+    measured on, the criteria left UNSCORED, and whether they could still turn it (``Scorecard.passed``)."""
+    score, pass_score = scorecard.score, f"(pass score {scorecard.pass_score:g})"
+    if score is None:
+        return "  UNSCORED: no criterion could be scored, so the run neither passes nor fails"
+    measured = "PASS" if passes(score, scorecard.pass_score) else "FAIL"
+    unscored = scorecard.unscored
+    if not unscored:
+        return f"  score {fmt_score(score)} → {measured} {pass_score}"
+    weight, whole = scorecard.weights
+    they, score_, are = ("it", "scores", "is") if len(unscored) == 1 else ("they", "score", "are")
+    on = f"{measured} on {weight:g} of {whole:g} weight; {', '.join(unscored)} unscored"
+    outcome = {
+        True: f"a pass whatever {they} {score_}",
+        False: f"a fail whatever {they} {score_}",
+        None: f"undecided until {they} {are} scored",
+    }[scorecard.passed]
+    return f"  score {fmt_score(score)} → {on}: {outcome} {pass_score}"
 
 
 def print_run(run: Run, *, verbose: bool = True) -> None:

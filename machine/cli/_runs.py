@@ -123,7 +123,7 @@ def runs(ctx: click.Context, /, name: str, limit: int, as_json: bool) -> None:
 
 def _row(r: RunSummary) -> tuple[str, ...]:
     """One listed run: its columns, the last the input, or why it failed when it did."""
-    verdict = {True: "pass", False: "fail", None: ""}[r.passed]
+    verdict = {True: "pass", False: "fail", None: "" if r.score is None else "undecided"}[r.passed]
     score = "ERROR" if r.status == "error" else fmt_score(r.score) if r.graded else "ungraded"
     why = repr(r.input_preview[:50])
     if r.status == "error":

@@ -2,7 +2,9 @@
 with a line on stderr that says what was kept, an exit status that says why, and never a traceback.
 
 The first Ctrl-C cancels the command's event loop: work in flight is cancelled, what finished is written,
-and the command ends here. A second Ctrl-C, while that is under way, stops it at once.
+and the command ends here. A second Ctrl-C, while that is under way, stops it at once. A command that
+trains takes SIGTERM (``timeout``, ``kill``, a CI runner) the same way (``stop_on_sigterm``), ending with
+143, so a training stopped so is recorded as one stopped by Ctrl-C is.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import shlex
 import sys
 from collections.abc import Iterable, Iterator
+from types import FrameType
 from typing import NoReturn
 
 import click
@@ -21,6 +24,32 @@ INTERRUPTED = 130
 """128 + SIGINT: the status shells give a command stopped by Ctrl-C."""
 BROKEN_PIPE = 141
 """128 + SIGPIPE: the status shells give a command whose reader closed the pipe (``git log | head``)."""
+TERMINATED = 143
+"""128 + SIGTERM: the status of a command stopped by SIGTERM, once it has recorded what it did."""
+_TERMINATED: list[int] = []
+"""Holds the signal once SIGTERM has come (``stop_on_sigterm``): the stop that follows is its."""
+
+
+def stop_on_sigterm() -> None:
+    """Take SIGTERM as a Ctrl-C: the command's event loop is cancelled, what it did is recorded, and it
+    ends with ``TERMINATED``. SIGTERM's own default would end the process on the spot, a training's
+    record left saying nothing of where it stopped."""
+    import signal  # an enum module: loaded by the commands that train, not by every command
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        _TERMINATED.append(signum)
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):  # the event loop's (it cancels the command), or Python's (it raises)
+            handler(signal.SIGINT, frame)
+        else:  # Ctrl-C ignored (a background job): stop all the same
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def stopped_word(status: int) -> list[str]:
+    """The line a stopped command ends with: ``interrupted`` (Ctrl-C), ``terminated`` (SIGTERM)."""
+    return {INTERRUPTED: ["interrupted"], TERMINATED: ["terminated"]}.get(status, [])
 
 
 def _leaves(error: BaseException) -> Iterator[BaseException]:
@@ -37,7 +66,7 @@ def stop_status(error: BaseException) -> int | None:
     or output that could not be written because its reader went away. None for any other error."""
     leaves = list(_leaves(error))
     if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
-        return INTERRUPTED
+        return TERMINATED if _TERMINATED else INTERRUPTED
     if leaves and all(isinstance(leaf, BrokenPipeError) for leaf in leaves):
         return BROKEN_PIPE
     return None
@@ -72,12 +101,14 @@ def end(status: int, lines: Iterable[str] = ()) -> NoReturn:
     more is written to it."""
     if status == BROKEN_PIPE:
         _to_devnull(sys.stdout)
-    if status == INTERRUPTED:  # the first Ctrl-C was handled: another one quits at once, without a word
+    stopped = status in (INTERRUPTED, TERMINATED)
+    if stopped:  # the first Ctrl-C (or SIGTERM) was handled: another one quits at once, without a word
         import signal  # an enum module: loaded by a command that is stopped, not by every command
 
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     say(lines)
-    if status == INTERRUPTED and _working_threads():
+    if stopped and _working_threads():
         _quit_now(status)
     sys.exit(status)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from machine.ops import copy_store
+from machine.runs import counted
 
 from ._options import handle_errors
 from ._render import dump_json
@@ -30,14 +31,14 @@ def store_copy(source: str, target: str, as_json: bool) -> None:
 
     def progress(runs: int) -> None:
         if not as_json:
-            click.echo(f"  {runs} runs copied", err=True)
+            click.echo(f"  {counted(runs, 'run')} copied", err=True)
 
     copied = copy_store(source, target, on_runs=progress)
     if as_json:
         dump_json(copied)
         return
     click.echo(
-        f"copied {copied.runs} runs, {copied.suites} suites, {copied.sessions} chat sessions and "
-        f"{copied.spending} spending-log lines from "
-        f"{copied.source} to {copied.target}"
+        f"copied {counted(copied.runs, 'run')}, {counted(copied.suites, 'suite')}, "
+        f"{counted(copied.sessions, 'chat session')} and {counted(copied.spending, 'spending-log line')} "
+        f"from {copied.source} to {copied.target}"
     )

@@ -26,7 +26,7 @@ from ._options import (
 )
 from ._progress import Bar, verdict
 from ._progress import wanted as progress_wanted
-from ._render import dump_json, fmt_rate, fmt_score
+from ._render import dump_json, fmt_pass_rate, fmt_rate, fmt_score, raised_lines
 from ._stop import INTERRUPTED, end, resume_command, stop_status
 from ._table import print_table
 
@@ -141,7 +141,7 @@ def _stopped(ctx: click.Context, ws: Workspace, progress: _Progress, error: Base
     why = "interrupted" if status == INTERRUPTED else "output closed"
     lines = [
         f"{why}: suite {progress.suite_id} of {progress.machine} stopped after {progress.done} of "
-        f"{progress.total} runs; the finished runs are stored",
+        f"{counted(progress.total, 'run')}; the finished runs are stored",
         ws.budget.describe(),
         "continue it with: " + resume_command(ctx, progress.machine, progress.suite_id, leave_out=["tree"]),
     ]
@@ -258,7 +258,9 @@ def _print_verbose(run: Run, done: int, total: int) -> None:
         return
     card = run.scorecard
     score = None if card is None else card.score
-    verdict = {True: "pass", False: "FAIL", None: "UNSCORED"}[None if card is None else card.passed]
+    verdict = {True: "pass", False: "FAIL", None: "UNSCORED" if score is None else "undecided"}[
+        None if card is None else card.passed
+    ]
     click.echo(inert(f"{head} {fmt_score(score)} {verdict}"))
     for c in card.criteria.values() if card else ():
         if c.score is None or c.score < 1.0:  # a grader's reason: a model's, or a check's quoting the run
@@ -273,19 +275,23 @@ def _print_report(report: SuiteReport) -> None:
         notes = []
         if c.unscored_grades:
             notes.append(counted(c.unscored_grades, "unscored grade"))
+        if c.undecided:
+            notes.append(f"{c.undecided} undecided")
         if c.errors:
             notes.append(f"{c.errors} failed")
         if not c.trials:
             notes.append("not run")
         mean = fmt_score(c.mean) if c.trials else "-"
-        rows.append((c.id, mean, f"{c.passes}/{c.trials}", ", ".join(notes)))
+        rows.append((c.case_id, mean, f"{c.passes}/{c.trials}", ", ".join(notes)))
     print_table(("case", "mean", "pass^N", "notes"), rows)
-    rate = fmt_rate(report.pass_rate)
+    rate = fmt_pass_rate(report.pass_rate, report.undecided)
     click.secho(
-        f"{report.machine}: {counted(report.runs, 'run')}, mean {fmt_score(report.mean)}, pass rate {rate}, "
+        f"{report.machine}: {counted(report.runs, 'run')}, mean {fmt_score(report.mean)}, {rate}, "
         f"{counted(report.unscored, 'unscored grade')}, {counted(report.errors, 'failed run')}, "
         f"cost ${report.cost_usd:.4f}",
         bold=True,
     )
+    for line in raised_lines(report.criteria):
+        click.secho(inert(line), fg="red")
     if report.stopped:
         click.secho(inert(f"stopped early: {report.stopped}"), fg="yellow")

@@ -9,7 +9,7 @@ import click
 
 from machine.learn import ALL_SOURCES, ChooseSource, TrainingCheck, TrainOptions, check_training, train
 from machine.ops import make_trainer
-from machine.runs import Run, StepMetrics
+from machine.runs import StepMetrics
 from machine.versions import Candidate, format_report
 
 from ._complete import machine_argument
@@ -25,10 +25,8 @@ from ._options import (
 )
 from ._plan import print_plan
 from ._render import dump_json
-
-
-def _phase_echo(line: str) -> None:
-    click.echo(inert(line), err=True)
+from ._stop import stop_on_sigterm
+from ._train_progress import TrainProgress
 
 
 def _step_echo(metrics: StepMetrics) -> None:
@@ -37,8 +35,9 @@ def _step_echo(metrics: StepMetrics) -> None:
 
 def _step_line(metrics: StepMetrics) -> str:
     loss = "-" if metrics.loss is None else f"{metrics.loss:.4f}"
+    drift = "" if metrics.chosen_drift is None else f", chosen drift {metrics.chosen_drift:+.3f}"
     return (
-        f"  step {metrics.step} (epoch {metrics.epoch}): loss {loss}, {metrics.tokens} tokens, "
+        f"  step {metrics.step} (epoch {metrics.epoch}): loss {loss}{drift}, {metrics.tokens} tokens, "
         f"{metrics.seconds:.1f} s, ${metrics.cost_usd:.4f}"
     )
 
@@ -87,22 +86,28 @@ def train_command(
     if dry_run or smoke:
         _check(ctx, name, options, trainer, smoke=smoke, as_json=as_json, spending=spending)
         return
+    stop_on_sigterm()  # a training stopped by SIGTERM is recorded as one stopped by Ctrl-C is
     ws = workspace_from(ctx, **spending)
     print_plan(ws, "train", name, options)
     loud = not as_json
-    candidate = ws.call(  # a line a run, not a bar: the person may be asked which runs to learn from
-        lambda: train(
-            ws,
-            name,
-            options,
-            trainer=trainer,
-            make_trainer=make_trainer,
-            on_run=_run_line if loud and sys.stderr.isatty() else None,
-            on_step=_step_echo if loud else None,
-            choose_source=_chooser(as_json),
-            on_phase=_phase_echo if loud else None,
+    shown = TrainProgress(bars=sys.stderr.isatty(), step_line=_step_line)  # a bar closes before a question
+    try:
+        candidate = ws.call(
+            lambda: train(
+                ws,
+                name,
+                options,
+                trainer=trainer,
+                make_trainer=make_trainer,
+                on_run=shown.run if loud else None,
+                on_step=shown.step if loud else None,
+                choose_source=_chooser(as_json),
+                on_phase=shown.line if loud else None,
+                on_begin=shown.begin if loud else None,
+            )
         )
-    )
+    finally:
+        shown.close()
     if as_json:
         dump_json(candidate.version)
     else:
@@ -163,11 +168,6 @@ def _ask_source(found: dict[str, int]) -> str | None:
     if answer.isdigit() and 1 <= int(answer) <= len(sources):
         return sources[int(answer) - 1]
     return None
-
-
-def _run_line(run: Run) -> None:
-    score = "failed" if run.status == "error" else "-" if run.score is None else f"{run.score:.2f}"
-    click.echo(inert(f"  run {run.case_id} ({run.version}): {score}"), err=True)
 
 
 def _render(name: str, candidate: Candidate) -> None:

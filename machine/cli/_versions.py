@@ -146,6 +146,9 @@ def propose_command(
         raise BadInputError(f"propose needs the candidate's model: machine propose {name} --model MODEL")
     checked_min_z(min_z, allow_weak_gate)  # before the workspace asks for anything
     ws = workspace_from(ctx, **spending)
+    from ._plan import print_plan  # here: the other version commands never import the learning layer
+
+    print_plan(ws, "propose", name, model=spending["model"], trials=trials, cases=cases_file, min_z=min_z)
     with watching(ws, f"{name}: live and candidate", show=not as_json):
         candidate = ws.call(
             lambda: propose(
@@ -195,14 +198,14 @@ def propose_command(
     "--harness",
     default=None,
     metavar="NAME",
-    help="The harness it will run on (default: MACHINE_HARNESS, else local for a local: model, else tinker).",
+    help="The harness it will run on (default: the one it was measured on, as its gate report says).",
 )
 @with_workspace
 @click.pass_context
 @handle_errors
 def commit_command(ctx: click.Context, /, name: str, force: bool, harness: str | None) -> None:
     """Make the newest pending candidate live, only if it passed the promotion gate on the harness and
-    model it will run on."""
+    model it will run on: the harness it was measured on, unless --harness names another."""
     ws = workspace_from(ctx)
     try:
         version = commit(ws, name, force=force, harness=harness)
@@ -211,7 +214,21 @@ def commit_command(ctx: click.Context, /, name: str, force: bool, harness: str |
             click.echo(inert(format_report(refused.report)))
         fail(refused)
     forced = " (forced past the gate)" if version.forced else ""
-    click.echo(inert(f"{version.label} is live{forced}: model {version.model}, held in {_files(version)}"))
+    click.echo(
+        inert(
+            f"{version.label} is live{forced}: model {version.model}, held in {_files(version)}"
+            f"{_measured_on(version)}"
+        )
+    )
+
+
+def _measured_on(version: Version) -> str:
+    """Where its gate measured it, said beside the commit, since that is where it was judged good."""
+    side = version.report.after if version.report is not None else None
+    if side is None or side.harness is None:
+        return ""
+    at = f" at {side.endpoint}" if side.endpoint else ""
+    return f"; measured on the {side.harness} harness{at}"
 
 
 def _files(version: Version) -> str:

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
+import sysconfig
+import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from machine.errors import DefinitionError
@@ -88,10 +93,8 @@ class CheckGrader:
             result = self.fn(run, run.case or {}) if self.wants_case else self.fn(run)
             if inspect.isawaitable(result):
                 result = await result
-        except Exception as error:  # a crashing check is UNSCORED, never 0
-            return unscored(
-                criterion, definition, self, f"check {self.name!r} raised {type(error).__name__}: {error}"
-            )
+        except Exception as error:  # a crashing check is UNSCORED, never 0: a bug to fix, named where it is
+            return raised(criterion, definition, self, error)
         reason = ""
         value: object = result
         if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str):
@@ -113,6 +116,46 @@ class CheckGrader:
             score=score,
             reason=reason,
         )
+
+
+def raised(criterion: str, definition: Criterion, grader: CheckGrader, error: Exception) -> CriterionScore:
+    """The UNSCORED grade of a check that raised: the exception and the line of the person's code it came
+    from, in the reason and in ``details`` (``raised``, ``at``) for a suite to count."""
+    at = where(error)
+    grade = unscored(
+        criterion,
+        definition,
+        grader,
+        f"check {grader.name!r} raised {type(error).__name__}: {error} at {at}: a bug in the check, so "
+        "the criterion was not measured; fix the check and grade the run again",
+    )
+    grade.details.update(raised=type(error).__name__, at=at)
+    return grade
+
+
+def where(error: BaseException) -> str:
+    """``file:line`` of the innermost frame of ``error``'s traceback in the person's code, not this
+    library's nor Python's own (a ``KeyError`` raised inside ``json`` names the check's line that called
+    it); the innermost frame when none is. The file is relative to the working folder when under it."""
+    frames = traceback.extract_tb(error.__traceback__)[1:]  # the first is the grader's call of the check
+    if not frames:
+        return "an unknown line"
+    own = [f for f in frames if not any(f.filename.startswith(prefix) for prefix in _not_theirs())]
+    frame = (own or frames)[-1]
+    path = Path(frame.filename)
+    if path.is_absolute() and path.is_relative_to(Path.cwd()):
+        path = path.relative_to(Path.cwd())
+    return f"{path}:{frame.lineno}"
+
+
+@cache
+def _not_theirs() -> tuple[str, ...]:
+    """The folders whose code is not a person's check: this library and Python's libraries."""
+    paths = sysconfig.get_paths()
+    folders = {str(Path(__file__).parents[1])} | {
+        paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")
+    }
+    return tuple(folder.rstrip(os.sep) + os.sep for folder in folders)
 
 
 def _as_score(value: Any) -> float | None:

@@ -1,8 +1,11 @@
 """What a learning call will do, bounded before anything is spent: the most runs it can make, its steps,
-and the budget no model call may start past. It is what a consent form shows and what every face says
-before the work starts; each room plans its own operation (``plan_optimize``, ``plan_train``, ...)."""
+the budget no model call may start past, and what would make it spend for nothing (a gate that cannot
+pass). It is what a consent form shows and what every face says before the work starts; each room plans
+its own operation (``plan_optimize``, ``plan_train``, ...)."""
 
 from __future__ import annotations
+
+from pydantic import Field
 
 from machine.runs import Model
 
@@ -25,15 +28,21 @@ class Plan(Model):
     """The model the machine's runs use (None: not known before the call, or not one model)."""
     price_bound_usd: float | None = None
     """The call's budget: no model call starts past it (None: no budget)."""
+    warnings: list[str] = Field(default_factory=list)
+    """What the person should know before anything is spent: held-out cases too few for the gate to
+    pass anything at its ``min_z`` (``thin_gate``), say."""
 
-    def describe(self) -> str:
-        """The plan in one sentence, as a consent form and the command line show it."""
+    def describe(self, *, warnings: bool = True) -> str:
+        """The plan in one sentence (then each warning), as a consent form and the command line show it;
+        without ``warnings``, the sentence alone (the command line prints them on lines of their own)."""
         on = f" on the {self.harness} harness" if self.harness else ""
         on += f" with model {self.model}" if self.model else ""
         counted = f"{self.steps} {self.steps_are}" if self.steps is not None else self.steps_are
         steps = f", {counted}" if counted else ""
         bound = "no budget" if self.price_bound_usd is None else f"at most ${self.price_bound_usd:.2f}"
-        return (
-            f"{self.operation} {self.machine!r}{on}: at most {self.runs} runs ({self.runs_are}){steps}; "
-            f"{bound}"
-        )
+        runs = f"{self.runs} {'run' if self.runs == 1 else 'runs'}"
+        said = f"{self.operation} {self.machine!r}{on}: at most {runs} ({self.runs_are})"
+        said += f"{steps}; {bound}"
+        if warnings:
+            said += "".join(f". Warning: {w}" for w in self.warnings)
+        return said

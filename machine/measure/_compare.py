@@ -273,7 +273,7 @@ def _side(label: str, revision: str | None, cases: list[Case], current: Machine)
     return Side(
         label=label,
         revision=revision,
-        cases={c.id: CaseResult(id=c.id) for c in cases},
+        cases={c.id: CaseResult(case_id=c.id) for c in cases},
         criteria={name: CriterionResult() for name in current.rubric},
     )
 

@@ -67,9 +67,15 @@ class Side(Model):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def pass_rate(self) -> float | None:
-        """The share of scored runs that passed."""
-        scored = sum(len(c.scores) for c in self.cases.values())
-        return sum(c.passes for c in self.cases.values()) / scored if scored else None
+        """The share of decided runs that passed (``CaseResult.undecided`` are neither)."""
+        decided = sum(c.decided for c in self.cases.values())
+        return sum(c.passes for c in self.cases.values()) / decided if decided else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def undecided(self) -> int:
+        """Scored runs an UNSCORED criterion could still turn from pass to fail or back."""
+        return sum(c.undecided for c in self.cases.values())
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -40,6 +40,9 @@ class SuiteSummary(Model):
     runs: int
     mean: float | None
     pass_rate: float | None
+    """The share of decided runs that passed (undecided ones are neither passes nor fails)."""
+    undecided: int
+    """Scored runs an UNSCORED criterion could still turn from pass to fail or back."""
     unscored: int
     """Criterion grades that came back UNSCORED."""
     unscored_runs: int
@@ -80,9 +83,14 @@ class SuiteReport(Model):
 
     @property
     def pass_rate(self) -> float | None:
-        """The share of scored runs that passed."""
-        scored = len(self.scored)
-        return sum(c.passes for c in self.cases) / scored if scored else None
+        """The share of decided runs that passed; None when no run was decided."""
+        decided = sum(c.decided for c in self.cases)
+        return sum(c.passes for c in self.cases) / decided if decided else None
+
+    @property
+    def undecided(self) -> int:
+        """Scored runs an UNSCORED criterion could still turn: neither passes nor fails."""
+        return sum(c.undecided for c in self.cases)
 
     @property
     def unscored(self) -> int:
@@ -107,6 +115,7 @@ class SuiteReport(Model):
             runs=self.runs,
             mean=self.mean,
             pass_rate=self.pass_rate,
+            undecided=self.undecided,
             unscored=self.unscored,
             unscored_runs=self.unscored_runs,
             errors=self.errors,
@@ -181,7 +190,7 @@ async def run_suite(
     if resume is not False:  # the suite resumed has cases and trials of its own
         cases, trials = [Case.model_validate(data) for data in record.cases], record.trials
     model = record.model
-    results = {case.id: CaseResult(id=case.id) for case in cases}
+    results = {case.id: CaseResult(case_id=case.id) for case in cases}
     report = _empty_report(machine, record, list(results.values()))
 
     def count(run: Run) -> None:

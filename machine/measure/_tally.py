@@ -1,5 +1,6 @@
 """Tallies: a case's scored trials and a criterion's grades, counted as runs finish. UNSCORED grades and
-failed runs are counted apart and never enter a mean."""
+failed runs are counted apart and never enter a mean; a run an UNSCORED criterion could still turn
+(``Scorecard.passed`` is None) is counted as undecided, neither a pass nor a fail."""
 
 from __future__ import annotations
 
@@ -16,12 +17,16 @@ Counted = Annotated[int, Field(exclude=True)]
 
 @dataclass(slots=True)  # a plain class: a suite holds one per case, and counts into it on every run
 class CaseResult:
-    """One case's trials: the scores of those scored, how many passed, and what was left out."""
+    """One case's trials: the scores of those scored, how many passed, how many could not be decided,
+    and what was left out."""
 
-    id: str
+    case_id: str
+    """The case's id, as every run and report names it (``case_id``)."""
     trials: int = 0
     scores: list[float] = field(default_factory=list)
     passes: int = 0
+    undecided: int = 0
+    """Scored runs an UNSCORED criterion could still turn: neither passes nor fails."""
     mean: float | None = None
     """The mean of the scored trials; None when none was scored."""
     unscored: Counted = 0
@@ -49,7 +54,14 @@ class CaseResult:
         self.scores.append(score)
         self.total += score
         self.mean = self.total / len(self.scores)
-        self.passes += passes(score, card.pass_score)
+        passed = card.passed
+        self.passes += passed is True
+        self.undecided += passed is None
+
+    @property
+    def decided(self) -> int:
+        """Scored runs that passed or failed: what a pass rate is a share of."""
+        return len(self.scores) - self.undecided
 
 
 @dataclass(slots=True)  # a plain class: counted into on every graded run
@@ -65,6 +77,9 @@ class CriterionResult:
     """The share of its scored grades that reached the pass score."""
     total: Annotated[float, Field(exclude=True)] = 0.0
     passes: Counted = 0
+    raised: dict[str, int] = field(default_factory=dict)
+    """Its check's exceptions (``KeyError at machines/dates/rubric.py:14``), each with how many runs it
+    left UNSCORED: a bug in the person's check, named where it is."""
 
     def add(self, score: float, passed: bool) -> None:
         """Count one scored grade."""
@@ -79,6 +94,8 @@ class CriterionResult:
         self.runs += other.runs
         self.passes += other.passes
         self.unscored += other.unscored
+        for where, count in other.raised.items():
+            self.raised[where] = self.raised.get(where, 0) + count
         self._figures()
 
     def _figures(self) -> None:
@@ -95,5 +112,8 @@ def tally_criteria(criteria: dict[str, CriterionResult], run: Run) -> None:
         figures = criteria.setdefault(name, CriterionResult())
         if grade.score is None:
             figures.unscored += 1
+            if "raised" in grade.details:  # a check's exception (``grade.raised``)
+                where = f"{grade.details['raised']} at {grade.details.get('at')}"
+                figures.raised[where] = figures.raised.get(where, 0) + 1
         else:
             figures.add(grade.score, passes(grade.score, card.pass_score))

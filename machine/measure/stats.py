@@ -76,9 +76,10 @@ def pass_hat(passes: int, trials: int, k: int) -> float:
 
 
 def pass_hat_k(per_case: Sequence[tuple[int, int]], k: int) -> float | None:
-    """Mean pass^k over cases given as (passes, scored trials); None when no case has k trials.
+    """Mean pass^k over cases given as (passes, decided trials); None when no case has k trials.
 
-    Cases with fewer than k scored trials are left out: pass^k is not defined for them.
+    Give decided trials (``CaseResult.decided``), not scored ones: an undecided run is neither a pass
+    nor a fail. Cases with fewer than k of them are left out: pass^k is not defined for them.
     """
     values = [pass_hat(passes, trials, k) for passes, trials in per_case if trials >= k]
     return mean(values) if values else None

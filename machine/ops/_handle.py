@@ -262,8 +262,9 @@ class MachineHandle:
         return await (self._spending("train", work) if smoke else work)
 
     def plan(self, operation: str, options: Options | None = None, **fields: Any) -> Plan:
-        """What a learning call (``"optimize"``, ``"train"``, ``"specialize"``, ``"draft-rubric"``) with
-        these options would do at most, before anything is spent: its runs, steps and price bound."""
+        """What a learning call (``"optimize"``, ``"train"``, ``"propose"``, ``"specialize"``,
+        ``"draft-rubric"``) with these options would do at most, before anything is spent: its runs, steps
+        and price bound, and its ``warnings`` (held-out cases too few for the gate to pass anything)."""
         return plan_learning(self.workspace, operation, self.name, options, **fields)
 
     def commit(self, *, force: bool = False, harness: str | None = None) -> Version:

@@ -109,8 +109,10 @@ def to_correct(ws: Workspace, run_id: str | None) -> Run:
     if not newest:
         raise NotFoundError(
             "there is no observed run to fork: observed runs are the ones outside hosts make through the "
-            "MCP server while the workspace observes (turn observing on first), or name a stored run",
-            fixes=[Fix("id", "ID", "to correct a stored run")],
+            "MCP server while the workspace observes (turn observing on first)",
+            fixes=[
+                Fix(operation="correction", arguments=(("run_id", "ID"),), purpose="corrects a stored run")
+            ],
         )
     return newest[0]
 

@@ -91,14 +91,15 @@ if TYPE_CHECKING:
     from ._store_url import mask_passwords
     from ._stores import STORE_ENV, SharedSpending, is_postgres, open_store
     from ._tools import Tool, ToolContext, ToolFailure, tool
+    from ._train_example import TrainExample
     from ._trainer import (
         Checkpoint,
         LrSchedule,
         Method,
+        Phase,
         Prepared,
         StepMetrics,
         Trainer,
-        TrainExample,
         TrainingPlan,
         TrainSettings,
         epoch_batches,
@@ -222,8 +223,9 @@ _HOMES = {
     "Checkpoint": "._trainer",
     "Prepared": "._trainer",
     "StepMetrics": "._trainer",
+    "Phase": "._trainer",
     "Trainer": "._trainer",
-    "TrainExample": "._trainer",
+    "TrainExample": "._train_example",
     "TrainSettings": "._trainer",
     "TrainingPlan": "._trainer",
     "epoch_batches": "._trainer",
@@ -277,6 +279,7 @@ __all__ = [
     "Model",
     "ModelAccess",
     "NextTurn",
+    "Phase",
     "PostgresStore",
     "Prepared",
     "Price",

@@ -45,9 +45,14 @@ COMPACT = "replace(replace(data::text, '\": ', '\":'), ', \"', ',\"')"
 caller's superset search for ``"observed":true`` reads the same in both stores."""
 
 PASS_SCORE = "coalesce((data #>> '{scorecard,pass_score}')::float8, 1.0) - 1e-9"
+BOUND = (
+    "(SELECT sum((c ->> 'weight')::float8 * coalesce((c ->> 'score')::float8, {})) /"
+    " nullif(sum((c ->> 'weight')::float8), 0) FROM jsonb_each(data #> '{{scorecard,criteria}}') AS e(k, c))"
+)
+"""``_views.BOUND``: a run's weighted score with every UNSCORED criterion at the given mark."""
 OUTCOMES: dict[str, str] = {
-    "pass": f"score IS NOT NULL AND score >= {PASS_SCORE}",
-    "fail": f"score IS NOT NULL AND score < {PASS_SCORE}",
+    "pass": f"score IS NOT NULL AND {BOUND.format(0.0)} >= {PASS_SCORE}",
+    "fail": f"score IS NOT NULL AND {BOUND.format(1.0)} < {PASS_SCORE}",
     "unscored": "status = 'ok' AND jsonb_path_exists(data, '$.scorecard.criteria.* ? (@.score == null)')",
     "error": "status = 'error'",
     "ungraded": "status = 'ok' AND (data -> 'scorecard' IS NULL OR data -> 'scorecard' = 'null'::jsonb)",

@@ -160,8 +160,30 @@ def weighted_score(criteria: Iterable[CriterionScore]) -> float | None:
 
 
 def verdict(score: float | None, pass_score: float) -> bool | None:
-    """Pass or fail for a scorecard's ``score``; None when there is no score to judge."""
+    """Pass or fail for a score alone; None when there is no score to judge."""
     return None if score is None else passes(score, pass_score)
+
+
+def decided(grades: Iterable[tuple[float, float | None]], pass_score: float) -> bool | None:
+    """Pass or fail for grades of (weight, score or None), decided only by what was scored.
+
+    The weighted score leaves UNSCORED criteria out, so it cannot claim a pass they might still lose: a
+    run passes when it reaches ``pass_score`` even with every UNSCORED criterion at 0, fails when it falls
+    short even with every one at full marks, and is undecided (None) between the two, or when nothing was
+    scored. With every criterion scored this is the weighted score against ``pass_score``, as before."""
+    weights = scored = got = 0.0
+    for weight, score in grades:
+        weights += weight
+        if score is not None:
+            scored += weight
+            got += weight * score
+    if scored <= 0:
+        return None
+    if passes(got / weights, pass_score):  # the least the UNSCORED criteria could leave it
+        return True
+    if not passes((got + weights - scored) / weights, pass_score):  # the most they could lift it to
+        return False
+    return None
 
 
 class Scorecard(Derived):
@@ -181,13 +203,24 @@ class Scorecard(Derived):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def passed(self) -> bool | None:
-        """Whether the score reaches the pass score; None when nothing could be scored."""
-        return verdict(self.score, self.pass_score)
+        """Whether the run passed, as far as what was scored decides it (``decided``); None when nothing
+        could be scored or an UNSCORED criterion could still turn it."""
+        return self.passed_at(self.pass_score)
+
+    def passed_at(self, pass_score: float) -> bool | None:
+        """``passed`` against another pass score (a gate's, a suite's)."""
+        return decided(((c.weight, c.score) for c in self.criteria.values()), pass_score)
 
     @property
     def unscored(self) -> list[str]:
         """The criteria that came back UNSCORED."""
         return [name for name, c in self.criteria.items() if c.score is None]
+
+    @property
+    def weights(self) -> tuple[float, float]:
+        """(the weight scored, the rubric's whole weight): what the score was measured on."""
+        grades = self.criteria.values()
+        return sum(c.weight for c in grades if c.score is not None), sum(c.weight for c in grades)
 
     @property
     def cost_usd(self) -> float:
@@ -268,9 +301,10 @@ class Run(Derived):
     correction: str | None = None
     """That correction, as the person wrote it."""
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def created_at(self) -> datetime:
-        """When the run started."""
+        """When the run started: a run's JSON names it as a listed run's (``RunSummary``) does."""
         return self.timings.started_at
 
     @computed_field  # type: ignore[prop-decorator]

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field
 
 from ._names import check_name
-from ._records import Message, Model, Run, now, passes
+from ._records import Message, Model, Run, decided, now
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -211,8 +211,9 @@ def summary_row(
     )
     graded = fingerprint is not None
     passed = None
-    if graded and score is not None:
-        passed = passes(score, 1.0 if pass_score is None else pass_score)  # as Scorecard.passed
+    if graded and score is not None:  # as Scorecard.passed
+        grades = ((c["weight"], c["score"]) for c in (criteria or {}).values())
+        passed = decided(grades, 1.0 if pass_score is None else pass_score)
     return RunSummary.model_construct(  # the store wrote these fields: no need to check them again
         id=run_id,
         created_at=datetime.fromisoformat(started_at),

@@ -11,46 +11,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import AliasChoices, Field
+from pydantic import Field
 
 from machine.errors import BadInputError
 
 from ._budget import Budget
 from ._records import Model, counted
-
-
-class TrainExample(Model):
-    """One conversation to learn from: chat messages (system first), the tools offered, and the indices of
-    the assistant messages that are targets (the others are context)."""
-
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] = Field(default_factory=list)
-    targets: list[int]
-    run_id: str = ""
-    case_id: str | None = Field(default=None, validation_alias=AliasChoices("case_id", "case"))
-    """The run's case (read as ``case`` from records written before it had this name)."""
-    effort: float | None = None
-    """The reasoning effort the run was sampled at: a renderer that writes effort into the prompt renders
-    the example at it, so the model learns from the prompt it was given."""
-    rejected: list[dict[str, Any]] | None = None
-    """For a preference pair (DPO): the assistant message preferred less, in place of the one target
-    (the last message, preferred), after the same prompt."""
-
-    def sides(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """A preference pair's two conversations: the prompt with the chosen answer (its one target, last),
-        and the same prompt with the rejected answer; an example that is no pair is refused."""
-        if not self.rejected or len(self.targets) != 1:
-            raise BadInputError(
-                f"example of run {self.run_id!r} is no preference pair (one target, a rejected answer): "
-                "DPO trains on the pairs export writes"
-            )
-        [target] = self.targets
-        return self.messages[: target + 1], [*self.messages[:target], *self.rejected[:1]]
-
+from ._train_example import TrainExample
 
 Method = Literal["sft", "dpo"]
 """``sft``: learn the examples' targets (cross-entropy); ``dpo``: learn to prefer each pair's chosen
-answer over its rejected one, against the base model (direct preference optimization)."""
+answer over its rejected one, against the model the training starts from (direct preference
+optimization)."""
 LrSchedule = Literal["constant", "linear"]
 """``constant``: the same rate every step; ``linear``: from the rate at the first step down toward 0 at
 the last, so the final steps settle the model instead of pulling it toward their own batch."""
@@ -82,7 +54,8 @@ class TrainSettings(Model):
     """The LoRA scale (None: the trainer's default, twice the rank on a local model). Only a trainer
     that ``takes`` it accepts it; the others refuse it."""
     lora_dropout: float | None = None
-    """The dropout on the LoRA layers' input (None: the trainer's default, 0.05 on a local model)."""
+    """The dropout on the LoRA layers' input (None: the trainer's default, 0.05 on a local model for
+    SFT, none for DPO, whose loss compares the policy with the reference token for token)."""
     target_modules: list[str] | None = None
     """The modules the adapter wraps, by name (None: the trainer's default, the attention projections)."""
     kl: float | None = None
@@ -93,7 +66,15 @@ class TrainSettings(Model):
     method: Method = "sft"
     """What the examples teach: their targets (``sft``), or a preference within each pair (``dpo``)."""
     beta: float = 0.1
-    """DPO's beta: how far the trained model may move from its base to widen a pair's margin."""
+    """DPO's beta: how far the trained model may move from its reference to widen a pair's margin."""
+    rpo_alpha: float | None = None
+    """DPO: the weight of the chosen answers' own cross-entropy (per token) added to the loss, as RPO
+    and TRL's ``rpo_alpha`` do, so the chosen answers stay likely while the margin widens (None or 0:
+    none)."""
+    start: Checkpoint | None = None
+    """The checkpoint training starts from, and DPO's reference: the live version's when it is a
+    fine-tune of ``base_model`` (a local adapter, a Tinker state), so DPO builds on what is live and is
+    measured against it (None: a new adapter on the base model, the base the reference)."""
 
 
 class Prepared(Model):
@@ -124,6 +105,9 @@ class Prepared(Model):
     learned (train refuses it unless forced)."""
     seconds_per_token: float | None = None
     """The trainer's rough wall time per token trained, for the plan's estimate (None: it has none)."""
+    run_seconds: float | None = None
+    """The trainer's rough wall time of one run of the model it trains, sampled or measured on the
+    held-out cases beside others as a training does, for the plan's estimate (None: it has none)."""
     data: Any = Field(default=None, exclude=True)
     """The trainer's own form of the sequences (not recorded)."""
 
@@ -149,6 +133,8 @@ class TrainingPlan(Model):
     steps_per_epoch: int
     steps: int
     min_steps: int
+    """The steps a plan needs to learn (0: no minimum, as for DPO, which starts from a model that
+    already answers and collapses when pushed too far)."""
     learning_rate: float
     lr_schedule: LrSchedule = "constant"
     trained_tokens: int
@@ -156,7 +142,15 @@ class TrainingPlan(Model):
     price_usd: float | None = None
     """What the steps cost at the training price (0 for a local model; None: the price is not listed)."""
     seconds: float | None = None
-    """A rough estimate of the training's wall time (None: the trainer gives none)."""
+    """A rough estimate of the training steps' wall time (None: the trainer gives none)."""
+    sample_runs: int = 0
+    """Runs sampled before the training (``samples`` of each case; none on a resumed training)."""
+    measure_runs: int = 0
+    """Held-out runs measured: the live version's before the first step and the checkpoint's after the
+    last (``trials`` of each held-out case on each side, at most: stored runs are reused)."""
+    run_seconds: float | None = None
+    """A rough estimate of one run's wall time on the base model with the training's concurrency (None:
+    the trainer gives none)."""
     chosen: list[str] = Field(default_factory=list)
     """How each value not given was chosen, in words."""
     template: str = ""
@@ -164,6 +158,19 @@ class TrainingPlan(Model):
     template_differs: bool = False
     """The renderer writes prompts the sampler does not: a checkpoint would be sampled on prompts it never
     learned (train refuses it unless forced)."""
+    method: Method = "sft"
+    beta: float | None = None
+    """DPO's beta (None: SFT)."""
+    start: str | None = None
+    """The model training starts from, DPO's reference too (None: a new adapter on the base)."""
+
+    def what(self) -> str:
+        """For DPO, ``DPO at β 0.1 from MODEL (the live version, also the reference): `` (else nothing),
+        to open the plan's first line: the method, its β and what it starts from are decided here."""
+        if self.method != "dpo":
+            return ""
+        start = f"{self.start} (the live version, also the reference)" if self.start else "the base model"
+        return f"DPO at β {self.beta or 0:g} from {start}: "
 
     @property
     def enough(self) -> bool:
@@ -178,23 +185,53 @@ class TrainingPlan(Model):
             f"{self.batch_size} over {counted(self.sequences, 'sequence')})"
         )
 
+    @property
+    def total_seconds(self) -> float | None:
+        """The whole training's rough wall time: sampling, the held-out runs and the steps (None: not
+        estimated)."""
+        if self.seconds is None:
+            return None
+        runs = self.sample_runs + self.measure_runs
+        return self.seconds + (runs * self.run_seconds if self.run_seconds is not None else 0.0)
+
+    def timing(self) -> str | None:
+        """The estimate in words, part by part: ``time: about 2 min in all: 18 held-out runs about 40 s,
+        32 steps about 44 s`` (None: the trainer gives none)."""
+        if self.seconds is None:
+            return None
+        steps = f"{counted(self.steps, 'step')} about {_duration(self.seconds)}"
+        runs = [
+            (n, f"{what} run") for n, what in ((self.sample_runs, "sampled"), (self.measure_runs, "held-out"))
+        ]
+        runs = [(n, what) for n, what in runs if n]
+        if self.run_seconds is None:
+            unknown = " and ".join(counted(n, what) for n, what in runs)
+            return f"time: {steps}" + (f"; {unknown} not estimated" if unknown else "")
+        parts = [f"{counted(n, what)} about {_duration(n * self.run_seconds)}" for n, what in runs]
+        return f"time: about {_duration(self.total_seconds or 0.0)} in all: {', '.join([*parts, steps])}"
+
     def lines(self) -> list[str]:
         """The plan as a person reads it, a line per part."""
         price = "price not listed" if self.price_usd is None else f"${self.price_usd:.4f}"
         price = "free" if self.price_usd == 0 else price
-        time_s = "" if self.seconds is None else f", about {_duration(self.seconds)}"
+        timing = self.timing()
         rendered = f"{self.whole_run} whole, {self.per_step} per step"
         dropped = f", {self.dropped} cut to nothing" if self.dropped else ""
         return [
-            f"training plan: the {self.trainer} trainer on {self.base_model}",
+            f"training plan: {self.what()}the {self.trainer} trainer on {self.base_model}",
             f"  data: {self.examples} examples ({rendered}{dropped}) -> {self.sequences} sequences, "
             f"{self.tokens} tokens, {self.target_tokens} of them targets",
-            f"  schedule: {self.schedule()} (at least {self.min_steps} to learn)",
+            f"  schedule: {self.schedule()}{_least(self.min_steps)}",
             f"  learning rate {self.learning_rate:g}{_moving(self.lr_schedule)}; "
-            f"{self.trained_tokens} tokens trained, {price}{time_s}",
+            f"{self.trained_tokens} tokens trained, {price}",
+            *([f"  {timing}"] if timing else []),
             *(f"  {line}" for line in self.chosen),
             *([f"  {self.template}"] if self.template else []),
         ]
+
+
+def _least(steps: int) -> str:
+    return f" (at least {steps} to learn)" if steps else ""
 
 
 def _moving(schedule: LrSchedule) -> str:
@@ -203,6 +240,17 @@ def _moving(schedule: LrSchedule) -> str:
 
 def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+class Phase(Model):
+    """A counted part of a long operation, as it begins: what it does, in words, and how many runs or
+    optimizer steps it takes, so a face can show how far it got (a bar, or a line each)."""
+
+    what: str
+    total: int
+    unit: Literal["runs", "steps"] = "runs"
+    done: int = 0
+    """Of ``total``, done before this phase began (the steps a resumed training had trained)."""
 
 
 class StepMetrics(Model):
@@ -216,6 +264,11 @@ class StepMetrics(Model):
     learning_rate: float = 0.0
     seconds: float = 0.0
     cost_usd: float = 0.0
+    chosen_drift: float | None = None
+    """DPO: the mean over the step's pairs of log π(chosen) − log π_ref(chosen), summed over the chosen
+    answer's tokens, before the step: how far the model left its reference, the collapse signal. Well
+    below 0, it widens its margins by making its own good answers less likely too; tens of nats above,
+    it memorises the pairs (+31.6 at SFT's defaults, when 2 of 9 held-out replies fell into a loop)."""
 
 
 class Checkpoint(Model):
@@ -227,6 +280,9 @@ class Checkpoint(Model):
     step: int
     state: str | None = None
     """Where the trainer's state (weights and optimizer) was saved, to resume from."""
+
+
+TrainSettings.model_rebuild()  # its ``start`` is a Checkpoint
 
 
 def epoch_order(count: int, seed: int, epoch: int) -> list[int]:

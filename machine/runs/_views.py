@@ -31,9 +31,15 @@ FIELDS = (
     " '$.scorecard.pass_score', '$.input', '$.scorecard.criteria', '$.tags')"
 )
 PASS_SCORE = "coalesce(json_extract(data, '$.scorecard.pass_score'), 1.0) - 1e-9"
+BOUND = (
+    "(SELECT sum(1.0 * json_extract(value, '$.weight') * coalesce(json_extract(value, '$.score'), {})) /"
+    " sum(1.0 * json_extract(value, '$.weight')) FROM json_each(data, '$.scorecard.criteria'))"
+)
+"""A run's weighted score with every UNSCORED criterion at the given mark: at 0 it passes only a decided
+pass, at 1 it fails only a decided fail (``Scorecard.passed``)."""
 OUTCOMES: dict[str, str] = {
-    "pass": f"score IS NOT NULL AND score >= {PASS_SCORE}",
-    "fail": f"score IS NOT NULL AND score < {PASS_SCORE}",
+    "pass": f"score IS NOT NULL AND {BOUND.format(0.0)} >= {PASS_SCORE}",
+    "fail": f"score IS NOT NULL AND {BOUND.format(1.0)} < {PASS_SCORE}",
     "unscored": "status = 'ok' AND instr(json_extract(data, '$.scorecard.criteria'), '\"score\":null') > 0",
     "error": "status = 'error'",
     "ungraded": "status = 'ok' AND json_extract(data, '$.scorecard') IS NULL",
@@ -46,8 +52,9 @@ class RunFilter(Model):
     machine: str | None = None
     case_id: str | None = None
     outcome: Outcome | None = None
-    """``pass``/``fail`` (scored, against the run's pass score), ``unscored`` (graded with a criterion
-    UNSCORED), ``error`` (the run failed), ``ungraded``."""
+    """``pass``/``fail`` (decided, against the run's pass score: a run an UNSCORED criterion could still
+    turn is neither), ``unscored`` (graded with a criterion UNSCORED), ``error`` (the run failed),
+    ``ungraded``."""
     min_score: float | None = Field(default=None, ge=0, le=1)
     max_score: float | None = Field(default=None, ge=0, le=1)
     model: str | None = None

@@ -182,7 +182,10 @@ class TrainingSummary(Record):
     first_loss: float | None = None
     last_loss: float | None = None
     seconds: float = 0.0
+    """The wall time of the steps this call trained (a resumed training's since it resumed)."""
     cost_usd: float = 0.0
+    resumed_at: int | None = None
+    """The step a resumed training went on from (None: it was not resumed)."""
     redacted: int = 0
     """Secrets replaced by a marker in the examples (keys, tokens, passwords the runs read or wrote)."""
     plan: TrainingPlan | None = None

@@ -186,6 +186,10 @@ class MachineLoader:
             raise
         except DefinitionError as error:
             raise DefinitionError(f"{_where(error, self.machines_dir, file)}: {error}") from None
+        except ModuleNotFoundError as error:
+            missing = _missing(error, self.package, self.machines_dir)
+            shown = missing or f"{type(error).__name__}: {error}"
+            raise DefinitionError(f"{_where(error, self.machines_dir, file)}: {shown}") from None
         except Exception as error:
             raise DefinitionError(
                 f"{_where(error, self.machines_dir, file)}: {type(error).__name__}: {error}"
@@ -214,6 +218,30 @@ def _identifier(part: str) -> str:
         return part
     escaped = part.replace("_", "_5f").replace(".", "_2e").replace("-", "_2d")
     return "_x_" + escaped
+
+
+def _missing(error: ModuleNotFoundError, package: str, machines_dir: Path) -> str | None:
+    """A machine file's import of another machine's files (``from ..coder.steps import ...``) that is
+    not there, said as the folder or file to copy; None for any other missing module (a library's),
+    whose own message says it. The private package's name is never shown: it means nothing to anyone."""
+    name = error.name or ""
+    if not name.startswith(package + "."):
+        return None
+    parts = [_folder_name(part) for part in name.removeprefix(package + ".").split(".")]
+    top = machines_dir / parts[0]
+    if not top.is_dir():
+        return (
+            f"it imports from the machine folder {parts[0]!r}, which {machines_dir} does not have: copy "
+            f"that folder into it as well (a machine that imports another's files needs both)"
+        )
+    return f"it imports {'/'.join(parts)} from {machines_dir}, which has no such file or folder"
+
+
+def _folder_name(module: str) -> str:
+    """The folder or file name ``_identifier`` made ``module`` from."""
+    if not module.startswith("_x_"):
+        return module
+    return module.removeprefix("_x_").replace("_2d", "-").replace("_2e", ".").replace("_5f", "_")
 
 
 def _with_source(found: Machine, file: Path) -> Machine:

@@ -13,7 +13,7 @@ from machine._lazy import resolver
 if TYPE_CHECKING:
     from ._commit import CommitPlan, commit, plan_commit
     from ._fixed import fix_gate
-    from ._gate import SideTally, empty_tally, gate, measured
+    from ._gate import SideTally, empty_tally, evidence_floor, gate, measured
     from ._lifecycle import (
         RevertPlan,
         VersionList,
@@ -27,12 +27,14 @@ if TYPE_CHECKING:
     )
     from ._propose import Candidate, Job, check_fixed, plan_runs, propose
     from ._report import format_report, sparkline, thinned
+    from ._thin import thin_gate
     from ._written import write_candidate
 
 _HOMES = {
     "fix_gate": "._fixed",
     "SideTally": "._gate",
     "empty_tally": "._gate",
+    "evidence_floor": "._gate",
     "gate": "._gate",
     "measured": "._gate",
     "VersionList": "._lifecycle",
@@ -55,6 +57,7 @@ _HOMES = {
     "format_report": "._report",
     "sparkline": "._report",
     "thinned": "._report",
+    "thin_gate": "._thin",
     "write_candidate": "._written",
 }
 """The module each public name is defined in."""
@@ -70,6 +73,7 @@ __all__ = [
     "commit",
     "current",
     "empty_tally",
+    "evidence_floor",
     "fix_gate",
     "format_report",
     "gate",
@@ -82,6 +86,7 @@ __all__ = [
     "revert",
     "sparkline",
     "texts_of",
+    "thin_gate",
     "thinned",
     "update",
     "versions",

@@ -88,8 +88,8 @@ def commit(ws: Workspace, name: str, *, force: bool = False, harness: str | None
     """Make the newest pending candidate live, only if it passed the promotion gate and was measured on
     what it will run on (``force`` overrides both): write its files (its model.json; instructions.md for
     one ``optimize`` kept, which may be written already) and record it live; the live version is retired.
-    ``harness`` names the harness it will run on (default: the workspace's, else the default for its
-    model: ``MACHINE_HARNESS``, else ``local`` for a ``local:`` model, else ``tinker``).
+    ``harness`` names the harness it will run on (default: the one ``ws`` holds, else the harness and
+    endpoint it was measured on, as its report says).
 
     Raises CommitRefused (with the candidate's report) when it did not pass, was not measured, or was
     measured on another harness, model or endpoint.
@@ -133,12 +133,22 @@ def _gate_holds(ws: Workspace, name: str, candidate: Version, report: GateReport
 def _measured_elsewhere(
     ws: Workspace, candidate: Version, report: GateReport, harness: str | None
 ) -> str | None:
-    """Where the candidate was measured, against where it will run, when the two differ (in words); a
-    report that does not say where it was measured (written before reports kept it) is no match."""
+    """Where the candidate was measured, against where it will run, when the two differ (in words). It
+    runs on ``harness`` when one is named, else on the harness ``ws`` holds, else where it was measured
+    (the report's harness and endpoint), so what was measured only on the scripted harness goes live
+    there unless told otherwise. A report that does not say where it was measured (written before
+    reports kept it) is no match."""
     side = report.after
-    runs_on = harness or harness_name(ws, candidate.model) or "(none)"
     made = made_harness(ws) if harness is None else None
-    endpoint = endpoint_url(made)
+    runs_on: str | None
+    if harness is not None:  # named: its endpoint is the harness's default, not known here
+        runs_on, endpoint = harness, None
+    elif made is not None:
+        runs_on, endpoint = made.name, endpoint_url(made)
+    else:
+        runs_on, endpoint = side.harness, side.endpoint
+    if runs_on is None:  # an old report, and nothing named: the default harness for its model
+        runs_on = harness_name(ws, candidate.model) or "(none)"
     measured = f"harness {side.harness!r} with model {side.model!r}"
     if side.endpoint:
         measured += f" at {side.endpoint}"

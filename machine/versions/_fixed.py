@@ -8,12 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from machine.errors import BudgetExceeded
-from machine.runs import Run
+from machine.runs import Phase, Run
 from machine.spec import Case, FixedGate, open_book, require_live, sha256_of
 from machine.workspace import Workspace
 
 from ._gate import tally_for
-from ._propose import plan_runs, run_jobs
+from ._propose import begun, plan_runs, run_jobs
 
 
 async def fix_gate(
@@ -27,13 +27,15 @@ async def fix_gate(
     pass_score: float,
     concurrency: int = 4,
     on_run: Callable[[Run], None] | None = None,
+    on_begin: Callable[[Phase], None] | None = None,
 ) -> FixedGate:
     """The gate ``name``'s next candidate faces on ``cases`` (the held-out file ``path``), with its
-    baseline measured now."""
+    baseline measured now (``on_begin`` told how many runs that takes)."""
     spec = ws.load(name)
     live = require_live(open_book(ws.machines_dir / name, spec), spec, "have a gate fixed")
     sides = {live.label: tally_for(live, ws.harness)}
     jobs = plan_runs(ws, name, cases, sides, trials, pass_score, live=live.label)
+    begun(on_begin, f"measuring {live.label} on {path.name}", jobs)
     spent = ws.budget.spent
     stopped = await run_jobs(ws, spec, sides, jobs, concurrency, pass_score, on_run)
     if stopped:

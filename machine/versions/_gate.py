@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from machine.measure import stats as _stats
-from machine.runs import Harness, Run, endpoint_url, passes
+from machine.runs import Harness, Run, counted, endpoint_url, passes
 from machine.spec import (
     Case,
     CriterionFigures,
@@ -68,6 +68,8 @@ class SideTally:
     criteria_unscored: dict[str, int]
     scored: int = 0
     passes: int = 0
+    undecided: int = 0
+    """Scored runs an UNSCORED criterion could still turn: left out of the pass rate, as in a suite."""
     criteria_reasons: dict[str, list[str]] = field(default_factory=dict)
     """Each criterion's UNSCORED reasons, one per grade."""
     failed: int = 0
@@ -101,7 +103,9 @@ class SideTally:
             return
         self.scores.setdefault(run.case_id or "", []).append(score)
         self.scored += 1
-        self.passes += passes(score, pass_score)
+        passed = card.passed_at(pass_score)
+        self.passes += passed is True
+        self.undecided += passed is None
         for criterion, grade in card.criteria.items():
             if grade.score is None:
                 self.criteria_unscored[criterion] = self.criteria_unscored.get(criterion, 0) + 1
@@ -122,7 +126,8 @@ class SideTally:
     def finish(self, cases: Sequence[Case] | None = None) -> None:
         values = [s for scores in self.scores.values() for s in scores]
         self.figures.mean = _stats.mean(values) if values else None
-        self.figures.pass_rate = self.passes / self.scored if self.scored else None
+        decided = self.scored - self.undecided
+        self.figures.pass_rate = self.passes / decided if decided else None
         if self.harnesses:
             self.figures.harness = ", ".join(sorted(self.harnesses))
         if cases is not None:
@@ -186,7 +191,8 @@ def gate(
         )
     if paired.diff <= 0:
         return "not passed", (
-            f"the candidate's mean is not higher (difference {paired.diff:+.3f} over {paired.cases} cases)"
+            f"the candidate's mean is not higher (difference {paired.diff:+.3f} over "
+            f"{counted(paired.cases, 'case')})"
         )
     if paired.cases < 2:
         return "not enough evidence", (

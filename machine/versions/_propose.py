@@ -10,7 +10,7 @@ from pathlib import Path
 
 from machine.errors import BadInputError, Fix, NotFoundError
 from machine.measure import BatchWriter
-from machine.runs import Run, checked_score, setup_of
+from machine.runs import Phase, Run, checked_score, setup_of
 from machine.spec import (
     DEFAULT_MIN_Z,
     MODEL_FILE,
@@ -132,6 +132,7 @@ async def propose(
     on_run: Callable[[Run], None] | None = None,
     gate: FixedGate | None = None,
     allow_weak_gate: bool = False,
+    on_begin: Callable[[Phase], None] | None = None,
 ) -> Candidate:
     """Make a pending candidate: the live version with ``model``. Run it and the live version on the
     held-out cases (holdout.json beside the machine, or ``cases``), ``trials`` each, interleaved;
@@ -140,7 +141,7 @@ async def propose(
     the current evaluator; the report, with the gate's decision, is kept with the candidate in
     versions.json. The machine's files are not changed. With ``gate`` (fixed before a training), its
     held-out file (refused if it changed since), trials, ``min_z``, pass score and held criteria are
-    the ones used. A ``min_z`` below 1 is refused unless ``allow_weak_gate``.
+    the ones used. A ``min_z`` below 1 is refused unless ``allow_weak_gate``; ``on_begin`` hears the runs.
     """
     model = _checked(model, trials, concurrency, min_z, allow_weak_gate)
     checked_score(pass_score)
@@ -164,6 +165,7 @@ async def propose(
     candidate = _record_candidate(ws.machines_dir / name, book, live, model, base_model, note)
     sides = {live.label: tally_for(live, ws.harness), candidate.label: tally_for(candidate, ws.harness)}
     jobs = plan_runs(ws, name, chosen, sides, trials, pass_score, live=live.label)
+    begun(on_begin, f"measuring {candidate.label} against {live.label} on {cases_file}", jobs)
     spent_before = ws.budget.spent
     stopped = await run_jobs(ws, spec, sides, jobs, concurrency, pass_score, on_run)
     held = None if gate is None else gate.held
@@ -175,6 +177,12 @@ async def propose(
     stored.report = report
     write_book(ws.machines_dir / name / VERSIONS_FILE, book)
     return Candidate(version=stored, report=report)
+
+
+def begun(on_begin: Callable[[Phase], None] | None, what: str, jobs: list[Job]) -> None:
+    """Tell ``on_begin`` that a measurement of ``jobs`` runs begins (a phase a face shows progress of)."""
+    if on_begin is not None and jobs:
+        on_begin(Phase(what=what, total=len(jobs)))
 
 
 def check_fixed(ws: Workspace, gate: FixedGate, what: str, *, fixes: Sequence[Fix] = ()) -> Path:

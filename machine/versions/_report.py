@@ -20,12 +20,12 @@ def format_report(report: GateReport) -> str:
     b, a = report.before, report.after
     lines = [
         f"{report.machine}: candidate {report.candidate} ({a.model}) against live {report.live} ({b.model})",
-        f"data: {report.cases} held-out cases from {report.cases_file}, {report.trials} trial"
-        f"{'' if report.trials == 1 else 's'} each",
+        f"data: {counted(report.cases, 'held-out case')} from {report.cases_file}, "
+        f"{counted(report.trials, 'trial')} each",
     ]
     for label, side in ((f"live {report.live}", b), (f"candidate {report.candidate}", a)):
         scored = side.cases_scored
-        covered = "" if scored is None else f"scored on {scored} of {report.cases} cases, "
+        covered = "" if scored is None else f"scored on {scored} of {counted(report.cases, 'case')}, "
         lines.append(
             f"  {label}: {counted(side.runs, 'run')} ({side.reused} reused, {side.regraded} regraded, "
             f"{side.new} new), "
@@ -104,7 +104,8 @@ def _training_lines(t: TrainingSummary, report: GateReport) -> list[str]:
         f"{t.per_step} split per step), {t.tokens} tokens, {t.target_tokens} of them targets"
         + (f"; {t.redacted} secrets redacted" if t.redacted else ""),
         f"  {counted(t.epochs, 'epoch')}, {counted(t.steps, 'step')} at learning rate {t.learning_rate:g}; "
-        f"loss {loss}; {t.seconds:.1f} s, ${t.cost_usd:.4f}",
+        f"loss {loss}; {t.seconds:.1f} s, ${t.cost_usd:.4f}"
+        + ("" if t.resumed_at is None else f"; resumed at step {t.resumed_at} of {t.steps}"),
     ]
     if t.losses:
         lines.append(f"  loss per step {sparkline(t.losses)}")

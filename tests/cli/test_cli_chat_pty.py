@@ -74,16 +74,53 @@ def test_each_chat_command_in_a_terminal_and_what_export_makes_of_it(
     rows = {row["metadata"]["run_id"]: row["messages"] for row in exported}
     assert set(rows) == {ann.id, bob.id}  # the bad mark keeps "hi" out
     # each row: the conversation before the exchange, then the exchange as it was marked
-    earlier = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]
+    # (an earlier reply is context, weight 0, never a target: "hi" was marked bad)
+    earlier = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello there", "weight": 0},
+    ]
     assert rows[ann.id][1:3] == earlier
     assert [m["role"] for m in rows[ann.id][3:]] == ["user", "assistant", "tool", "assistant"]
-    assert rows[ann.id] == to_openai(INSTRUCTIONS, [*ann.history, *ann.trajectory], send_reasoning=False)
+    assert all("weight" not in m for m in rows[ann.id][3:])  # the marked exchange is what it learns
+    expected = to_openai(INSTRUCTIONS, [*ann.history, *ann.trajectory], send_reasoning=False)
+    assert rows[ann.id] == [*expected[:2], {**expected[2], "weight": 0}, *expected[3:]]
     assert rows[ann.id][4]["tool_calls"][0]["function"]["name"] == "shout"
     assert rows[ann.id][-1] == {"role": "assistant", "content": "hello ann"}
     assert rows[bob.id] == [
         {"role": "system", "content": INSTRUCTIONS},
-        *to_openai("", bob.history, send_reasoning=False),  # hi, and ann's exchange with its tool call
+        *[  # hi, and ann's exchange with its tool call: context, its replies weight 0
+            {**m, "weight": 0} if m["role"] == "assistant" else m
+            for m in to_openai("", bob.history, send_reasoning=False)
+        ],
         {"role": "user", "content": "greet bob"},
         {"role": "assistant", "content": "hello bob"},
     ]
     assert len(bob.history) == 6
+
+
+def test_the_shorthand_opens_the_chat_and_an_unknown_option_is_refused_not_noted(
+    ws: WorkspaceFolder, tmp_path: Path
+) -> None:
+    """The breaks: `machine greet` was "no such command" (the seed's users type it for `machine run
+    greet`), and `/good --out FILE` saved "--out FILE" as the note."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    argv = [str(MACHINE_BIN), "greet", "--harness", "scripted", "--script", str(ws.script)]
+    session = PtySession([*argv, "--workspace", str(ws.root)], env=clean_env(), cwd=elsewhere)
+    try:
+        assert "greet — " in session.expect("you> ")
+        assert "hello there" in say(session, "hi")
+        for typed, command in (("/good --out good.jsonl", "/good"), ("/bad --verbose", "/bad")):
+            shown = say(session, typed)
+            assert f"{command} has no option {typed.split()[1]}: " in shown, shown
+            assert "marked run" not in shown and "this session:" not in shown
+        shown = say(session, "/good -- --out is what I meant")
+        assert "good: --out is what I meant" in shown and "this session: 1 good" in shown
+        session.send("/quit")
+        assert session.close() == 0
+    finally:
+        if session.process.poll() is None:
+            session.process.kill()
+    [hi] = ws.runs("greet")
+    assert [(t.kind, t.note) for t in hi.tags] == [("good", "--out is what I meant")]
+    assert not (elsewhere / "good.jsonl").exists()

@@ -207,7 +207,7 @@ def test_an_unknown_price_is_refused_before_any_turn(talk: WorkspaceFolder, invo
 def test_suite_runs_conversations_and_reports_them_as_runs(talk: WorkspaceFolder, invoke: Invoke) -> None:
     result = ok(invoke("suite", "talker", "--json", "--trials", "2", *scripted(talk)))
     report = json.loads(result.stdout)
-    assert [(c["id"], c["trials"], c["scores"]) for c in report["cases"]] == [
+    assert [(c["case_id"], c["trials"], c["scores"]) for c in report["cases"]] == [
         ("one", 2, [1.0, 1.0]),
         ("two", 2, [0.0, 0.0]),
         ("broken", 2, []),

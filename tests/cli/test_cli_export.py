@@ -1,5 +1,6 @@
 """``machine export`` end to end: what it prints (the funnel, what it wrote), ``--json``, options it
-refuses in one error line, and a chat's ``/good --as TEXT`` answer in the exported row."""
+refuses in one error line, a chat's ``/good --as TEXT`` answer in the exported row, and a reply marked
+``/bad`` earlier in a conversation written as context (``"weight": 0``), never as a target."""
 
 from __future__ import annotations
 
@@ -140,3 +141,33 @@ def test_good_as_in_a_chat_is_the_exported_answer(ws: WorkspaceFolder, machine_c
     stored = ws.get(str(row["metadata"]["run_id"]))
     assert stored.output == "hello there"  # the run keeps its own answer; only the export learns the other
     assert [(t.kind, t.answer) for t in stored.tags] == [("good", "Hello! How can I help?")]
+
+
+def test_a_reply_marked_bad_earlier_in_the_chat_is_context_in_the_row(
+    ws: WorkspaceFolder, machine_cmd: Command
+) -> None:
+    """A conversation whose first reply the person marked bad and whose second turn they marked good:
+    the good turn's row holds the bad reply as its history, with ``"weight": 0`` (OpenAI's chat format
+    for a turn not to learn), and the good turn's own steps unweighted (learned)."""
+    args = ["run", "greet", "--harness", "scripted", "--script", ws.script, "--workspace", ws.root]
+    done = machine_cmd(*args, stdin="hi\n/bad too plain\ngreet ann\n/good --trace\n/quit\n")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    out = ws.root / "good.jsonl"
+    done = machine_cmd("export", "greet", "--out", out, "--workspace", ws.root)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    [row] = rows(out)  # the turn marked bad is no row of its own
+    said = [(m["role"], m.get("content"), m.get("weight", 1)) for m in row["messages"][1:]]
+    assert said == [
+        ("user", "hi", 1),
+        ("assistant", "hello there", 0),
+        ("user", "greet ann", 1),
+        ("assistant", None, 1),  # the shout tool call
+        ("tool", "HELLO ANN", 1),
+        ("assistant", "hello ann", 1),
+    ]
+    assert all("weight" not in m for m in row["messages"] if m["role"] != "assistant")
+    turns = ws.root / "turns.jsonl"
+    done = machine_cmd("export", "greet", "--out", turns, "--per-turn", "--workspace", ws.root)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    ends = [(r["messages"][-1].get("content"), r["metadata"]["turn"]) for r in rows(turns)]
+    assert ends == [(None, 1), ("hello ann", 2)]  # a row ends at each step learned, never at the bad reply

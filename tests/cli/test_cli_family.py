@@ -88,7 +88,7 @@ def test_suite_tree_json_per_machine_and_inherited(ws: WorkspaceFolder, invoke: 
     report = json.loads(ok(invoke("suite", "greet", "--tree", "--trials", "2", "--json", *args)).stdout)
     assert set(report) >= {"machines", "inherited"}
     assert [m["machine"] for m in report["machines"]] == ["greet", "greet/kind", "greet/loud"]
-    assert [[c["id"] for c in m["cases"]] for m in report["machines"]] == [
+    assert [[c["case_id"] for c in m["cases"]] for m in report["machines"]] == [
         ["ann", "bob", "cat"],
         ["eve"],
         ["dan"],
@@ -107,6 +107,7 @@ def test_suite_tree_json_per_machine_and_inherited(ws: WorkspaceFolder, invoke: 
         "pass_rate": pytest.approx(0.8),
         "runs": 10,
         "unscored": 0,
+        "raised": {},
     }
     # brief: ann 1, bob 0.5, cat 1, eve 0.5, dan 1: 4 / 5; ann, cat, dan pass: 6 of 10.
     assert inherited["brief"] == {
@@ -114,9 +115,10 @@ def test_suite_tree_json_per_machine_and_inherited(ws: WorkspaceFolder, invoke: 
         "pass_rate": pytest.approx(0.6),
         "runs": 10,
         "unscored": 0,
+        "raised": {},
     }
     # warm is a judge with no model to reach here: UNSCORED on every run, so no mean.
-    assert inherited["warm"] == {"mean": None, "pass_rate": None, "runs": 0, "unscored": 10}
+    assert inherited["warm"] == {"mean": None, "pass_rate": None, "runs": 0, "unscored": 10, "raised": {}}
 
 
 def test_suite_tree_text_report(ws: WorkspaceFolder, invoke: Invoke) -> None:

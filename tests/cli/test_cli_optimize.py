@@ -63,14 +63,16 @@ def test_a_kept_proposal_prints_its_report_and_is_left_uncommitted(ws: Folder) -
     assert ws.instructions.strip() == PROPOSAL
     assert " M machines/when/instructions.md\n" in ws.status()
 
-    refused = ws.run("commit", "when", code=2)  # measured on the scripted harness, not on tinker
+    refused = ws.run("commit", "when", "--harness", "tinker", code=2)  # measured on scripted, not tinker
     assert "was measured on harness 'scripted' with model 'Qwen/Qwen3.8-27B', but would run on harness " in (
         refused.stderr
     )
     assert "'tinker'" in refused.stderr and "--force" in refused.stderr
     assert ws.instructions.strip() == PROPOSAL
-    done = ws.run("commit", "when", "--harness", "scripted")
-    assert done.stdout.strip() == "v2 is live: model Qwen/Qwen3.8-27B, held in instructions.md"
+    done = ws.run("commit", "when")  # where it was measured
+    assert done.stdout.strip() == (
+        "v2 is live: model Qwen/Qwen3.8-27B, held in instructions.md; measured on the scripted harness"
+    )
     assert ws.instructions.strip() == PROPOSAL
     listing = ws.run("versions", "when").stdout
     assert (
@@ -94,7 +96,7 @@ def test_revert_before_commit_writes_the_live_instructions_back(ws: Folder) -> N
     listing = ws.run("versions", "when").stdout
     assert "v1   live" in listing and "v2   pending" in listing
     # The candidate is still pending: committing it writes the kept instructions again.
-    assert ws.run("commit", "when", "--harness", "scripted").stdout.startswith("v2 is live")
+    assert ws.run("commit", "when").stdout.startswith("v2 is live")
     assert ws.instructions.strip() == PROPOSAL
 
 
@@ -110,7 +112,7 @@ def test_json_prints_the_optimize_report(ws: Folder) -> None:
     assert report["live_cases_mean"] == pytest.approx(1 / 7) and report["live_holdout_mean"] == pytest.approx(
         1 / 7
     )
-    assert report["ended"] == "all 1 rounds were done" and report["stopped"] is None
+    assert report["ended"] == "the round was done" and report["stopped"] is None  # never "all 1 rounds"
     first, second = report["rounds"][0]["proposals"]
     assert first["outcome"] == "kept" and second["outcome"] == "discarded"
     assert first["instructions"] == PROPOSAL and first["explanation"] == EXPLANATION

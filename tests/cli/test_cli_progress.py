@@ -12,6 +12,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
+
+import pytest
+
+if TYPE_CHECKING:
+    from machine.workspace import Workspace
 
 MACHINE_BIN = Path(sys.executable).parent / "machine"
 REPO = Path(__file__).resolve().parents[2]
@@ -135,3 +142,31 @@ def test_a_conversation_shows_that_it_is_thinking_and_no_spinner_in_a_pipe(tmp_p
         [str(MACHINE_BIN), *args], capture_output=True, text=True, env=clean_env(), cwd=REPO, timeout=LIMIT_S
     )
     assert piped.returncode == 0 and "thinking" not in piped.stdout + piped.stderr, piped.stderr
+
+
+def test_in_a_pipe_a_long_measurement_says_how_far_it_got_now_and_then(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from machine.cli import _progress
+
+    ws = SimpleNamespace(watchers=[])
+    run = SimpleNamespace(case_id="c1", machine="red", status="ok", score=0.5)
+    monkeypatch.setattr(_progress, "PIPE_EVERY_S", 3600.0)
+    with _progress.watching(cast("Workspace", ws), "red: live and candidate"):
+        [watch] = ws.watchers
+        watch("finished", run)
+    assert capsys.readouterr().err == ""  # a short measurement says nothing
+    monkeypatch.setattr(_progress, "PIPE_EVERY_S", 0.0)
+    with _progress.watching(cast("Workspace", ws), "red: live and candidate"):
+        [watch] = ws.watchers
+        watch("started", run)
+        watch("finished", run)
+        watch("finished", run)
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "red: live and candidate: 1 run finished, last: c1 0.50",
+        "red: live and candidate: 2 runs finished, last: c1 0.50",
+    ]
+    assert ws.watchers == []
+    with _progress.watching(cast("Workspace", ws), "quiet", show=False):
+        assert ws.watchers == []  # under --json: nothing watches

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from click.testing import Result
+from helpers.cli_workspace import RAISING_CHECK
 
 if TYPE_CHECKING:
     from conftest import Command, WorkspaceFolder
@@ -59,12 +60,55 @@ def test_run_eval_prints_the_scorecard(ws: WorkspaceFolder, invoke: Invoke) -> N
     assert "✓ greets (×2, check:says_hello): 1.00" in out
     assert "✗ brief (×1, check:at_most_20): 0.50" in out
     assert "? warm (×1, judge:thinkingmachines/Inkling-Small): UNSCORED" in out
-    assert "score 0.83 → FAIL (pass score 1)" in out
+    # (2 + 0.5 + 1) / 4 even with full marks on warm: a fail that warm's grade cannot turn
+    assert (
+        "score 0.83 → FAIL on 3 of 4 weight; warm unscored: a fail whatever it scores (pass score 1)" in out
+    )
 
 
 def test_run_eval_with_pass_score(ws: WorkspaceFolder, invoke: Invoke) -> None:
     out = ok(invoke("run", "greet", "greet bob", "--eval", "--pass-score", "0.5", *scripted(ws))).stdout
-    assert "score 0.83 → PASS (pass score 0.5)" in out
+    # (2 + 0.5) / 4 even with warm at 0: a pass that warm's grade cannot turn
+    assert (
+        "score 0.83 → PASS on 3 of 4 weight; warm unscored: a pass whatever it scores (pass score 0.5)" in out
+    )
+
+
+def test_a_partly_unscored_run_is_never_a_plain_pass(ws: WorkspaceFolder, invoke: Invoke) -> None:
+    """ann scores 1.00 on the 3 of 4 weight that was measured; warm (a judge with no model here) could
+    still fail it, so the run says what was not measured and its JSON's passed is null, not true."""
+    out = ok(invoke("run", "greet", "greet ann", "--eval", *scripted(ws))).stdout
+    assert (
+        "score 1.00 → PASS on 3 of 4 weight; warm unscored: undecided until it is scored (pass score 1)"
+        in out
+    )
+    assert "→ PASS (" not in out
+    ran = as_json(invoke("run", "greet", "greet ann", "--eval", "--json", *scripted(ws)))
+    assert ran["score"] == 1.0 and ran["passed"] is None and ran["scorecard"]["passed"] is None
+    listed = as_json(invoke("runs", "greet", "--json", "--workspace", ws.root))
+    assert [row["passed"] for row in listed] == [None, None]
+    assert "undecided" in ok(invoke("runs", "greet", "--workspace", ws.root)).stdout
+
+
+def test_a_check_that_raises_is_named_with_its_line_and_leaves_the_run_undecided(
+    ws: WorkspaceFolder, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's run: a weight-2 check raised KeyError and the judge was offline, so 1 of 4 weight was
+    measured: the scorecard names the exception and the line of the person's check, and claims no PASS."""
+    ws.write("machines/greet/machine.py", RAISING_CHECK)
+    monkeypatch.chdir(ws.root)
+    out = ok(invoke("run", "greet", "greet ann", "--eval", *scripted(ws))).stdout
+    assert (
+        "? greets (×2, check:says_hello): UNSCORED — check 'says_hello' raised KeyError: 'expected' at "
+        "machines/greet/machine.py:7: a bug in the check" in out
+    )
+    assert "score 1.00 → PASS on 1 of 4 weight; greets, warm unscored: undecided until they are scored" in out
+    ran = as_json(invoke("run", "greet", "greet ann", "--eval", "--json", *scripted(ws)))
+    assert ran["passed"] is None
+    assert ran["scorecard"]["criteria"]["greets"]["details"] == {
+        "raised": "KeyError",
+        "at": "machines/greet/machine.py:7",
+    }
 
 
 def test_run_json_is_one_run_object(ws: WorkspaceFolder, invoke: Invoke) -> None:
@@ -102,6 +146,15 @@ def test_run_json_is_one_run_object(ws: WorkspaceFolder, invoke: Invoke) -> None
     assert stored.output == "hello ann"
 
 
+def test_run_json_says_created_at_as_runs_json_does(ws: WorkspaceFolder, invoke: Invoke) -> None:
+    """The break: `runs --json` gave each run's `created_at`, and `run --json` of the same run had none."""
+    ran = as_json(invoke("run", "greet", "greet ann", "--json", *scripted(ws)))
+    [listed] = as_json(invoke("runs", "greet", "--json", "--workspace", ws.root))
+    assert ran["created_at"] == ran["timings"]["started_at"] == listed["created_at"]
+    shown = as_json(invoke("show-run", ran["id"], "--json", "--workspace", ws.root))
+    assert shown["created_at"] == ran["created_at"]
+
+
 def test_run_and_eval_json_carry_the_weighted_score_and_passed(ws: WorkspaceFolder, invoke: Invoke) -> None:
     """Wherever a scorecard appears, its dump says the weighted score and whether it passed: the run's and
     the scorecard's, from ``run --json`` and from ``eval --json`` alike."""
@@ -113,9 +166,14 @@ def test_run_and_eval_json_carry_the_weighted_score_and_passed(ws: WorkspaceFold
         invoke("eval", "greet", ran["id"], "--pass-score", "0.8", "--json", "--workspace", ws.root)
     )
     assert graded["id"] == ran["id"]
-    assert graded["score"] == pytest.approx(2.5 / 3) and graded["passed"] is True
-    assert graded["scorecard"]["score"] == graded["score"] and graded["scorecard"]["passed"] is True
+    # at 0.8 warm decides it: 2.5 / 4 with warm at 0, 3.5 / 4 at full marks, so it is undecided
+    assert graded["score"] == pytest.approx(2.5 / 3) and graded["passed"] is None
+    assert graded["scorecard"]["score"] == graded["score"] and graded["scorecard"]["passed"] is None
     assert graded["scorecard"]["pass_score"] == 0.8
+    lenient = as_json(
+        invoke("eval", "greet", ran["id"], "--pass-score", "0.6", "--json", "--workspace", ws.root)
+    )
+    assert lenient["passed"] is True and lenient["scorecard"]["passed"] is True  # 2.5 / 4 reaches 0.6
     ungraded = as_json(invoke("run", "greet", "greet ann", "--json", *scripted(ws)))
     assert ungraded["score"] is None and ungraded["passed"] is None
 
@@ -172,7 +230,7 @@ def test_a_replay_at_an_unpriced_model_costs_nothing(ws: WorkspaceFolder, invoke
 def test_run_through_the_console_script(ws: WorkspaceFolder, machine_cmd: Command) -> None:
     done = machine_cmd("run", "greet", "greet ann", "--eval", *scripted(ws))
     assert done.returncode == 0, done.stderr
-    assert "score 1.00 → PASS" in done.stdout
+    assert "score 1.00 → PASS on 3 of 4 weight; warm unscored: undecided" in done.stdout
     assert "spent $0.0000" in done.stderr
     assert ws.count() == 1
 
@@ -224,7 +282,7 @@ def test_runs_text(ws: WorkspaceFolder, invoke: Invoke) -> None:
     run_id = as_json(invoke("run", "greet", "greet ann", "--eval", "--json", *scripted(ws)))["id"]
     out = ok(invoke("runs", "greet", "--workspace", ws.root)).stdout
     assert run_id in out
-    assert "1.00" in out and "pass" in out
+    assert "1.00" in out and "undecided" in out  # warm, UNSCORED, could still fail it
     assert "'greet ann'" in out
 
 

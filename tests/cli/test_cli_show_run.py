@@ -97,4 +97,4 @@ def test_suite_json_names_each_cases_runs(ws: WorkspaceFolder, machine_cmd: Comm
         assert len(case["runs"]) == case["trials"] == 2
         for run_id in case["runs"]:
             shown = machine_cmd("show-run", run_id, "--json", "--workspace", ws.root)
-            assert json.loads(shown.stdout)["case_id"] == case["id"]
+            assert json.loads(shown.stdout)["case_id"] == case["case_id"]

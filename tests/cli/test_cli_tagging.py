@@ -56,6 +56,8 @@ def test_correction_links_a_new_run_and_export_pairs_them(
     scripted = ["--harness", "scripted", "--script", ws.script, "--workspace", ws.root]
     refused = invoke("fork", "be", "warmer", *scripted)
     assert refused.exit_code == 2 and "no observed run to fork" in refused.stderr and ws.count() == 0
+    # the break: it named `--id`, which fork does not take; correction does
+    assert refused.stderr.rstrip().endswith("; `machine correction --id ID NOTE` corrects a stored run")
     made = json.loads(invoke("run", "greet", "hi", "--json", *scripted).stdout)
     done = invoke("correction", "--id", made["id"], "be", "warmer", *scripted)
     assert done.exit_code == 0, done.output

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from click.testing import Result
-from helpers.training import BASE, TRAIN_CASES, Counting, make_caps
+from helpers.training import BASE, HELD_OUT, TRAIN_CASES, Counting, make_caps
 
 from machine.clients import TRAINERS, TrainerEntry
 
@@ -329,6 +329,28 @@ def test_a_trainer_without_dpo_refuses_preference_pairs(
 ) -> None:
     result = invoke("train", "caps", "--trainer", "counting", "--any-model", "--method", "dpo", *common(root))
     assert result.exit_code == 2 and counting.steps == []
+    assert "DPO at β 0.1 from the base model: 3 epochs of batches of at most 8" in result.stderr  # the plan
     assert "the counting trainer does not train on preference pairs (dpo)" in result.stderr
     assert "Tinker's, or the local trainer for a local: model" in result.stderr
     assert not (root / ".machine" / "training").exists()
+
+
+def test_train_and_its_dry_run_say_the_gate_cannot_pass_on_four_held_out_cases(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    (root / "machines" / "caps" / "holdout.json").write_text(json.dumps(HELD_OUT[:4]), encoding="utf-8")
+    thin = "warning: no candidate can pass the gate: holdout.json holds only 4 held-out cases, and at min_z 2"
+    trained = invoke(*TRAIN, "--batch-size", "2", "--epochs", "1", "--force", *common(root))
+    assert trained.exit_code == 0, trained.output
+    said = trained.stderr.splitlines()
+    warned = next(i for i, line in enumerate(said) if line.startswith(thin))
+    assert said[warned - 1].startswith("plan: train 'caps'")
+    assert warned < next(i for i, line in enumerate(said) if line.startswith("sampling"))  # before any run
+    dry = invoke("train", "caps", "--trainer", "counting", "--any-model", "--dry-run", *common(root))
+    assert dry.exit_code == 0, dry.output
+    assert thin in dry.stdout
+    shown = invoke(
+        "train", "caps", "--trainer", "counting", "--any-model", "--dry-run", "--json", *common(root)
+    )
+    [warning] = json.loads(shown.stdout)["warnings"]
+    assert f"warning: {warning}".startswith(thin)

@@ -6,10 +6,15 @@ harness that answers by model in tests/core/test_versions.py."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from click.testing import Result
+from helpers.env import on_ci
+from helpers.when import Folder
 
 if TYPE_CHECKING:
     from conftest import Command, WorkspaceFolder
@@ -156,6 +161,27 @@ def test_commit_force_and_revert(ws: WorkspaceFolder, invoke: Invoke) -> None:
     result = invoke("revert", "echoer", "--workspace", ws.root)
     assert result.exit_code == 2 and "no version that was live before v1" in result.stderr
     assert "--to VERSION" in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("git") is None and not on_ci(), reason="git is not installed")
+def test_commit_goes_live_where_the_candidate_was_measured(tmp_path: Path, machine_cmd: Command) -> None:
+    """The break: getting-started's `machine commit dates` after an optimize on the scripted harness
+    exited 2, since commit's target was tinker; MACHINE_HARNESS (where runs default to) does not move it,
+    and --harness does."""
+    when = Folder(tmp_path / "ws", machine_cmd)
+    when.optimize()
+    refused = machine_cmd("commit", "when", "--harness", "tinker", "--workspace", when.root)
+    assert refused.returncode == 2
+    assert "was measured on harness 'scripted' with model 'Qwen/Qwen3.8-27B', but would run on harness " in (
+        refused.stderr
+    )
+    done = machine_cmd("commit", "when", "--workspace", when.root, env={"MACHINE_HARNESS": "tinker"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "v2 is live: model Qwen/Qwen3.8-27B, held in instructions.md; measured on the scripted harness\n"
+    )
+    listing = machine_cmd("versions", "when", "--workspace", when.root).stdout
+    assert "v2   live" in listing and "committed with --force" not in listing
 
 
 def test_commit_without_a_candidate(ws: WorkspaceFolder, machine_cmd: Command) -> None:

@@ -96,10 +96,11 @@ async def test_a_dpo_training_learns_from_the_pairs_of_marked_runs(tiny: Path, t
         marked = {"trajectory": worse, "output": "go away", "tags": [Tag(kind="bad")]}
         ws.store.put(run.model_copy(update={"id": new_run_id(), **marked}))
     check = await check_training(ws, "bye", method="dpo", make_trainer=make_trainer)
-    assert (check.plan.examples, check.plan.sequences, check.plan.steps) == (6, 6, 30)
+    assert (check.plan.examples, check.plan.sequences, check.plan.steps) == (6, 6, 9)  # 3 epochs of 3
+    assert check.plan.lines()[0].startswith("training plan: DPO at β 0.1 from the base model: the local")
     candidate = await train(ws, "bye", method="dpo", beta=0.2, trials=1, make_trainer=make_trainer)
     summary = candidate.report.training
-    assert summary is not None and summary.steps == 30
+    assert summary is not None and summary.steps == 9
     [folder] = (ws.data_dir / "training").iterdir()
     record = TrainingRecord.model_validate_json((folder / "record.json").read_bytes())
     assert (record.settings.method, record.settings.beta) == ("dpo", 0.2)

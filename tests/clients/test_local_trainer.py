@@ -4,17 +4,22 @@ the same weights as one never stopped, and the composition picks it for a ``loca
 
 from __future__ import annotations
 
+import asyncio
+import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 from helpers.tiny_model import needs_local_stack, tiny_model_folder
 
 needs_local_stack()
 
 from machine.clients import _local_models  # noqa: E402
-from machine.clients._local_train_session import Lora, plan  # noqa: E402
+from machine.clients._local_train_session import STATE_FILE, Lora, plan  # noqa: E402
 from machine.clients.local import LocalHarness  # noqa: E402
 from machine.clients.local_trainer import LocalTrainer  # noqa: E402
 from machine.errors import BadInputError  # noqa: E402
@@ -178,6 +183,44 @@ async def test_a_training_stopped_from_outside_saves_its_state_first_and_resumes
     one = load_file(str(tmp_path / "whole" / "adapter" / "adapter_model.safetensors"))
     two = load_file(str(tmp_path / "cut" / "adapter" / "adapter_model.safetensors"))
     assert one.keys() == two.keys() and all(bool((one[k] == two[k]).all()) for k in one)
+
+
+class HeldAtThree(LocalTrainer):
+    """Holds step 3 in its thread until ``release`` is set, having set ``entered``."""
+
+    entered = threading.Event()
+    release = threading.Event()
+
+    def _step(self, session: Any, batch: Any, *rest: Any) -> StepMetrics:
+        if batch.number == 3:
+            self.entered.set()
+            self.release.wait(60)
+        return super()._step(session, batch, *rest)
+
+
+async def test_a_stop_while_a_step_is_in_its_thread_waits_for_it_then_tells_and_saves_that_step(
+    tiny: str, tmp_path: Path
+) -> None:
+    trainer, chosen = HeldAtThree(rank=8, target_modules=TINY), settings(tiny)
+    steps: list[StepMetrics] = []
+    told: list[Checkpoint] = []
+    prepared = trainer.prepare(examples(), chosen)
+    training = asyncio.ensure_future(
+        trainer.train(
+            prepared, chosen, folder=tmp_path, budget=Budget(0.0), on_step=steps.append, on_saved=told.append
+        )
+    )
+    assert await anyio.to_thread.run_sync(trainer.entered.wait, 60)
+    training.cancel()  # as the event loop's Ctrl-C handler does: the step's thread goes on
+    await asyncio.sleep(0.2)
+    assert not training.done()  # it waits for the step in flight
+    trainer.release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await training
+    [saved] = told
+    assert [m.step for m in steps] == [1, 2, 3] and saved.step == 3
+    state = json.loads((tmp_path / "states" / "step-3" / STATE_FILE).read_text())
+    assert state["step"] == 3  # the state holds the steps its checkpoint names
 
 
 async def test_a_checkpoint_without_a_state_or_past_the_end_is_refused(tiny: str, tmp_path: Path) -> None:

@@ -9,14 +9,22 @@ from typing import Any
 
 import pytest
 from helpers.tiny_model import needs_local_stack, tiny_model_folder, tiny_tokenizer
-from helpers.weather_runs import INSTRUCTIONS, answer, get_weather, weather_machine, weather_run
+from helpers.weather_runs import (
+    BAD_REPLY,
+    INSTRUCTIONS,
+    after_a_bad_reply,
+    answer,
+    get_weather,
+    weather_machine,
+    weather_run,
+)
 
 needs_local_stack()
 
 from machine.clients import _local_models  # noqa: E402
 from machine.clients._local_train_data import IGNORE, TrainSequence  # noqa: E402
 from machine.clients.local_trainer import LocalTrainer  # noqa: E402
-from machine.learn.train import example_of  # noqa: E402
+from machine.learn.train import example_of, rows_of  # noqa: E402
 from machine.runs import (  # noqa: E402  # noqa: E402
     LOCAL_CHAT_FORMAT,
     Prepared,
@@ -116,6 +124,26 @@ def test_labels_are_the_target_tokens_and_nothing_else(models: tuple[str, str]) 
     assert [sequence.input_ids[i] for i in kept] == [sequence.labels[i] for i in kept]
     assert prepared.target_tokens == len(kept) and prepared.tokens == len(sequence.input_ids)
     assert prepared.renderer.startswith(f"{LOCAL_CHAT_FORMAT}/chat-template:")
+
+
+def test_a_reply_marked_bad_before_the_good_turn_carries_no_loss(models: tuple[str, str]) -> None:
+    """The exported row of a good turn after a reply the person marked bad, read as the trainer reads a
+    row: the bad reply (``"weight": 0`` there) is context, even listed as a target; the good turn is
+    learned, whole-run and step by step."""
+    [row] = rows_of(after_a_bad_reply(), weather_machine())
+    said = [i for i, m in enumerate(row["messages"]) if m["role"] == "assistant"]
+    assert row["messages"][said[0]] == {"role": "assistant", "content": BAD_REPLY, "weight": 0}
+    read = TrainExample(messages=row["messages"], tools=row["tools"])
+    listed = TrainExample(messages=row["messages"], tools=row["tools"], targets=said)
+    assert read.targets == listed.targets == said[1:]
+    call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    for base, sequences_made in zip(models, (1, 2), strict=True):  # the second drops earlier replies
+        for example in (read, listed):
+            sequences, _ = prepare(base, example)
+            assert len(sequences) == sequences_made
+            assert (BAD_REPLY in text(base, sequences[0].input_ids)) is (base == models[0])  # context
+            taught = "".join(learned(base, s) for s in sequences)
+            assert taught == f"{call}<|im_end|>{answer('Paris')}<|im_end|>"
 
 
 def test_a_template_without_the_prefix_property_trains_each_step_alone(models: tuple[str, str]) -> None:

@@ -2,7 +2,9 @@
 one prompt, the base model measured once through a sampler of it, each step a custom loss through
 ``forward_backward_custom`` on a stand-in whose weights move with the loss's gradient: the loss starts at
 log 2 and falls, a resume restores the weights and measures against the same base, a timed-out step is
-never trained twice, and the budget pays for the base's pass and every step."""
+never trained twice, and the budget pays for the base's pass and every step. DPO after a fine-tune starts
+from the live checkpoint's state and measures against its sampler weights; each step records the chosen
+answers' drift; the chosen answers' own loss (``rpo_alpha``) adds to DPO's."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from helpers.tinker_standin import (
     status_error,
 )
 
-from machine.clients._tinker_dpo import PairDatums
+from machine.clients._tinker_dpo import DPO_LEARNING_RATE, PairDatums, dpo_loss
 from machine.clients.tinker import TinkerTrainer
 from machine.errors import BadInputError, TrainingError
 from machine.runs import Budget, Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings
@@ -201,3 +203,65 @@ async def test_a_refused_base_measurement_stops_before_any_step(
     with pytest.raises(TrainingError, match="measuring the base model on the preference pairs failed"):
         await train(service, tmp_path)
     assert "forward_backward_custom" not in service.methods()
+
+
+async def test_dpo_after_a_fine_tune_starts_from_the_live_checkpoint_its_reference(
+    service: StandInService, tmp_path: Path
+) -> None:
+    """A first training leaves the live checkpoint, its weights moved from the base; DPO starts from its
+    saved state (the weights, a fresh optimizer) and measures the pairs through a sampler of its sampler
+    weights, so the first step's policy is the reference: loss log 2 and no drift. Measured against the
+    base instead, the first loss would not be log 2."""
+    live, _ = await train(service, tmp_path, epochs=1)
+    assert live.model == "tinker://run-1/sampler_weights/dpo-1-step2" and any(service.offsets.values())
+    start = Checkpoint(model=live.model, base_model=INKLING, step=live.step, state=live.state)
+    service.calls.clear()
+    steps: list[StepMetrics] = []
+    chosen = settings(start=start, epochs=2)
+    made = trainer(service).prepare(pairs(), chosen)
+    checkpoint = await trainer(service).train(
+        made, chosen, folder=tmp_path / "dpo-2", budget=Budget(), on_step=steps.append
+    )
+    assert service.methods()[:4] == [
+        "ServiceClient",
+        "create_training_client_from_state",  # weights only: DPO's optimizer starts fresh
+        "ServiceClient",
+        "create_sampling_client",
+    ]
+    opened, sampler = service.calls[1], service.calls[3]
+    assert opened.args == {"path": live.state} and sampler.args == {"model_path": live.model}
+    assert steps[0].loss == pytest.approx(math.log(2), abs=1e-6)
+    assert steps[0].chosen_drift == pytest.approx(0.0, abs=1e-6)
+    drifts = [s.chosen_drift for s in steps]
+    assert drifts[-1] is not None and drifts[-1] > 0, drifts  # the second epoch sees what the first moved
+    assert checkpoint.model == "tinker://run-1/sampler_weights/dpo-2-step4"
+
+
+def test_a_live_checkpoint_with_no_state_to_load_is_refused_before_anything_runs(
+    service: StandInService,
+) -> None:
+    start = Checkpoint(model="tinker://run-1/somewhere-else", base_model=INKLING, step=4)
+    with pytest.raises(BadInputError, match="no state Tinker can load it from"):
+        trainer(service).prepare(pairs(), settings(start=start))
+    assert service.calls == []
+    beside = Checkpoint(model="tinker://run-7/sampler_weights/w-step4", base_model=INKLING, step=4)
+    assert trainer(service).prepare(pairs(), settings(start=beside, learning_rate=None)).learning_rate == (
+        DPO_LEARNING_RATE
+    )  # its state lies beside its sampler weights, under the same name
+
+
+def test_the_chosen_answers_own_loss_adds_to_dpos() -> None:
+    import torch
+
+    made = TinkerTrainer(rendering=inkling()).prepare(pairs(2), settings())
+    data: list[PairDatums] = made.data
+    for pair in data:
+        pair.reference = (-5.0, -5.0)
+    rows = [torch.tensor(d.loss_fn_inputs["weights"].data) * -0.5 for p in data for d in p.datums]
+    datums = [d for p in data for d in p.datums]
+    plain, metrics = dpo_loss(data, 0.5)(datums, rows)
+    with_nll, _ = dpo_loss(data, 0.5, rpo_alpha=1.0)(datums, rows)
+    assert float(with_nll - plain) == pytest.approx(0.5, rel=1e-4)  # -log p of each chosen token, 0.5
+    assert metrics["chosen_drift"] == pytest.approx(
+        sum(float(rows[2 * i].sum()) + 5.0 for i in range(2)) / 2, rel=1e-5
+    )

@@ -14,8 +14,10 @@ pytest.importorskip("tinker_cookbook")
 from helpers.renderers import INKLING, decode, inkling, qwen3, weighted_text
 from helpers.weather_runs import (
     ANSWER_REASONING,
+    BAD_REPLY,
     CALL_REASONING,
     FAILED_REASONING,
+    after_a_bad_reply,
     answer,
     weather_machine,
     weather_run,
@@ -33,7 +35,7 @@ from machine.clients._tinker_render import (
 )
 from machine.clients.tinker import TinkerTrainer
 from machine.errors import BadInputError
-from machine.learn.train import example_of
+from machine.learn.train import example_of, rows_of
 from machine.runs import TrainExample, TrainSettings
 
 
@@ -114,6 +116,25 @@ def test_assistant_messages_that_are_not_targets_are_never_weighted() -> None:
         weighted = weighted_text(rendering, sequence)
         assert answer("Paris") in weighted
         assert CALL_REASONING not in weighted and "get_weather" not in weighted, rendering.name
+
+
+def test_a_reply_marked_bad_before_the_good_turn_is_never_weighted() -> None:
+    """The exported row of a good turn after a reply the person marked bad, read as the trainer reads a
+    row: the bad reply (``"weight": 0`` there) is context, even listed as a target, on either renderer."""
+    [row] = rows_of(after_a_bad_reply(), weather_machine())
+    said = [i for i, m in enumerate(row["messages"]) if m["role"] == "assistant"]
+    assert row["messages"][said[0]]["weight"] == 0
+    assert all("weight" not in row["messages"][i] for i in said[1:])
+    read = TrainExample(messages=row["messages"], tools=row["tools"])
+    listed = TrainExample(messages=row["messages"], tools=row["tools"], targets=said)
+    assert read.targets == listed.targets == said[1:]
+    for example in (read, listed):
+        for rendering in (inkling(), qwen3()):
+            sequences = render(example, rendering).sequences
+            assert BAD_REPLY in decode(rendering, sequences[0].model_input.to_ints())  # context
+            weighted = "".join(weighted_text(rendering, s) for s in sequences)
+            assert BAD_REPLY not in weighted, rendering.name
+            assert "get_weather" in weighted and answer("Paris") in weighted, rendering.name
 
 
 def test_the_datums_are_tinkers_own_shifted_by_one() -> None:

@@ -20,7 +20,7 @@ from helpers.training import Counting, Tutored, make_caps
 
 from machine import open_workspace
 from machine.learn import TrainOptions, train
-from machine.runs import EVENTS_FILE, EventLog, SQLiteStore
+from machine.runs import EVENTS_FILE, CriterionScore, EventLog, Scorecard, SQLiteStore
 
 pytestmark = pytest.mark.slow
 CHROMIUM = Path("/usr/bin/chromium")
@@ -151,3 +151,27 @@ def test_a_training_record_shows_its_loss_curve(page: Any, served: Served) -> No
     assert "counting on" in facts and "30 steps" in facts
     assert page.locator("[data-testid=checkpoints] li").count() >= 1
     shot(page, "training")
+
+
+def test_a_run_an_unscored_criterion_could_turn_is_undecided_not_a_pass(
+    page: Any, served: Served, root: Path
+) -> None:
+    """1.00 on what was scored, with a criterion UNSCORED: its row and its page say undecided, and the
+    pass filter leaves it out (``passed`` is null)."""
+    grades = {
+        "loud": CriterionScore(criterion="loud", weight=1.0, grader="check:loud", score=1.0, reason="loud"),
+        "kind": CriterionScore(criterion="kind", weight=1.0, grader="judge:j", score=None, reason="no key"),
+    }
+    card = Scorecard(criteria=grades, rubric_fingerprint="f", pass_score=1.0)
+    store = SQLiteStore.in_workspace(root)
+    store.put(stored_run(60, case_id="omega", scorecard=card))
+    store.close()
+    visit(page, served, "#/runs/shout?case=omega")
+    row = page.locator('[data-testid=run-row][data-run$="run0060"]')
+    assert row.locator("td:nth-child(2)").inner_text() == "1.00 undecided"
+    visit(page, served, "#/runs/shout?case=omega&outcome=pass")
+    assert page.locator("[data-testid=run-row]").count() == 0
+    visit(page, served, "#/runs/shout?case=omega")
+    page.click("[data-testid=run-row] a")
+    page.wait_for_selector("[data-testid=scorecard]")
+    assert "1.00 undecided" in page.locator("p.summary").inner_text()

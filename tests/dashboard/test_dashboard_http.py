@@ -57,6 +57,9 @@ def test_a_bad_filter_or_an_unknown_run_is_refused_in_words(served: Served) -> N
     assert get(served, "/api/runs?limit=0").status_code == 400
     missing = get(served, "/api/runs/nope")
     assert missing.status_code == 404 and "there is no run 'nope'" in missing.json()["error"]
+    # the break: it told an HTTP client to call `handle.workspace.store.runs(handle.name)`
+    assert missing.json()["error"].endswith("; `GET /api/runs?machine=NAME` lists them")
+    assert "handle." not in missing.json()["error"] and "--" not in missing.json()["error"]
     assert get(served, "/api/training/nope").status_code == 404
     assert get(served, "/api/compare?machine=shout").status_code == 400
 

@@ -62,3 +62,19 @@ def test_the_fields_listed_for_run_json_are_the_runs() -> None:
     text = (REPO / "docs/cli.md").read_text()
     listed = text.split("prints the whole run as\none object: ", 1)[1].split(". `version` is", 1)[0]
     assert set(re.findall(r"`(\w+)`", listed)) == printed_keys(Run)
+
+
+def test_the_suite_samples_case_names_the_fields_printed() -> None:
+    """The break: a suite's case said ``id`` where every other JSON says ``case_id``; the sample and the
+    model agree on each case's keys, as on the report's."""
+    sample = samples()["machine suite"]
+    assert isinstance(sample, dict)
+    schema = SuiteReport.model_json_schema(mode="serialization", by_alias=True)
+    case = set(schema["$defs"]["CaseResult"]["properties"])
+    assert "case_id" in case and "id" not in case
+    assert set(sample["cases"][0]) == case
+
+
+def test_a_runs_json_and_a_listed_runs_json_both_say_created_at() -> None:
+    """The break: ``runs --json`` had ``created_at`` and ``run --json`` (the run itself) had not."""
+    assert "created_at" in printed_keys(Run) and "created_at" in printed_keys(RunSummary)

@@ -20,5 +20,5 @@ def test_the_scaling_page_runs(tmp_path: Path, postgres_url: str) -> None:
     assert "red: 17 runs" in shared_suite.output and len(shared_suite.output.splitlines()) > 3, (
         shared_suite.describe()
     )
-    said = "copied 17 runs, 1 suites, 0 chat sessions and 1 spending-log lines from .machine/store.db to"
+    said = "copied 17 runs, 1 suite, 0 chat sessions and 1 spending-log line from .machine/store.db to"
     assert said in copy.output, copy.describe()

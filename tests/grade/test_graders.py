@@ -1,3 +1,6 @@
+import inspect
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,6 +73,36 @@ async def test_raising_check_is_unscored_not_zero() -> None:
     assert result.score is None
     assert not result.scored
     assert "'boom' raised ValueError: no output" in result.reason
+
+
+def _line_of(fn: Any, text: str) -> str:
+    """``file:line`` of the line of ``fn`` holding ``text``, as a reason names it (from the working
+    folder)."""
+    lines, first = inspect.getsourcelines(fn)
+    number = first + next(i for i, line in enumerate(lines) if text in line)
+    path = Path(__file__)
+    return f"{path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}:{number}"
+
+
+def _expected(run: Run, case: dict[str, Any]) -> bool:
+    return case["expected"] in run.output  # KeyError: the person's bug
+
+
+def _parsed(run: Run) -> bool:
+    return json.loads(run.output) == {"a": 1}  # raises inside json: the line named is this one
+
+
+@pytest.mark.anyio
+async def test_a_raising_check_names_the_exception_and_the_line_of_the_check() -> None:
+    """A check that raises is the person's bug: its grade names the exception and where in their code,
+    in the reason and in details (a suite counts them), and stays UNSCORED."""
+    result = await grade(check("matches", _expected), make_run("hello", {"id": "x"}))
+    at = _line_of(_expected, 'case["expected"]')
+    assert result.score is None
+    assert f"check 'matches' raised KeyError: 'expected' at {at}: a bug in the check" in result.reason
+    assert result.details == {"raised": "KeyError", "at": at}
+    inside = await grade(check("parses", _parsed), make_run("not json"))
+    assert inside.details == {"raised": "JSONDecodeError", "at": _line_of(_parsed, "json.loads")}
 
 
 @pytest.mark.anyio

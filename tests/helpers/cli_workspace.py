@@ -103,6 +103,34 @@ machine = define_machine(
 )
 """
 
+RAISING_CHECK = """\
+from machine import check, define_evaluator, define_machine, judge
+
+from .rubric import rubric
+
+
+def _hello(run, case):
+    return case["expected"] in run.output
+
+
+machine = define_machine(
+    name="greet",
+    intent="Greet the person named in the input.",
+    instructions="Say hello to the person named in the input, briefly.",
+    model="Qwen/Qwen3.8-27B",
+    rubric=rubric,
+    evaluator=define_evaluator(
+        rubric,
+        {
+            "greets": check("says_hello", _hello),
+            "brief": check("at_most_20", lambda run: True),
+            "warm": judge(),
+        },
+    ),
+)
+"""
+"""greet's machine.py with a check that raises (``KeyError``) on a case with no ``expected``."""
+
 CASES = [
     {"id": "ann", "input": "greet ann"},  # calls the tool, then "hello ann": 1.0, passes
     {"id": "bob", "input": "greet bob"},  # a long hello: (2 + 0.5) / 3, fails at 1.0, passes at 0.5

@@ -10,7 +10,10 @@ when its fence cannot:
   left out), which the machines' own tests load and run;
 - ``<!-- background -->``: an sh block that serves until the page's next block has run;
 - ``<!-- set-up: REASON -->``: a command that sets up this repository itself (``make``, ``pip``), run by
-  CI as it is, not again inside the test.
+  CI as it is, not again inside the test;
+- ``<!-- output -->``: a plain block is what the page's last command printed: each of its lines comes out
+  of it, in order (``...`` in a line stands for any text, a line of ``...`` alone for any lines, and run
+  ids match any run id), so a figure the page shows is one that really comes out.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ PAGES = (
     "docs/scaling.md",
 )
 FENCE = re.compile(r"^```([a-z]*)\n(.*?)^```$", re.S | re.M)
-MARK = re.compile(r"<!-- (file|excerpt|background|set-up)(?::\s*(.*?))? -->\s*$")
+MARK = re.compile(r"<!-- (file|excerpt|background|set-up|output)(?::\s*(.*?))? -->\s*$")
 FILE_LINE = re.compile(r"# (machines/\S+\.py)$")
 
 
@@ -83,6 +86,26 @@ def excerpt_missing(block: Block) -> list[str]:
             at = lines.index(wanted, at) + 1
         except ValueError:
             missing.append(wanted)
+    return missing
+
+
+RUN_ID = re.compile(r"\b\d{8}-\d{6}-[0-9a-f]{8,16}\b")
+"""A run's (or a suite's, a conversation's, a training's) id: a sample's id stands for any."""
+
+
+def output_missing(sample: Block, output: str) -> list[str]:
+    """The lines of an ``output`` sample that do not come out of ``output``, in order (none when all do)."""
+    got = [RUN_ID.sub("ID", line.rstrip()) for line in output.splitlines()]
+    at, missing = 0, []
+    for wanted in (RUN_ID.sub("ID", line.rstrip()) for line in sample.text.splitlines()):
+        if not wanted.strip() or wanted.strip() == "...":
+            continue
+        pattern = re.compile(".*?".join(re.escape(part) for part in wanted.split("...")))
+        found = next((i for i in range(at, len(got)) if pattern.fullmatch(got[i])), None)
+        if found is None:
+            missing.append(wanted)
+        else:
+            at = found + 1
     return missing
 
 

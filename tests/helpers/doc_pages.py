@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
-from helpers.doc_blocks import REPO, Block, Outcome, blocks, excerpt_missing
+from helpers.doc_blocks import REPO, Block, Outcome, blocks, excerpt_missing, output_missing
 from helpers.openai_server import FakeOpenAI, text
 
 BLOCK_TIMEOUT_S = 420
@@ -210,10 +210,15 @@ def run_page(
     """Every block of ``page`` in order. A command that fails must be one of ``refusals`` (a piece of the
     command, and a piece of what it must say), and nothing may print a traceback. ``env`` is what the
     reader's shell holds (a key, a token)."""
-    outcomes = []
+    outcomes: list[Outcome] = []
     with PageRun(page, tmp, substitutions, env) as page_run:
         waiting = False
         for block in blocks(page):
+            if block.mark == "output":  # what the last command printed, as the page shows it
+                assert outcomes, f"{block.where}: an output sample follows no command"
+                missing = output_missing(block, outcomes[-1].output)
+                assert not missing, f"{block.where}: not printed: {missing}\n{outcomes[-1].describe()}"
+                continue
             outcome = page_run.run(block)
             if waiting:
                 page_run.stop_background()

@@ -26,12 +26,13 @@ class Started:
     out: Path
     err: Path
 
-    def stopped(self) -> tuple[int, float, str, str]:
-        """Send SIGINT once; the exit status, how long it took to exit, and its output."""
+    def stopped(self, sig: int = signal.SIGINT, *, within: float = STOP_S * 4) -> tuple[int, float, str, str]:
+        """Send ``sig`` once (SIGINT: a Ctrl-C); the exit status, how long it took to exit, and its output
+        (killed once ``within`` seconds have passed)."""
         sent = time.monotonic()
-        self.process.send_signal(signal.SIGINT)
+        self.process.send_signal(sig)
         try:
-            status = self.process.wait(timeout=STOP_S * 4)
+            status = self.process.wait(timeout=within)
         finally:
             if self.process.poll() is None:
                 self.process.kill()

@@ -8,11 +8,12 @@ request never reached the service), or ``Late(seconds)``: the service does the w
 answer comes that much later (a wait shorter than that times out, as the SDK's future does). An
 ``optim_step`` submitted after a failed or hung ``forward_backward`` fails with it (it has no gradients).
 
-For preference training it also has a sampler of the base model (``compute_logprobs``) and
-``forward_backward_custom``: the model's log-probability of each token is the base's (``base_logprob``)
-plus one learned offset per sequence, the loss function is run on those as leaf tensors as the SDK runs
-it, and ``optim_step`` moves each offset against its gradient's sign by the learning rate, as Adam's
-first steps do. The offsets are the weights a saved state keeps."""
+For preference training it also has samplers (``compute_logprobs``) of the base model and of saved
+sampler weights, and ``forward_backward_custom``: the model's log-probability of each token is the
+base's (``base_logprob``) plus one learned offset per sequence, the loss function is run on those as leaf
+tensors as the SDK runs it, and ``optim_step`` moves each offset against its gradient's sign by the
+learning rate, as Adam's first steps do. The offsets are the weights a saved state, and saved sampler
+weights, keep."""
 
 from __future__ import annotations
 
@@ -108,6 +109,8 @@ class StandInService:
     offsets: dict[tuple[int, ...], float] = field(default_factory=dict)
     """The weights a custom loss trains: an offset per sequence (its tokens) on every log-probability."""
     saved_offsets: dict[str, dict[tuple[int, ...], float]] = field(default_factory=dict)
+    sampler_offsets: dict[str, dict[tuple[int, ...], float]] = field(default_factory=dict)
+    """The offsets each ``save_weights_for_sampler`` kept, by its path: what a sampler of it reads."""
     gradients: dict[tuple[int, ...], float] = field(default_factory=dict)
     """The last forward_backward_custom's gradient of the loss by each offset, for the next optim_step."""
     release: threading.Event = field(default_factory=threading.Event)
@@ -190,23 +193,31 @@ class StandInServiceClient:
         retry_config: Any = None,
         record_stability_info: bool = False,
     ) -> StandInFuture:
-        assert model_path is None and isinstance(base_model, str), "the reference is the base model"
-        args = {"base_model": base_model}
-        return self.service.future("create_sampling_client", args, StandInSamplingClient(self.service))
+        assert (model_path is None) != (base_model is None), "a sampler of a base or of saved weights"
+        if model_path is not None:
+            assert model_path in self.service.sampler_offsets, f"no sampler weights saved at {model_path}"
+            args, offsets = {"model_path": model_path}, self.service.sampler_offsets[model_path]
+        else:
+            args, offsets = {"base_model": str(base_model)}, {}
+        sampler = StandInSamplingClient(self.service, offsets)
+        return self.service.future("create_sampling_client", args, sampler)
 
 
 class StandInSamplingClient:
-    """``tinker.SamplingClient``: the base model's log-probabilities of a sequence's tokens."""
+    """``tinker.SamplingClient``: a model's log-probabilities of a sequence's tokens (the base's, plus
+    the sequence's offset in the saved weights sampled)."""
 
-    def __init__(self, service: StandInService) -> None:
+    def __init__(self, service: StandInService, offsets: dict[tuple[int, ...], float] | None = None) -> None:
         self.service = service
+        self.offsets = offsets or {}
 
     def compute_logprobs(
         self, prompt: types.ModelInput, prompt_logprobs_last_n: int | None = None
     ) -> StandInFuture:
         assert isinstance(prompt, types.ModelInput)
         tokens = prompt.to_ints()
-        reply: list[float | None] = [None, *(base_logprob(t) for t in tokens[1:])]
+        offset = self.offsets.get(tuple(tokens), 0.0)
+        reply: list[float | None] = [None, *(base_logprob(t) + offset for t in tokens[1:])]
         return self.service.future("compute_logprobs", {"tokens": len(tokens)}, reply)
 
 
@@ -305,5 +316,9 @@ class StandInTrainingClient:
     def save_weights_for_sampler(
         self, name: str, ttl_seconds: int | None = None, user_metadata: dict[str, str] | None = None
     ) -> StandInFuture:
-        reply = types.SaveWeightsForSamplerResponse(path=f"tinker://run-1/sampler_weights/{name}")
-        return self.service.future("save_weights_for_sampler", {"name": name}, reply)
+        path = f"tinker://run-1/sampler_weights/{name}"
+        reply = types.SaveWeightsForSamplerResponse(path=path)
+        future = self.service.future("save_weights_for_sampler", {"name": name}, reply)
+        if future.outcome is None or isinstance(future.outcome, Late):
+            self.service.sampler_offsets[path] = dict(self.service.offsets)
+        return future

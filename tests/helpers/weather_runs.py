@@ -1,10 +1,11 @@
 """A tool-using machine and its runs, as the chat harness records them, for the trainers' tests: a step
-whose only tool call failed, then a good call, then the answer, each with its reasoning."""
+whose only tool call failed, then a good call, then the answer, each with its reasoning; and the turn of
+a conversation a person marked good after marking the reply before it bad."""
 
 from __future__ import annotations
 
 from machine import Machine, Run, check, define_evaluator, define_machine, define_rubric, tool
-from machine.runs import Message, ToolCall
+from machine.runs import Message, Tag, ToolCall
 
 INKLING = "thinkingmachines/Inkling"
 INSTRUCTIONS = "You are a helpful agent. Use the weather tool."
@@ -12,6 +13,8 @@ INSTRUCTIONS = "You are a helpful agent. Use the weather tool."
 FAILED_REASONING = "The tool takes a town, I think."
 CALL_REASONING = "I should call the weather tool with the city."
 ANSWER_REASONING = "The tool said 18 C, so answer."
+BAD_REPLY = "Always sunny in Rome, trust me."
+"""The earlier reply of a conversation, which the person marked bad."""
 
 
 @tool
@@ -69,3 +72,11 @@ def weather_run(city: str = "Paris", *, failed_first: bool = True) -> Run:
         output=answer(city),
         case_id=city.lower(),
     )
+
+
+def after_a_bad_reply() -> Run:
+    """The second turn of a conversation, marked good (its whole trace): its history holds the first
+    turn's reply, which the person marked bad, as an assistant message before it."""
+    history = [Message(role="user", content="Weather in Rome?"), Message(role="assistant", content=BAD_REPLY)]
+    run = weather_run(failed_first=False)
+    return run.model_copy(update={"history": history, "tags": [Tag(kind="good", trace=True)]})

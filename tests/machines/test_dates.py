@@ -130,7 +130,7 @@ async def test_the_live_instructions_name_no_form_so_some_answers_are_in_words(w
     dates = ws.load("dates")
     assert "YYYY-MM-DD" not in dates.instructions
     report = await run_suite(ws, dates, ws.cases("dates"), harness=ScriptedHarness(DATES / "script.json"))
-    means = {result.id: result.mean for result in report.cases}
+    means = {result.case_id: result.mean for result in report.cases}
     assert {c for c, m in means.items() if m == 1.0} == {"week", "fortnight"}
     in_words = [m for c, m in means.items() if c not in ("week", "fortnight")]
     assert in_words == pytest.approx([2 / 3] * 7)  # the right day, but not as YYYY-MM-DD

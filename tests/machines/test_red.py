@@ -160,7 +160,7 @@ async def test_echo_fails_exactly_the_positive_cases(ws: Workspace) -> None:
     cases = ws.cases("red")
     report = await run_suite(ws, red, cases, harness=EchoHarness())
     assert report.errors == 0
-    means = {result.id: result.mean for result in report.cases}
+    means = {result.case_id: result.mean for result in report.cases}
     expected = {case.id: 0.0 if case.data()["red"] else 1.0 for case in cases}
     assert means == expected
     stored = ws.store.runs("red", limit=100)

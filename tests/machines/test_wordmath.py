@@ -137,7 +137,7 @@ async def test_scripted_suite_answers_some_correctly(ws: Workspace) -> None:
     report = await run_suite(
         ws, wordmath, ws.cases("wordmath"), harness=ScriptedHarness(WORDMATH / "script.json")
     )
-    means = {result.id: result.mean for result in report.cases}
+    means = {result.case_id: result.mean for result in report.cases}
     passed = {case for case, mean in means.items() if mean == 1.0}
     assert passed == {"muffins", "marbles", "train", "tank", "widgets", "diver"}
     assert means["sale"] == 0.0  # the script gives the discount, not the price

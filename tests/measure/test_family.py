@@ -138,7 +138,7 @@ async def test_family_suite_reports_each_machine_and_the_inherited_criteria(
     assert [s.machine for s in report.skipped] == ["greet/loud/quiet"]
     assert "cases.json" in report.skipped[0].reason
     by_name = {r.machine: r for r in report.machines}
-    assert [c.id for c in by_name["greet/loud"].cases] == ["dan", "fay"]
+    assert [c.case_id for c in by_name["greet/loud"].cases] == ["dan", "fay"]
     assert by_name["greet/loud"].criteria["capitals"].mean == pytest.approx(0.5)
     assert by_name["greet/kind"].criteria["kind"].mean == pytest.approx(1.0)
     assert {r.runs for r in report.machines} == {2, 4}
@@ -159,6 +159,7 @@ async def test_family_suite_reports_each_machine_and_the_inherited_criteria(
         "pass_rate": 0.8,
         "runs": 10,
         "unscored": 0,
+        "raised": {},
     }
     assert [m["machine"] for m in data["machines"]] == ["greet", "greet/kind", "greet/loud"]
     assert data["skipped"][0]["machine"] == "greet/loud/quiet"

@@ -153,8 +153,8 @@ async def test_resume_runs_only_the_missing_pairs(tmp_path: Path) -> None:
     assert report.runs == 12 and report.resumed == 8
     for case in report.cases:
         assert case.trials == 4
-        assert case.scores == pytest.approx([SCORES[case.id]] * 4)
-    assert report.pass_rate == pytest.approx(4 / 12)
+        assert case.scores == pytest.approx([SCORES[case.case_id]] * 4)
+    assert report.pass_rate == 0.0 and report.undecided == 4  # ann's runs: warm UNSCORED could fail them
     assert report.criteria["greets"].runs == 12 and report.criteria["warm"].unscored == 12
 
     again = await run_suite(ws, greeter(), CASES, trials=4, resume=first.suite_id)

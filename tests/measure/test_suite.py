@@ -96,16 +96,20 @@ def stored(root: Path) -> list[Run]:
 async def test_per_case_means_and_passes(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=replies())
     report = await run_suite(ws, greeter(), CASES, trials=3, concurrency=2)
-    by_id = {c.id: c for c in report.cases}
-    assert [c.id for c in report.cases] == ["ann", "bob", "cat"]
+    by_id = {c.case_id: c for c in report.cases}
+    assert [c.case_id for c in report.cases] == ["ann", "bob", "cat"]
     for case_id, score in SCORES.items():
         assert by_id[case_id].trials == 3
         assert by_id[case_id].scores == pytest.approx([score] * 3)
         assert by_id[case_id].mean == pytest.approx(score)
-    assert [by_id[c].passes for c in ("ann", "bob", "cat")] == [3, 0, 0]
+    # ann's 1.0 is on 3 of 4 weight: "warm", UNSCORED, could still fail it, so it is neither a pass nor a
+    # fail; bob and cat fall short whatever warm scores
+    assert [by_id[c].passes for c in ("ann", "bob", "cat")] == [0, 0, 0]
+    assert [by_id[c].undecided for c in ("ann", "bob", "cat")] == [3, 0, 0]
     assert report.runs == 9
     assert report.mean == pytest.approx(sum(SCORES.values()) / 3)
-    assert report.pass_rate == pytest.approx(3 / 9)
+    assert report.pass_rate == 0.0  # of the 6 decided runs
+    assert report.undecided == 3
     assert report.errors == 0
     assert report.unscored == 9  # one UNSCORED judge grade per run
     assert report.unscored_runs == 0  # ... but every run has a score
@@ -116,8 +120,11 @@ async def test_per_case_means_and_passes(tmp_path: Path) -> None:
 async def test_pass_score_decides_passes(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=replies())
     report = await run_suite(ws, greeter(), CASES, trials=2, pass_score=0.5)
+    # at 0.5 ann (3 of 4) and bob (2.5 of 4) pass even with warm at 0; cat (1 of 4) reaches 0.5 only if
+    # warm scores 1: undecided
     assert [c.passes for c in report.cases] == [2, 2, 0]
-    assert report.pass_rate == pytest.approx(4 / 6)
+    assert [c.undecided for c in report.cases] == [0, 0, 2]
+    assert report.pass_rate == pytest.approx(4 / 4)
     assert {r.scorecard.pass_score for r in stored(tmp_path) if r.scorecard} == {0.5}
 
 
@@ -222,7 +229,7 @@ async def test_unscored_runs_are_counted_and_kept_out_of_the_mean(tmp_path: Path
     )
     ws = open_workspace(tmp_path, harness=replies())
     report = await run_suite(ws, spec, CASES, trials=2)
-    cat = next(c for c in report.cases if c.id == "cat")
+    cat = next(c for c in report.cases if c.case_id == "cat")
     assert cat.trials == 2
     assert cat.scores == []
     assert cat.mean is None
@@ -231,11 +238,16 @@ async def test_unscored_runs_are_counted_and_kept_out_of_the_mean(tmp_path: Path
     assert report.unscored_runs == 2
     assert report.unscored == 2 * 3 + 2  # the judge on every run, the check on cat's runs
     assert report.mean == pytest.approx(1.0)  # ann and bob say hello; cat's unscored runs are not zeros
-    assert report.pass_rate == pytest.approx(1.0)
+    assert report.pass_rate is None  # ann and bob are undecided: warm, UNSCORED, could fail them
+    assert report.undecided == 4
     assert report.errors == 0
     summary = report.model_dump(mode="json", by_alias=True)["summary"]
     assert summary["unscored"] == 8
     assert summary["unscored_runs"] == 2
+    raising = fussy.__code__.co_firstlineno + 2  # the check's own line that raised, named for the person
+    where = Path(__file__).resolve().relative_to(Path.cwd().resolve())
+    assert report.criteria["greets"].raised == {f"RuntimeError at {where}:{raising}": 2}
+    assert report.criteria["warm"].raised == {}  # a judge with no model is not a bug in a check
 
 
 @pytest.mark.anyio
@@ -243,12 +255,13 @@ async def test_failed_runs_are_counted_apart_and_left_out_of_the_scores(tmp_path
     cases = [*CASES, Case(id="zed", input="greet zed")]  # no rule matches zed: HarnessError inside the run
     ws = open_workspace(tmp_path, harness=replies())
     report = await run_suite(ws, greeter(), cases, trials=2, concurrency=2)
-    zed = next(c for c in report.cases if c.id == "zed")
+    zed = next(c for c in report.cases if c.case_id == "zed")
     assert (zed.trials, zed.errors, zed.scores, zed.mean, zed.passes) == (2, 2, [], None, 0)
     assert report.errors == 2
     assert report.runs == 8
     assert report.mean == pytest.approx(sum(SCORES.values()) / 3)
-    assert report.pass_rate == pytest.approx(2 / 6)
+    assert report.pass_rate == 0.0  # bob and cat fail; ann's two runs are undecided (warm UNSCORED)
+    assert report.undecided == 2
     failed = [r for r in stored(tmp_path) if r.status == "error"]
     assert len(failed) == 2
     assert all(r.case_id == "zed" and r.error and "no rule" in r.error for r in failed)
@@ -285,12 +298,13 @@ async def test_report_json_shape(tmp_path: Path) -> None:
     data = (await run_suite(ws, greeter(), CASES, trials=2)).model_dump(mode="json", by_alias=True)
     assert data["machine"] == "greet"
     assert data["stopped"] is None
-    assert [c["id"] for c in data["cases"]] == ["ann", "bob", "cat"]
+    assert [c["case_id"] for c in data["cases"]] == ["ann", "bob", "cat"]
     for case in data["cases"]:
-        assert set(case) == {"id", "trials", "mean", "passes", "scores", "runs"}
+        assert set(case) == {"case_id", "trials", "mean", "passes", "undecided", "scores", "runs"}
         assert case["trials"] == 2 and len(case["runs"]) == 2
         assert len(case["scores"]) == 2
-    assert {"runs", "mean", "pass_rate", "unscored", "errors", "cost_usd"} <= set(data["summary"])
+    summary_keys = {"runs", "mean", "pass_rate", "undecided", "unscored", "errors", "cost_usd"}
+    assert summary_keys <= set(data["summary"])
     assert data["summary"]["runs"] == 6
     assert data["summary"]["errors"] == 0
     assert data["summary"]["cost_usd"] == 0.0

@@ -72,7 +72,7 @@ def machine_cmd(
 
 
 def scores(report: dict[str, Any]) -> dict[str, list[float]]:
-    return {case["id"]: sorted(case["scores"]) for case in report["cases"]}
+    return {case["case_id"]: sorted(case["scores"]) for case in report["cases"]}
 
 
 def test_a_suite_on_the_cluster_equals_the_local_one(ray_cluster: Cluster, root: Path) -> None:

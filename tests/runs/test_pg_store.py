@@ -167,7 +167,7 @@ def test_a_suite_stores_its_runs_in_postgres_and_the_copy_moves_a_workspace(url:
     }
     again = _machine("store", "copy", "--from", str(sqlite), "--to", target, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert "copied 34 runs, 1 suites, 0 chat sessions and 0 spending-log lines" in again.stdout  # had them
+    assert "copied 34 runs, 1 suite, 0 chat sessions and 0 spending-log lines" in again.stdout  # had them
     into = PostgresStore(target)
     [line] = (tmp_path / ".machine" / "spending.jsonl").read_text().splitlines()
     assert into.spending() == [json.loads(line)]

@@ -34,8 +34,9 @@ def test_empty_scorecard_has_no_score() -> None:
 
 
 def test_passes_only_at_full_score_by_default() -> None:
-    assert card(score("a", 1.0), score("b", None)).passed is True
+    assert card(score("a", 1.0), score("b", 1.0)).passed is True
     assert card(score("a", 1.0), score("b", 0.99)).passed is False
+    assert card(score("a", 1.0), score("b", None)).passed is None  # b could still fail it
 
 
 def test_passes_when_score_reaches_pass_score() -> None:
@@ -95,7 +96,7 @@ def test_run_helpers_read_the_trajectory() -> None:
     assert [m.content for m in run.tool_results] == ["err"]
     assert run.reasoning == "think"
     assert run.score == 1.0
-    assert run.passed is True
+    assert run.passed is None  # b, UNSCORED, could still fail it
 
 
 def test_unscored_run_has_no_score() -> None:

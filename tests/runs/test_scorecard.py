@@ -50,8 +50,29 @@ def test_unscored_criteria_are_left_out_whatever_their_weight() -> None:
         sc = card(grade("a", 1.0), grade("b", 0.5), grade("gone", None, weight))
         assert sc.score == pytest.approx(0.75)
         assert sc.unscored == ["gone"]
-    assert card(grade("a", 1.0), grade("gone", None, 50)).passed is True  # unscored is not zero
+    assert card(grade("a", 1.0), grade("gone", None, 50)).score == 1.0  # unscored is not zero
     assert card(grade("a", 0.0), grade("gone", None, 50), pass_score=0.0).passed is True
+
+
+def test_a_pass_is_claimed_only_where_the_unscored_criteria_could_not_take_it_away() -> None:
+    """passed is None (undecided) while the UNSCORED weight could turn the verdict: a pass needs the pass
+    score with every UNSCORED criterion at 0, a fail stands when full marks on them could not reach it."""
+    full = [grade("answers", 1.0, 2), grade("honest", None, 3), grade("short", None, 1)]
+    assert card(*full).score == 1.0 and card(*full).passed is None  # the issue's run: not a PASS
+    assert card(*full, pass_score=1 / 3).passed is True  # 2 of 6 weight at 1.0 is a third even if both fail
+    assert card(*full, pass_score=0.34).passed is None
+    low = [grade("answers", 0.5, 2), grade("honest", None, 3), grade("short", None, 1)]
+    assert card(*low).passed is False  # (1 + 4) / 6 at best: no mark on the others could reach 1
+    assert card(*low, pass_score=5 / 6).passed is None  # full marks on both would reach it exactly
+    assert card(*low, pass_score=5 / 6 + 1e-6).passed is False
+    assert card(grade("a", 1.0), grade("gone", None, 0)).passed is True  # no weight: it cannot turn it
+    assert card(*full).model_dump(mode="json")["passed"] is None
+
+
+def test_passed_at_judges_the_same_grades_at_another_pass_score() -> None:
+    sc = card(grade("a", 1.0, 3), grade("b", None, 1))
+    assert (sc.passed_at(1.0), sc.passed_at(0.75), sc.passed_at(0.76)) == (None, True, None)
+    assert sc.weights == (3.0, 4.0)
 
 
 def test_weights_weigh() -> None:

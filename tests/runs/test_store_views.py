@@ -75,7 +75,7 @@ def test_a_page_is_the_newest_runs_of_a_machine_first(filled: Store) -> None:
     ("chosen", "expected"),
     [
         ({"case_id": "a"}, ["r004", "r001", "r000"]),
-        ({"outcome": "pass"}, ["r004", "r002", "r000"]),  # r002 passes at its own pass score 0.5
+        ({"outcome": "pass"}, ["r002", "r000"]),  # r002 passes at its own pass score 0.5; r004 undecided
         ({"outcome": "fail"}, ["r001"]),
         ({"outcome": "error"}, ["r003"]),
         ({"outcome": "unscored"}, ["r004"]),
@@ -93,6 +93,24 @@ def test_a_page_is_the_newest_runs_of_a_machine_first(filled: Store) -> None:
 def test_each_filter_narrows_the_page(filled: Store, chosen: dict[str, Any], expected: list[str]) -> None:
     store = filled
     assert ids(store, machine="red", **chosen) == expected
+
+
+def test_pass_and_fail_are_the_runs_decided_as_scorecard_passed_decides(store: Store) -> None:
+    """A run with an UNSCORED criterion is a pass or a fail only where no mark on it could turn it."""
+    cards = {
+        "whole": scorecard(1.0, 1.0),  # pass
+        "open": scorecard(1.0, None),  # 1.0 on half the weight: warm could fail it
+        "safe": scorecard(1.0, 1.0, None, pass_score=0.6),  # 2 of 3 at worst: a pass
+        "lost": scorecard(0.0, 0.0, None, pass_score=0.5),  # 1 of 3 at best: a fail
+        "short": scorecard(0.5, None),  # 0.75 at best: a fail at 1
+    }
+    store.put_many([run(i, case_id=name, scorecard=card) for i, (name, card) in enumerate(cards.items())])
+    cases = {r.id: r.case_id for r in store.page(RunFilter(machine="red")).runs}
+    assert [cases[i] for i in ids(store, machine="red", outcome="pass")] == ["safe", "whole"]
+    assert [cases[i] for i in ids(store, machine="red", outcome="fail")] == ["short", "lost"]
+    listed = {r.case_id: r.passed for r in store.summaries("red", 10)}
+    assert listed == {name: card.passed for name, card in cards.items()}
+    assert listed["open"] is None
 
 
 def test_pages_follow_their_cursor_to_the_end(filled: Store) -> None:

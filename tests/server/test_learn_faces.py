@@ -1,6 +1,7 @@
 """The MCP ``specialize`` tool and ``machine specialize`` are one operation: on two copies of the same
 workspace with the same scripted author they write the same child and cases and give the same report,
-but for what differs by nature (run ids, timings) and what the tool adds (its budget and consent)."""
+but for what differs by nature (run ids, timings), what the tool adds (its budget and consent) and how
+each face spells a next step (a command to paste on the command line, plain words for an agent)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from mcp import Client
 
 from machine.learn import Specialization
 
-VARYING = {"run_id", "samples", "seconds", "check_seconds"}
-"""What two runs of the same work never share: run ids (and the sample runs they name) and timings."""
+VARYING = {"run_id", "samples", "seconds", "check_seconds", "next_steps"}
+"""What two runs of the same work never share: run ids (and the sample runs they name) and timings; and
+the next steps, which each face spells its own way (compared apart)."""
 
 
 def steady(value: Any) -> Any:
@@ -53,6 +55,11 @@ async def test_specialize_tool_and_command_give_the_same_report(folder: Folder, 
     assert set(over_mcp) - set(on_the_command_line) == {"budget_usd", "spent_usd", "consent"}
     fields = set(Specialization.model_fields) | {"cost"}
     assert steady({k: over_mcp[k] for k in fields}) == steady(on_the_command_line)
+    assert over_mcp["next_steps"][1:] == ["suite red/noted with trials 4", "train red/noted with best of 4"]
+    assert on_the_command_line["next_steps"][1:] == [
+        "`machine suite red/noted --trials 4`",
+        "`machine train red/noted --best-of 4`",
+    ]  # to paste, as every hint on the command line
     assert on_the_command_line["accepted"] and on_the_command_line["kept_cases"] > 0
     assert len(over_mcp["samples"]) == len(on_the_command_line["samples"]) == 3
     for name in ("machine.py", "rubric.py", "instructions.md", "cases.json", "holdout.json"):

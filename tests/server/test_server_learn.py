@@ -132,6 +132,25 @@ async def test_optimize_keeps_the_fix_reports_progress_and_commit_makes_it_live(
     assert committed.structured_content["version"] == "v2"
 
 
+async def test_a_server_with_no_harness_commits_where_the_candidate_was_measured(
+    folder: Folder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The break: with no harness of its own the server's commit was measured against the default
+    harness (tinker) and refused a rewrite measured on the scripted one."""
+    monkeypatch.delenv("MACHINE_HARNESS", raising=False)
+    scripted, policy = make_server(folder, allowance=2, script=optimizer_script(tmp_path / "optimizer.json"))
+    bare = build_server(folder.root, harness=None, script=None, policy=policy)
+    with anyio.fail_after(LIMIT):
+        async with Client(scripted) as client:
+            result = await client.call_tool("optimize", OPTIMIZE)
+        async with Client(bare) as client:
+            committed = await client.call_tool("commit", {"name": "red"})
+    assert not result.is_error, text(result)
+    assert not committed.is_error, text(committed)
+    assert committed.structured_content["version"] == "v2"
+    assert committed.structured_content["forced"] is False
+
+
 async def test_train_proposes_the_checkpoint_as_a_pending_candidate(
     tmp_path: Path, tinker: StandInService
 ) -> None:
@@ -295,7 +314,7 @@ async def test_refused_consent_spends_and_writes_nothing(
     assert "instructions.md" in asked[1] and "Train machine 'red'" in asked[2]
     # each form shows the operation's plan: its runs at most and its price bound
     assert all(" The plan: " in question and "at most $1.00" in question for question in asked)
-    assert "optimize 'red'" in asked[1] and "proposals (1 rounds of 1)" in asked[1]
+    assert "optimize 'red'" in asked[1] and "1 proposal (1 round of 1)" in asked[1]  # never "1 rounds"
     assert not (folder.root / "machines" / "red" / "noted").exists()
     assert (folder.root / "machines" / "red" / "instructions.md").read_text(encoding="utf-8") == instructions
     assert recent.structured_content["runs"] == [] and tinker.methods() == []
@@ -341,3 +360,24 @@ async def test_bad_input_is_refused_before_the_person_is_asked(folder: Folder) -
     assert harness.is_error and "unknown harness 'warp'" in text(harness)
     assert asked == []
     assert not (folder.root / "machines" / "red" / "noted").exists()
+
+
+async def test_the_form_says_the_gate_cannot_pass_on_four_held_out_cases(
+    folder: Folder, tinker: StandInService
+) -> None:
+    holdout = folder.root / "machines" / "red" / "holdout.json"
+    holdout.write_text(json.dumps(json.loads(holdout.read_text(encoding="utf-8"))[:4]), encoding="utf-8")
+    server, policy = make_server(folder, allowance=5)
+    asked: list[str] = []
+    with anyio.fail_after(LIMIT):
+        async with Client(server, elicitation_callback=answering("decline", asked)) as client:
+            await client.call_tool("optimize", {**OPTIMIZE, "min_z": 2})
+            await client.call_tool("optimize", OPTIMIZE)  # at min_z 1, 3 cases that change are enough
+            await client.call_tool("train", {"name": "red", "budget_usd": 1})
+    thin = "Warning: no candidate can pass the gate: holdout.json holds only 4 held-out cases, and at min_z 2"
+    optimized, weak, trained = asked
+    assert "Warning: no proposal can be kept unless the live version already scores the maximum" in optimized
+    assert "holdout.json holds only 4 held-out cases, and at min_z 2" in optimized
+    assert "Warning" not in weak
+    assert thin in trained and "add at least 2 more held-out cases to holdout.json first" in trained
+    assert not folder.spending_log.exists() and policy.allowance_left == 5 and tinker.methods() == []

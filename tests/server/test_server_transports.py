@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import httpx2
 import jsonschema
 import pytest
 from helpers.env import MACHINE_BIN, clean_env
+from helpers.served_http import TOKEN, Served, start, stop
 from helpers.server_workspace import RUN_COST, TOOLS, Folder
 from helpers.tiny_model import needs_local_stack, tiny_model_folder
 from mcp import Client, StdioServerParameters
@@ -26,7 +26,6 @@ from machine import open_workspace, run_suite
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 LIMIT = 60
-TOKEN = "t" * 12 + "-a-test-token-of-forty-three-chars"
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -90,51 +89,13 @@ async def test_stdio_without_consent_refuses(folder: Folder) -> None:
     assert "MACHINE_ALLOW_SPEND_USD" in "".join(getattr(c, "text", "") for c in result.content)
 
 
-class Served:
-    def __init__(self, process: subprocess.Popen[str], url: str, stderr_head: str) -> None:
-        self.process, self.url, self.stderr_head = process, url, stderr_head
-
-
-def _start(folder: Folder, env: dict[str, str], script: Path | None = None) -> Served:
-    process = subprocess.Popen(
-        [str(MACHINE_BIN), *folder.serve_args("--http", "--port", "0", script=script)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=clean_env(env),
-    )
-    assert process.stderr is not None
-    head: list[str] = []
-    for _ in range(50):  # bounded: the server prints a few lines, then the URL
-        line = process.stderr.readline()
-        if not line:
-            break
-        head.append(line)
-        found = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", line)
-        if found:
-            return Served(process, found.group(1), "".join(head))
-    process.kill()
-    raise AssertionError("machine serve --http did not print its URL:\n" + "".join(head))
-
-
-def _stop(served: Served) -> str:
-    served.process.terminate()
-    try:
-        _out, err = served.process.communicate(timeout=15)
-    except subprocess.TimeoutExpired:
-        served.process.kill()
-        _out, err = served.process.communicate(timeout=15)
-    return served.stderr_head + err
-
-
 @pytest.fixture
 def http_server(folder: Folder) -> Iterator[Served]:
-    served = _start(folder, {"MACHINE_SERVER_TOKEN": TOKEN, "MACHINE_ALLOW_SPEND_USD": "1"})
+    served = start(folder, {"MACHINE_SERVER_TOKEN": TOKEN, "MACHINE_ALLOW_SPEND_USD": "1"})
     try:
         yield served
     finally:
-        log = _stop(served)
+        log = stop(served)
         assert TOKEN not in log  # the token the person set is never logged
 
 
@@ -200,7 +161,7 @@ async def served_views(client: Client, run_id: str) -> dict[str, str]:
 
 
 async def test_http_cancel_mid_rehearse_keeps_and_charges_only_the_finished_runs(folder: Folder) -> None:
-    served = _start(folder, {"MACHINE_SERVER_TOKEN": TOKEN, "MACHINE_ALLOW_SPEND_USD": "5"}, folder.slow)
+    served = start(folder, {"MACHINE_SERVER_TOKEN": TOKEN, "MACHINE_ALLOW_SPEND_USD": "5"}, folder.slow)
     finished = anyio.Event()
 
     async def on_progress(done: float, _total: float | None, _message: str | None) -> None:
@@ -225,7 +186,7 @@ async def test_http_cancel_mid_rehearse_keeps_and_charges_only_the_finished_runs
                 while not folder.spending_log.is_file() or not folder.spending_log.read_text().strip():
                     await anyio.sleep(0.02)
     finally:
-        _stop(served)
+        stop(served)
     [logged] = [json.loads(line) for line in folder.spending_log.read_text().splitlines()]
     assert logged["spent_usd"] == pytest.approx(2 * RUN_COST)
     assert len(list(open_workspace(folder.root).store.iter_runs("red"))) == 2
@@ -318,7 +279,7 @@ def test_http_refuses_without_the_right_token_host_or_origin(http_server: Served
 
 
 def test_http_generates_and_prints_a_token_once(folder: Folder) -> None:
-    served = _start(folder, {})
+    served = start(folder, {})
     try:
         found = re.findall(r"^\s+([A-Za-z0-9_-]{43,})\s*$", served.stderr_head, re.M)
         assert len(found) == 1, served.stderr_head
@@ -327,5 +288,5 @@ def test_http_generates_and_prints_a_token_once(folder: Folder) -> None:
         assert _post(served.url, {"Authorization": f"Bearer {token}"}).status_code == 200
         assert _post(served.url, {}).status_code == 401
     finally:
-        log = _stop(served)
+        log = stop(served)
     assert log.count(token) == 1  # printed once, never logged again

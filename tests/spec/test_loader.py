@@ -229,3 +229,32 @@ def test_a_machine_imported_by_another_is_the_one_the_loader_returns(tmp_path: P
     talker_module = __import__(loader._package_for("talker") + ".machine", fromlist=["other"])
     assert talker_module.other is loader.load("simulated_user")
     assert loader.load("talker").name == "talker"
+
+
+def test_an_import_of_a_machine_folder_that_is_not_there_says_to_copy_it(tmp_path: Path) -> None:
+    """The break: copying machines/dev alone, its `from ..coder.steps import ...` failed with "No module
+    named '_machine_workspace_1e652053d0bb.coder'", a name that is nowhere on disk."""
+    machines = tmp_path / "machines"
+    file = write(machines, "dev/machine.py", "import os\n\nfrom ..coder.steps import steps\n")
+    with pytest.raises(DefinitionError) as info:
+        MachineLoader(machines).load("dev")
+    said = str(info.value)
+    assert said == (
+        f"{file}:3: it imports from the machine folder 'coder', which {machines.resolve()} does not have: "
+        "copy that folder into it as well (a machine that imports another's files needs both)"
+    )
+    assert "_machine_workspace" not in said
+    write(machines, "coder/rubric.py", RUBRIC)  # the folder, but not the file dev reads
+    with pytest.raises(DefinitionError) as info:
+        MachineLoader(machines).load("dev")
+    assert str(info.value) == (
+        f"{file}:3: it imports coder/steps from {machines.resolve()}, which has no such file or folder"
+    )
+
+
+def test_a_missing_library_module_is_named_as_python_names_it(tmp_path: Path) -> None:
+    machines = tmp_path / "machines"
+    file = write(machines, "bad/machine.py", "import no_such_library_here\n")
+    with pytest.raises(DefinitionError) as info:
+        MachineLoader(machines).load("bad")
+    assert str(info.value) == f"{file}:1: ModuleNotFoundError: No module named 'no_such_library_here'"

@@ -15,7 +15,7 @@ from helpers.versions import make_caps
 from machine import CommitRefused, open_workspace
 from machine.runs import HarnessRequest, HarnessResult, Message, Turn, run_loop
 from machine.spec import GateReport
-from machine.versions import commit, format_report, propose, versions
+from machine.versions import commit, format_report, plan_commit, propose, versions
 
 pytestmark = pytest.mark.anyio
 
@@ -161,11 +161,11 @@ async def test_the_report_records_where_each_side_ran(tmp_path: Path) -> None:
     assert commit(ws.using(harness=Flaky("openai", url="http://127.0.0.1:8000/v1")), "caps").label == "v2"
 
 
-async def test_a_candidate_measured_on_one_harness_is_not_made_live_on_another(
+async def test_a_candidate_measured_on_one_harness_is_not_made_live_on_another_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The break: measured only on the scripted stand-in, "gate: passed", and commit made it live on a
-    local-model machine that never ran it."""
+    local-model machine that never ran it. Named, the other harness is refused."""
     monkeypatch.delenv("MACHINE_HARNESS", raising=False)
     folder = make(tmp_path)
     ws = open_workspace(tmp_path, harness=Flaky("scripted"))
@@ -173,9 +173,8 @@ async def test_a_candidate_measured_on_one_harness_is_not_made_live_on_another(
     candidate = await propose(ws, "caps", model="local:good", trials=1)
     assert candidate.passed
     book = (folder / "versions.json").read_bytes()
-    here = open_workspace(tmp_path)  # no harness named: a local: model runs on the local harness
     with pytest.raises(CommitRefused) as refused:
-        commit(here, "caps")
+        commit(open_workspace(tmp_path), "caps", harness="local")
     assert candidate.report.after.harness == "scripted"
     assert str(refused.value).startswith(
         "candidate v2 of machine 'caps' was measured on harness 'scripted' with model 'local:good', but "
@@ -183,23 +182,37 @@ async def test_a_candidate_measured_on_one_harness_is_not_made_live_on_another(
         "there and v1 stays live: measure it again there"
     )
     assert (folder / "versions.json").read_bytes() == book and not (folder / "model.json").exists()
-    monkeypatch.setenv("MACHINE_HARNESS", "scripted")  # this workspace does run on the scripted harness
-    assert commit(open_workspace(tmp_path), "caps").label == "v2"
+    assert commit(open_workspace(tmp_path), "caps", harness="scripted").label == "v2"
 
 
-async def test_commit_names_the_harness_it_will_run_on_or_is_forced(
+async def test_commit_targets_the_harness_it_was_measured_on_unless_told_otherwise(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("MACHINE_HARNESS", raising=False)
+    """The break: getting-started's commit after a scripted optimize exited 2, since commit's target
+    was the default harness (tinker) and not where the candidate was measured. MACHINE_HARNESS (the
+    harness runs default to) does not move it; a named harness, or a workspace holding one, does."""
+    monkeypatch.setenv("MACHINE_HARNESS", "tinker")
     make(tmp_path)
     ws = open_workspace(tmp_path, harness=Flaky("scripted"))
     versions(ws, "caps")
     await propose(ws, "caps", model="good", trials=1)
-    with pytest.raises(CommitRefused, match="would run on harness 'tinker'"):
-        commit(open_workspace(tmp_path), "caps")
     with pytest.raises(CommitRefused, match="would run on harness 'local'"):
-        commit(ws, "caps", harness="local")
-    assert commit(open_workspace(tmp_path), "caps", harness="scripted").label == "v2"
+        commit(open_workspace(tmp_path), "caps", harness="local")
+    with pytest.raises(CommitRefused, match="would run on harness 'openai'"):
+        commit(open_workspace(tmp_path, harness=Flaky("openai")), "caps")
+    version = commit(open_workspace(tmp_path), "caps")
+    assert version.label == "v2" and not version.forced
+
+
+async def test_commit_targets_the_endpoint_it_was_measured_at(tmp_path: Path) -> None:
+    make(tmp_path)
+    ws = open_workspace(tmp_path, harness=Flaky("openai", url="http://127.0.0.1:8000/v1"))
+    versions(ws, "caps")
+    await propose(ws, "caps", model="good", trials=1)
+    plain = open_workspace(tmp_path)  # holds no harness: it goes live where it was measured
+    plan = plan_commit(plain, "caps")
+    assert plan.refusal is None and plan.elsewhere is None
+    assert commit(plain, "caps").label == "v2"
 
 
 async def test_a_report_that_does_not_say_where_it_was_measured_is_no_match(tmp_path: Path) -> None:

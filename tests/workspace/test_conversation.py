@@ -412,7 +412,7 @@ async def test_a_suite_tallies_conversations_and_stores_every_turn(
     tallied: list[Run] = []
     report = await run_suite(ws, helper(), CASES, trials=2, concurrency=2, on_run=tallied.append)
     assert report.runs == 4
-    assert [(c.id, c.trials, c.scores, c.passes) for c in report.cases] == [
+    assert [(c.case_id, c.trials, c.scores, c.passes) for c in report.cases] == [
         ("first", 2, [1.0, 1.0], 2),
         ("second", 2, [1.0, 1.0], 2),
     ]

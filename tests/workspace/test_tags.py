@@ -80,8 +80,11 @@ def test_observing_is_off_until_turned_on_and_its_file_is_private(ws: Workspace)
 
 @pytest.mark.anyio
 async def test_fork_takes_the_newest_observed_run_and_refuses_without_one(ws: Workspace) -> None:
-    with pytest.raises(NotFoundError, match="no observed run to fork"):
+    with pytest.raises(NotFoundError, match="no observed run to fork") as refused:
         await fork(ws, "add with care")
+    assert str(refused.value).endswith(
+        "; `machine.ops.fork(workspace, note, run_id=ID)` corrects a stored run"
+    )
     older = graded(ws, "sum", 1.0, observed=True, output="5")
     newer = graded(ws, "miss", 1.0, minutes=1, observed=True, output="7")
     ws.store.put_many([older, newer])

@@ -28,7 +28,7 @@ def _measured(label: str, m: Measured | None) -> str:
     sign = "-" if m.p_value is None else f"{m.p_value:.3g}"
     return (
         f"{label}: mean {_score(m.mean)} (live {_score(m.live_mean)}), gain {gain}, SE {_score(m.se)}, "
-        f"z {z}, sign test p {sign} over {m.paired_cases} cases"
+        f"z {z}, sign test p {sign} over {_many(m.paired_cases, 'case')}"
     )
 
 

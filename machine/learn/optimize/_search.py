@@ -27,6 +27,7 @@ from ._examples import examples, samples
 from ._inputs import cases_of, checked_cases, checked_machine, holdout_of, no_holdout
 from ._options import OptimizeOptions
 from ._overlap import overlaps
+from ._plan import thin_warnings
 from ._report import Calls, Copied, OptimizeReport, Proposal, Round
 from ._result import Optimization, keep
 from ._state import SearchState
@@ -53,7 +54,7 @@ class Search(SearchState):
                 self.report.ended = ended
                 return
             parent = self._next_parent(parent)
-        self.report.ended = f"all {rounds} rounds were done"
+        self.report.ended = "the round was done" if rounds == 1 else f"all {rounds} rounds were done"
 
     async def _stop_at(self, where: str, arm: Arm, key: str) -> bool:
         """Measure ``arm`` on ``key``; True (with where and why kept) when refused work stopped it."""
@@ -225,6 +226,7 @@ async def optimize(
     )
     if held is None:
         report.warnings.append(no_holdout(name))
+    report.warnings += thin_warnings(taught, withheld, o.min_z)  # as the plan said before the call
     measure = Measure(ws, name, o.trials, o.concurrency, o.pass_score, report.calls, live.label, on_run)
     search = Search(
         ws, spec, live, optimizer, opt_model, chosen, held, measure, report,

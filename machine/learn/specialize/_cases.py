@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from machine.errors import MachineError, plain_spelling
-from machine.runs import new_run_id
-from machine.spec import Case
+from machine.runs import counted, new_run_id
+from machine.spec import DEFAULT_MIN_Z, Case
+from machine.versions import evidence_floor, thin_gate
 
 from .._replies import read_cases, read_topics
 from ._brief import cases_brief, shape_lines, topics_brief
@@ -25,6 +26,9 @@ from .vetting import CaseVerdict, Vetting, hidden_tests_grader, vet_cases
 BATCH = 4
 """Cases asked for in one reply."""
 SHOWN_PARENT_CASES = 2
+GATE_FLOOR = evidence_floor(DEFAULT_MIN_Z)
+"""The held-out cases the child gets at least (6), wherever more are kept: fewer, and no candidate of
+it could pass the gate at the default ``min_z``, however much better it was."""
 
 
 def most_batches(wanted: int) -> int:
@@ -80,7 +84,8 @@ class CaseWriter:
             await self._vet(run.output, shape, parent_cases)
         if len(self.kept) < self.wanted:
             report.warnings.append(
-                f"{len(self.kept)} of the {self.wanted} cases asked for were kept after {batches} batches"
+                f"{len(self.kept)} of the {counted(self.wanted, 'case')} asked for were kept after "
+                f"{counted(batches, 'batch', 'batches')}"
             )
 
     async def _topics(self, files: dict[str, str]) -> list[str]:
@@ -124,7 +129,7 @@ class CaseWriter:
         job, report = self.job, self.job.report
         if not self.started or not self.kept:
             return
-        cases, holdout = split_cases(self.kept, self.share, seed=job.child)
+        cases, holdout = split_cases(self.kept, self.share, seed=job.child, floor=GATE_FLOOR)
         out = {"cases.json": cases, "holdout.json": holdout}
         if self.hidden:
             out["hidden.json"] = self.hidden  # type: ignore[assignment]
@@ -135,4 +140,7 @@ class CaseWriter:
             path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             report.written.append(f"machines/{job.child}/{name}")
         report.kept_cases, report.holdout_cases = len(cases), len(holdout)
+        thin = thin_gate(len(holdout), DEFAULT_MIN_Z, where="holdout.json")
+        if thin:  # too few were kept to hold out enough: the person adds cases before training on it
+            report.warnings.append(thin)
         report.hidden_cases = len(self.hidden)

@@ -44,9 +44,13 @@ class SpecializeOptions(Options):
     focus: str = Field(description="What the child specializes in, in a phrase.")
     slug: str | None = Field(None, description="The child's name under its parent (default: from the focus).")
     model: str | None = Field(None, description="The child's model (default: its parent's).")
-    cases: int = Field(12, ge=1, le=MAX_CASES, strict=True, description="Cases to write for the child.")
+    cases: int = Field(16, ge=1, le=MAX_CASES, strict=True, description="Cases to write for the child.")
     holdout_share: float = Field(
-        0.25, ge=0, lt=1, description="Share of the kept cases written to holdout.json."
+        0.25,
+        ge=0,
+        lt=1,
+        description="Share of the kept cases written to holdout.json (at least 6 of more than 6 kept, "
+        "as the gate needs).",
     )
     reuse_cases: bool = Field(False, description="Rewrite only the child's files; keep its cases.")
     author_model: AuthorModel

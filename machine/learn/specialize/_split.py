@@ -1,5 +1,7 @@
 """Kept cases split into the ones a machine is rehearsed and improved on (``cases.json``) and the ones
-kept apart to check a change (``holdout.json``)."""
+kept apart to check a change (``holdout.json``): enough of those for the gate to be able to pass a
+candidate (``floor``, the cases its sign test needs to change at the default ``min_z``) wherever more
+than that many are kept, whatever the share."""
 
 from __future__ import annotations
 
@@ -12,10 +14,13 @@ from machine.errors import BadInputError, Fix
 T = TypeVar("T")
 
 
-def split_cases(cases: Sequence[T], holdout_share: float, *, seed: str) -> tuple[list[T], list[T]]:
-    """``(cases, holdout)``: about ``holdout_share`` of ``cases`` held out, chosen by a shuffle seeded
-    with ``seed`` (the same cases and seed always split the same way). With two or more cases and a
-    share above 0 at least one is held out and at least one kept; each part keeps the given order."""
+def split_cases(
+    cases: Sequence[T], holdout_share: float, *, seed: str, floor: int = 0
+) -> tuple[list[T], list[T]]:
+    """``(cases, holdout)``: about ``holdout_share`` of ``cases`` held out, and at least ``floor`` where
+    more than ``floor`` are given, chosen by a shuffle seeded with ``seed`` (the same cases and seed
+    always split the same way). With two or more cases and a share above 0 at least one is held out and
+    at least one kept; each part keeps the given order."""
     if (
         isinstance(holdout_share, bool)
         or not isinstance(holdout_share, int | float)
@@ -30,6 +35,8 @@ def split_cases(cases: Sequence[T], holdout_share: float, *, seed: str) -> tuple
     held = 0
     if holdout_share > 0 and count >= 2:
         held = min(max(1, round(count * holdout_share)), count - 1)
+        if count > floor:
+            held = max(held, floor)
     order = list(range(count))
     random.Random(seed).shuffle(order)
     out = set(order[:held])

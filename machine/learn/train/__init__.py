@@ -3,7 +3,7 @@ JSONL or fine-tune on them with a trainer (an adapter behind ``machine.runs.Trai
 in, and propose the checkpoint as a pending candidate gated on the held-out cases."""
 
 from ._check import Smoke, TrainingCheck, check_training
-from ._examples import example_of, failed_steps
+from ._examples import example_of
 from ._export import export, iter_rows, rows_of
 from ._options import ExportOptions, TrainOptions
 from ._plan import plan_train
@@ -12,6 +12,7 @@ from ._record import RecordFolder, TrainingRecord
 from ._sampling import pending
 from ._select import Funnel, Selection, TagFilter
 from ._shown import TrainingRow, TrainingShown, training_rows, training_shown
+from ._targets import failed_steps
 from ._train import train
 from ._written import ExportReport, FunnelStep
 

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from machine.errors import BadInputError, MachineError, plain_spelling
 from machine.runs import (
     TRAINING,
@@ -26,6 +28,7 @@ from machine.runs import (
     TrainSettings,
 )
 from machine.spec import Case
+from machine.versions import thin_gate
 from machine.workspace import Workspace
 
 from ._options import TrainOptions
@@ -62,10 +65,13 @@ class TrainingCheck(Model):
     ungraded: int = 0
     """Stored runs not graded yet: ``train`` grades them first (judges may cost); they may add examples."""
     smoke: Smoke | None = None
+    warnings: list[str] = Field(default_factory=list)
+    """What would make the training spend for nothing: held-out cases too few for the checkpoint to pass
+    the gate at ``min_z`` (``thin_gate``)."""
 
     def lines(self) -> list[str]:
         """The check as a person reads it."""
-        said = [*self.plan.lines()]
+        said = [*self.plan.lines(), *(f"warning: {w}" for w in self.warnings)]
         if self.ungraded:
             said.append(f"  {self.ungraded} stored runs are not graded yet: train grades them first")
         if self.refused:
@@ -98,7 +104,7 @@ async def check_training(
     steps of it trained and sampled, then discarded (see the module)."""
     o = TrainOptions.of(options, **fields)
     at = target(ws, name)
-    settings = o.settings(at.base, None if ws.effort is None else ws.effort.value)
+    settings = o.settings(at.base, None if ws.effort is None else ws.effort.value, at.start)
     chosen = trainer_for(trainer, make_trainer, settings, ws.root)
     if smoke:
         ws.budget.probe_price(TRAINING + at.base)  # an unknown training price is refused before a step
@@ -109,6 +115,8 @@ async def check_training(
     except BadInputError as error:
         refused = error.explain(plain_spelling)
     check = TrainingCheck(machine=name, plan=got.plan, refused=refused, ungraded=len(pending(ws, at.spec)))
+    thin = thin_gate(len(at.held), o.min_z, where=at.held_path.name)
+    check.warnings = [thin] if thin else []
     if smoke:
         check.smoke = await _smoke(ws, at, chosen, got.prepared, got.settings, on_step)
     return check

@@ -2,8 +2,9 @@
 object a line in the OpenAI chat shape (the instructions the run was given as the system message, its
 input, the assistant turns with their tool calls and reasoning, the tool results). The file holds prompts
 and outputs, so it is written readable only by its owner; it streams, so memory does not grow with the
-number of runs. A run a person marked good is learned as they marked it (``_marks``); ``pairs`` writes
-preference pairs instead (``_pairs``)."""
+number of runs. A run a person marked good is learned as they marked it (``_marks``); an assistant message
+that is context, not a target (an earlier turn of the conversation, a step whose tool calls all failed), is
+written with ``"weight": 0`` (``_targets``); ``pairs`` writes preference pairs instead (``_pairs``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ._marks import answered
 from ._options import ExportOptions
 from ._pairs import export_pairs
 from ._select import Funnel, Selection, source_of
+from ._targets import target_steps, weighted
 from ._written import ExportReport, FunnelStep, held_out_cases, unwritable
 
 
@@ -36,7 +38,9 @@ def rows_of(
     """The training rows of one run as ``target`` should learn it: the run as it was, or (``source``, a
     run of another machine) with ``target``'s instructions and its reasoning rewritten by ``target``'s
     ``transform_reasoning``; either way with its secrets redacted (``redactor`` counts them; by default
-    the secrets of this process's environment and the common key formats)."""
+    the secrets of this process's environment and the common key formats). Its assistant messages that
+    are not targets carry ``"weight": 0``; ``per_turn`` makes a row ending at each target, the targets
+    before it context there (each is learned in its own row)."""
     messages = [*run.history, *answered(run)]
     instructions = run.instructions
     if source is not None:
@@ -61,12 +65,12 @@ def rows_of(
     }
     if source is not None:
         metadata["as"] = target.name
+    targets = target_steps(run, wire)
     if not per_turn:
-        return [{"messages": wire, "tools": tools, "metadata": metadata}]
-    ends = [i for i, m in enumerate(wire) if m["role"] == "assistant"]
+        return [{"messages": weighted(wire, targets), "tools": tools, "metadata": metadata}]
     return [
-        {"messages": wire[: end + 1], "tools": tools, "metadata": {**metadata, "turn": n}}
-        for n, end in enumerate(ends, start=1)
+        {"messages": weighted(wire[: end + 1], [end]), "tools": tools, "metadata": {**metadata, "turn": n}}
+        for n, end in enumerate(targets, start=1)
     ]
 
 

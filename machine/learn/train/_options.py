@@ -9,7 +9,8 @@ from typing import Annotated, Self
 
 from pydantic import Field, model_validator
 
-from machine.runs import LrSchedule, Method, TrainSettings
+from machine.errors import BadInputError
+from machine.runs import Checkpoint, LrSchedule, Method, TrainSettings
 from machine.spec import DEFAULT_MIN_Z, Case, checked_min_z
 
 from .._options import MAX_TRIALS, Options
@@ -42,9 +43,11 @@ class TrainOptions(Options):
         ge=1,
         le=MAX_EPOCHS,
         strict=True,
-        description="Passes over the examples (default: planned, enough for 30 optimizer steps).",
+        description="Passes over the examples (default: planned, enough for 30 optimizer steps; 3 for dpo).",
     )
-    lr: float | None = Field(None, gt=0, description="Learning rate (default: the trainer's for the base).")
+    lr: float | None = Field(
+        None, gt=0, description="Learning rate (default: the trainer's for the base and the method)."
+    )
     lr_schedule: LrSchedule = Field(
         "constant",
         description="How the learning rate moves over the steps: constant, or linear (from the rate at the "
@@ -63,7 +66,7 @@ class TrainOptions(Options):
         None, ge=1, strict=True, description="LoRA scale (local; default: 2 x rank)."
     )
     lora_dropout: float | None = Field(
-        None, ge=0, lt=1, description="Dropout on the LoRA layers (local; default: 0.05)."
+        None, ge=0, lt=1, description="Dropout on the LoRA layers (local; default: 0.05, none for dpo)."
     )
     target_modules: list[Module] | None = Field(
         None,
@@ -81,10 +84,21 @@ class TrainOptions(Options):
     method: Method = Field(
         "sft",
         description="sft: learn the good runs' answers; dpo: learn to prefer the chosen answer of each "
-        "preference pair (good over bad, corrected over original) over its rejected one (local trainer).",
+        "preference pair (good over bad, corrected over original) over its rejected one, starting from "
+        "the live version's checkpoint, which is also the reference.",
     )
     beta: float = Field(
-        0.1, gt=0, le=10, description="DPO's beta: how far the model may move from its base (with dpo)."
+        0.1,
+        gt=0,
+        le=10,
+        description="DPO's beta: how far the model may move from the reference, the live model (with dpo).",
+    )
+    rpo_alpha: float | None = Field(
+        None,
+        ge=0,
+        le=10,
+        description="DPO: weight of the chosen answers' own loss (cross-entropy per token) added to DPO's, "
+        "so they stay likely while the margin widens (RPO; default: none).",
     )
     any_model: bool = Field(
         False,
@@ -126,13 +140,20 @@ class TrainOptions(Options):
 
     @model_validator(mode="after")
     def _gate_means_something(self) -> Self:
-        """A min_z below 1 only when asked for (``checked_min_z``)."""
+        """A min_z below 1 only when asked for (``checked_min_z``); a DPO term only with DPO."""
         checked_min_z(self.min_z, self.allow_weak_gate)
+        if self.rpo_alpha and self.method != "dpo":
+            raise BadInputError(
+                "rpo_alpha weighs the chosen answers' loss in DPO; sft learns every answer by its loss "
+                "already: leave it out, or train with dpo"
+            )
         return self
 
-    def settings(self, base_model: str, effort: float | None = None) -> TrainSettings:
+    def settings(
+        self, base_model: str, effort: float | None = None, start: Checkpoint | None = None
+    ) -> TrainSettings:
         """How the trainer trains ``base_model``: these hyperparameters, at this call's effort, else at
-        ``effort`` (the workspace's)."""
+        ``effort`` (the workspace's); DPO starts from ``start`` (the live version's checkpoint)."""
         return TrainSettings(
             base_model=base_model,
             epochs=self.epochs or 1,  # both planned (``schedule``) before the trainer is given them
@@ -148,6 +169,8 @@ class TrainOptions(Options):
             lr_schedule=self.lr_schedule,
             method=self.method,
             beta=self.beta,
+            rpo_alpha=self.rpo_alpha,
+            start=start if self.method == "dpo" else None,
         )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from machine.errors import BadInputError, Fix
 from machine.runs import (
     TRAINING,
+    Checkpoint,
     Prepared,
     Redactor,
     Run,
@@ -27,7 +28,9 @@ from machine.runs import (
 from machine.spec import VERSIONS_FILE, Case, Machine, read_book
 from machine.workspace import Workspace, held_out
 
+from ._estimate import with_runs
 from ._examples import example_of
+from ._live import live_checkpoint
 from ._options import TrainOptions
 from ._pairs import iter_pairs, no_pairs
 from ._record import Chosen
@@ -54,6 +57,8 @@ class Target:
     """The live version's model: the runs learned from are its own unless ``any_model``."""
     held: list[Case]
     held_path: Path
+    start: Checkpoint | None = None
+    """The live version's checkpoint, when it is a fine-tune of ``base`` (``_live``): DPO starts there."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,8 @@ def target(ws: Workspace, name: str) -> Target:
     book = read_book(ws.machines_dir / name / VERSIONS_FILE)
     if book is None:
         return Target(spec, spec.model, spec.model, held, path)
-    return Target(spec, book.live.base_model or book.live.model, book.live.model, held, path)
+    live = book.live
+    return Target(spec, live.base_model or live.model, live.model, held, path, live_checkpoint(ws, live))
 
 
 def trainer_for(
@@ -129,7 +135,9 @@ def ready(
     runs, examples, chose, redacted = _examples(ws, at, o, choose)
     settings = _at_their_effort(settings, examples)
     prepared = trainer.prepare(examples, settings)
-    plan = schedule(prepared, o, at.base, price=price_of(TRAINING + at.base))
+    start = settings.start.model if settings.start is not None else None
+    plan = schedule(prepared, o, at.base, price=price_of(TRAINING + at.base), start=start)
+    plan = with_runs(plan, prepared, o, len(ws.cases(at.spec.name)) if o.samples else 0, len(at.held))
     if refuse:
         refuse_short(plan, o)
     return Ready(runs, examples, chose, redacted, prepared, plan, applied(plan, settings))

@@ -31,6 +31,8 @@ from machine.runs import (
 )
 from machine.spec import FixedGate
 
+TRAINING_DIR = "training"
+"""The folder under the workspace's data folder that holds a record per training."""
 RECORD, EXAMPLES, METRICS, CHECKPOINTS, LOG = (
     "record.json",
     "train.jsonl",
@@ -203,6 +205,22 @@ class RecordFolder:
             return []
         return [StepMetrics.model_validate_json(line) for line in path.read_text().splitlines() if line]
 
+    def rewind(self, step: int) -> None:
+        """Forget the steps logged after ``step``, the state a resumed training goes on from: they are
+        trained again, and logged as they are."""
+        logged = self.metrics()
+        kept = [m for m in logged if m.step <= step]
+        if len(kept) < len(logged):
+            text = "".join(m.model_dump_json() + "\n" for m in kept)
+            write_atomic(self.folder / METRICS, text.encode(), private=True)
+            self.log(f"resumed from the state after step {step}: steps {step + 1}-{logged[-1].step} go again")
+
+    def steps_done(self, record: TrainingRecord) -> int:
+        """The steps trained: the last one logged, which a training killed before it could write its record
+        has logged all the same."""
+        logged = self.metrics()
+        return max(record.steps, logged[-1].step if logged else 0)
+
     def checkpoints(self) -> list[Checkpoint]:
         """Every state saved on the way and the final checkpoint, in order."""
         path = self.folder / CHECKPOINTS
@@ -232,8 +250,10 @@ class RecordFolder:
         self.log(f"{record.status} after {record.steps} steps: {record.error}; {self.resume(record)}")
 
     def interrupted(self, record: TrainingRecord) -> None:
-        """A training stopped from outside (Ctrl-C): the record says so, with the last state saved."""
+        """A training stopped from outside (Ctrl-C, SIGTERM): the record says so, with the steps done and
+        the last state saved."""
         record.status = "stopped"
+        record.steps = self.steps_done(record)
         record.error = f"stopped from outside after step {record.steps}"
         record.checkpoint = self.last_checkpoint()
         self.write(record)

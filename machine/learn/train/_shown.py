@@ -14,8 +14,7 @@ from machine.spec import VERSIONS_FILE, read_book
 from machine.versions import sparkline
 from machine.workspace import Workspace
 
-from ._record import RecordFolder, TrainingRecord, epoch_means
-from ._train import TRAINING_DIR
+from ._record import TRAINING_DIR, RecordFolder, TrainingRecord, epoch_means
 
 
 class TrainingRow(Model):
@@ -68,6 +67,12 @@ class TrainingShown(Model):
         if losses:
             said.append(f"  loss {sparkline(losses)}  {losses[0]:.4f} at step 1 -> {losses[-1]:.4f}")
             said.append("  loss by epoch: " + " -> ".join(f"{x:.4f}" for x in self.epoch_losses))
+            drifts = [m.chosen_drift for m in self.steps if m.chosen_drift is not None]
+            if drifts:  # DPO: far from 0 (tens of nats), the model has left its reference (a collapse)
+                said.append(
+                    f"  chosen drift (log p of the chosen answers against the reference) "
+                    f"{sparkline(drifts)}  {drifts[0]:+.3f} at step 1 -> {drifts[-1]:+.3f}"
+                )
             said.append("  step  epoch  loss      tokens  seconds")
             said += [
                 f"  {m.step:>4}  {m.epoch:>5}  {'-' if m.loss is None else f'{m.loss:.4f}':<8}  "
@@ -87,9 +92,11 @@ def training_rows(ws: Workspace, name: str | None = None) -> list[TrainingRow]:
         if folder.is_symlink() or not (folder / "record.json").is_file():
             continue
         try:
-            record = RecordFolder.open(root, folder.name).read()
+            opened = RecordFolder.open(root, folder.name)
+            record = opened.read()
         except MachineError:
             continue
+        record.steps = opened.steps_done(record)  # a killed training's record may not have said
         if name is not None and record.machine != name:
             continue
         rows.append(
@@ -113,6 +120,7 @@ def training_shown(ws: Workspace, record_id: str) -> TrainingShown:
     """The training record ``record_id`` whole; an unknown one lists the records there are."""
     folder = RecordFolder.open(ws.data_dir / TRAINING_DIR, record_id)
     record = folder.read()
+    record.steps = folder.steps_done(record)
     steps = folder.metrics()
     return TrainingShown(
         record=record, outcome=outcome_of(ws, record), steps=steps, epoch_losses=epoch_means(steps),

@@ -17,6 +17,7 @@ from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError
 from machine.runs import (
     TRAINING,
     Checkpoint,
+    Phase,
     Prepared,
     Run,
     StepMetrics,
@@ -43,11 +44,17 @@ from machine.workspace import Workspace
 
 from ._options import TrainOptions
 from ._prepare import ChooseSource, MakeTrainer, Target, chosen_before, ready, target, trainer_for
-from ._record import Pin, RecordFolder, TrainingRecord, differences, epoch_means, examples_text
+from ._record import (
+    TRAINING_DIR,
+    Pin,
+    RecordFolder,
+    TrainingRecord,
+    differences,
+    epoch_means,
+    examples_text,
+)
 from ._sampling import grade_pending, sample
 from ._schedule import refuse_unreachable
-
-TRAINING_DIR = "training"
 
 
 def _live(ws: Workspace, spec: Machine) -> Version:
@@ -65,13 +72,15 @@ async def train(
     on_step: Callable[[StepMetrics], None] | None = None,
     choose_source: ChooseSource | None = None,
     on_phase: Callable[[str], None] | None = None,
+    on_begin: Callable[[Phase], None] | None = None,
     **fields: Any,
 ) -> Candidate:
     """Train ``name``'s model with ``options`` (or its fields given as keywords) and propose the checkpoint
-    (see the module); ``trainer`` is one, or its name for ``make_trainer`` to make."""
+    (see the module); ``trainer`` is one, or its name for ``make_trainer`` to make. Told: ``on_phase``, lines;
+    ``on_begin``, each counted phase (sampling, measuring a side, the steps); ``on_run``, ``on_step``."""
     o = TrainOptions.of(options, **fields)
     at = target(ws, name)
-    settings = o.settings(at.base, None if ws.effort is None else ws.effort.value)
+    settings = o.settings(at.base, None if ws.effort is None else ws.effort.value, at.start)
     chosen = trainer_for(trainer, make_trainer, settings, ws.root)
     ws.budget.probe_price(TRAINING + at.base)  # an unknown training price is refused before anything runs
     root = ws.data_dir / TRAINING_DIR
@@ -79,12 +88,9 @@ async def train(
     if earlier is not None:
         o = chosen_before(o, earlier.read().selection)
     live = _live(ws, at.spec)
-    say = on_phase or (lambda _line: None)
+    say, begin = on_phase or (lambda _line: None), on_begin or (lambda _phase: None)
     spent_before = ws.budget.spent
-    # a resumed training sampled already: sampling again would change what it learns from
-    if o.samples and not earlier:  # before sampling, a training that could not reach its steps is refused
-        refuse_unreachable(o, len(ws.cases(name)))
-    sampled = await _gather(ws, at.spec, live, 0 if earlier else o.samples, o, on_run, say)
+    sampled = await _gather(ws, at.spec, live, 0 if earlier else o.samples, o, on_run, say, begin)
     got = ready(ws, at, o, chosen, settings, choose=choose_source)
     for line in got.plan.lines():
         say(line)
@@ -96,18 +102,20 @@ async def train(
     folder, record, done = _open_record(ws, root, earlier, fresh, got.examples, at.held_path)
     went_in = _went_in(len(got.examples), len(got.runs), got.redacted, got.chose.sources)
     say(f"training record {folder.id}: {went_in}")
-    gate = await _gate(ws, at, o, folder, record, on_run, say)
+    resumed_at = None if earlier is None else _resuming(done, got.plan.steps, say)
+    gate = await _gate(ws, at, o, folder, record, on_run, say, begin)
     prepared, settings = got.prepared, got.settings
     record.renderer, record.status = prepared.renderer, "training"
     folder.write(record)
-    checkpoint, seconds = await _fit(ws, folder, record, chosen, prepared, settings, done, on_step, say)
+    checkpoint, took = await _fit(ws, folder, record, chosen, prepared, settings, done, on_step, say, begin)
     spent_training = ws.budget.spent - gate.cost_usd
     say(f"proposing {checkpoint.model} against {live.label} on {at.held_path.name}")
     candidate = await propose(
         ws, name, model=checkpoint.model, base_model=at.base, concurrency=o.concurrency,
-        note=f"trained {folder.id}", on_run=on_run, gate=gate,
+        note=f"trained {folder.id}", on_run=on_run, gate=gate, on_begin=begin,
     )  # fmt: skip
-    summary = _summary(folder, record, prepared, settings, record.sampled, len(got.runs), seconds)
+    summary = _summary(folder, record, prepared, settings, record.sampled, len(got.runs), took)
+    summary.resumed_at = resumed_at
     summary.cost_usd = spent_training - spent_before  # the held-out comparison's cost is the report's own
     record.candidate = candidate.label
     folder.write(record)
@@ -122,6 +130,7 @@ async def _gate(
     record: TrainingRecord,
     on_run: Callable[[Run], None] | None,
     say: Callable[[str], None],
+    begin: Callable[[Phase], None],
 ) -> FixedGate:
     """The gate the candidate will face, fixed in the record before the first step (the baseline measured
     now); a resumed training keeps its own, refused if its held-out file changed since."""
@@ -134,7 +143,7 @@ async def _gate(
     try:
         record.gate = await fix_gate(
             ws, at.spec.name, at.held, at.held_path, trials=o.trials, min_z=o.min_z,
-            pass_score=o.pass_score, concurrency=o.concurrency, on_run=on_run,
+            pass_score=o.pass_score, concurrency=o.concurrency, on_run=on_run, on_begin=begin,
         )  # fmt: skip
     except BudgetExceeded as refused:
         raise _stopped(folder, record, refused) from refused
@@ -150,6 +159,18 @@ def _interrupted(folder: RecordFolder, record: TrainingRecord, say: Callable[[st
     with anyio.CancelScope(shield=True):
         folder.interrupted(record)
         say(folder.resume(record))
+
+
+def _resuming(done: Checkpoint | None, steps: int, say: Callable[[str], None]) -> int:
+    """Say where a resumed training goes on from (the step after its last saved state); that step."""
+    if done is None:
+        say(f"resuming: no training state was saved, so it starts at step 1 of {steps}")
+        return 1
+    if done.step >= steps:
+        say(f"resuming with all {steps} steps trained: the checkpoint is saved and measured")
+    else:
+        say(f"resuming at step {done.step + 1} of {steps}")
+    return done.step + 1
 
 
 def _stopped(folder: RecordFolder, record: TrainingRecord, refused: BudgetExceeded) -> BudgetExceeded:
@@ -170,12 +191,18 @@ async def _gather(
     o: TrainOptions,
     on_run: Callable[[Run], None] | None,
     say: Callable[[str], None],
+    begin: Callable[[Phase], None],
 ) -> int:
-    """Sample the cases (``samples`` runs each) and grade what is pending; the runs sampled."""
+    """Sample the cases (``samples`` runs each; none when resuming, which would change what it learns) and
+    grade what is pending; the runs sampled. A training that could not reach its steps even if every case
+    gave its examples is refused before sampling."""
     sampled = 0
     if samples:
+        cases = ws.cases(spec.name)
+        refuse_unreachable(o, len(cases))
         say(f"sampling {samples} runs of each case on {live.model}")
-        sampled = await sample(ws, spec, ws.cases(spec.name), samples, o.concurrency, o.pass_score, on_run)
+        begin(Phase(what=f"sampling {live.label} on {live.model}", total=samples * len(cases)))
+        sampled = await sample(ws, spec, cases, samples, o.concurrency, o.pass_score, on_run)
     graded = await grade_pending(ws, spec, o.concurrency, o.pass_score)
     if graded:
         say(f"graded {graded} stored runs")
@@ -226,6 +253,7 @@ def _open_record(
         folder = RecordFolder.create(root, inputs)
         record.id = folder.id
         folder.write_examples(text)
+        folder.write(record)  # at once: a training killed before its first step still has its record
         return folder, record, None
     before = earlier.read()
     record.id, record.sampled, record.steps = before.id, before.sampled, before.steps
@@ -237,7 +265,10 @@ def _open_record(
             + "; ".join(changed[:5])
             + "); start a new training instead"
         )
-    return earlier, record, earlier.last_checkpoint()
+    done = earlier.last_checkpoint()
+    record.steps = done.step if done is not None else 0
+    earlier.rewind(record.steps)
+    return earlier, record, done
 
 
 async def _fit(
@@ -250,15 +281,17 @@ async def _fit(
     done: Checkpoint | None,
     on_step: Callable[[StepMetrics], None] | None,
     say: Callable[[str], None],
+    begin: Callable[[Phase], None],
 ) -> tuple[Checkpoint, float]:
     """Train, recording each step; a refused or failed step leaves the record saying so."""
     started = time.monotonic()
+    planned, already = (record.plan.steps if record.plan else 0), (done.step if done else 0)
+    begin(Phase(what=f"training {record.base_model}", total=planned, unit="steps", done=already))
 
     def step(metrics: StepMetrics) -> None:
         folder.step(metrics)
         record.steps = metrics.step
-        planned = record.plan.steps if record.plan else None
-        of = {"record": folder.id, "machine": record.machine, "steps": planned}
+        of = {"record": folder.id, "machine": record.machine, "steps": planned or None}
         ws.events.emit("training_step", **of, **metrics.model_dump())
         if on_step is not None:
             on_step(metrics)

@@ -45,3 +45,18 @@ def test_a_share_outside_zero_to_one_is_refused(share: float) -> None:
     with pytest.raises(BadInputError, match="held-out share") as error:
         split_cases(CASES, share, seed="s")
     assert error.value.fixes and error.value.fixes[0].argument == "holdout_share"
+
+
+@pytest.mark.parametrize(
+    ("count", "share", "held_out"), [(12, 0.25, 6), (16, 0.25, 6), (7, 0.25, 6), (30, 0.25, 8), (6, 0.25, 2)]
+)
+def test_more_cases_than_the_floor_hold_out_at_least_the_floor(
+    count: int, share: float, held_out: int
+) -> None:
+    many = [{"id": f"c{i}", "input": f"question {i}"} for i in range(count)]
+    kept, held = split_cases(many, share, seed="s", floor=6)
+    assert (len(kept), len(held)) == (count - held_out, held_out)
+
+
+def test_a_share_of_zero_holds_out_nothing_whatever_the_floor() -> None:
+    assert split_cases(CASES, 0, seed="s", floor=6) == (CASES, [])

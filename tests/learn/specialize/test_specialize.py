@@ -359,3 +359,29 @@ async def test_where_nothing_can_be_vetted_the_child_is_kept_unvetted_and_untrus
     assert report.untrusted == ["machines/shout/loud/machine.py", "machines/shout/loud/rubric.py"]
     with pytest.raises(NotTrusted):
         ws.reload("shout/loud")
+
+
+NAMES = ["zed", "yan", "xia", "wim", "val", "uma", "tom", "sid", "rex", "quin", "pam", "olaf"]
+
+
+async def test_twelve_kept_cases_hold_out_six_so_the_gate_can_pass_a_candidate(
+    tmp_path: Path, ws: Workspace, harness: Keyed
+) -> None:
+    batches = ["".join(case(name) for name in NAMES[i : i + 4]) for i in range(0, 12, 4)]
+    harness.push(files(), TOPICS, *batches)
+    report = await specialize(ws, "shout", focus="loud", slug="loud", cases=12)
+    folder = tmp_path / "machines" / "shout" / "loud"
+    holdout = json.loads((folder / "holdout.json").read_text(encoding="utf-8"))
+    # a quarter would be 3, on which no candidate can pass at min_z 2 (the sign test needs 6 that change)
+    assert (report.kept_cases, report.holdout_cases, len(holdout)) == (6, 6, 6)
+    assert not [w for w in report.warnings if "gate" in w]
+
+
+async def test_too_few_kept_cases_for_the_gate_are_said_in_the_report(ws: Workspace, harness: Keyed) -> None:
+    harness.push(files(), TOPICS, "".join(case(name) for name in NAMES[:4]))
+    report = await specialize(ws, "shout", focus="loud", slug="loud", cases=4)
+    assert (report.kept_cases, report.holdout_cases) == (3, 1)  # too few to hold out six and keep any
+    [thin] = [w for w in report.warnings if "gate" in w]
+    assert thin.startswith("no candidate can pass the gate: holdout.json holds only 1 held-out case,")
+    assert "add at least 5 more held-out cases to holdout.json first" in thin
+    assert f"warning: {thin}" in format_specialization(report)

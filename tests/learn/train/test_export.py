@@ -288,7 +288,9 @@ async def test_from_exports_the_parents_runs_through_the_childs_transform(
 
 
 @pytest.mark.anyio
-async def test_per_turn_writes_one_row_per_assistant_message(ws: Workspace, tmp_path: Path) -> None:
+async def test_per_turn_writes_one_row_per_target_the_turns_before_it_context(
+    ws: Workspace, tmp_path: Path
+) -> None:
     await suite(ws)
     export(ws, "calc", out=tmp_path / "whole.jsonl", cases=[Case.model_validate(CASES[1])])
     report = export(
@@ -296,14 +298,20 @@ async def test_per_turn_writes_one_row_per_assistant_message(ws: Workspace, tmp_
     )
     [whole] = read_rows(tmp_path / "whole.jsonl")
     turns = read_rows(tmp_path / "turns.jsonl")
-    assert (report.runs, report.rows, report.per_turn) == (1, 3, True)
-    assert [t["metadata"]["turn"] for t in turns] == [1, 2, 3]
-    assert [len(t["messages"]) for t in turns] == [3, 5, 7]
+    # three assistant steps, the first a divide by zero: context, never a row's target
+    assert [m.get("weight") for m in whole["messages"] if m["role"] == "assistant"] == [0, None, None]
+    assert (report.runs, report.rows, report.per_turn) == (1, 2, True)
+    assert [t["metadata"]["turn"] for t in turns] == [1, 2]
+    assert [len(t["messages"]) for t in turns] == [5, 7]
     for turn in turns:
-        assert turn["messages"][-1]["role"] == "assistant"
-        assert turn["messages"] == whole["messages"][: len(turn["messages"])]
+        *before, last = turn["messages"]
+        assert last == whole["messages"][len(before)] and "weight" not in last
+        assert [m for m in before if m["role"] == "assistant" and m.get("weight") != 0] == []
+        plain = [{k: v for k, v in m.items() if k != "weight"} for m in turn["messages"]]
+        assert plain == [
+            {k: v for k, v in m.items() if k != "weight"} for m in whole["messages"][: len(plain)]
+        ]
         assert turn["tools"] == whole["tools"]
-    assert turns[-1]["messages"] == whole["messages"]
 
 
 CHILD_PY = """\
@@ -465,7 +473,7 @@ async def test_each_line_is_the_row_as_json(ws: Workspace, tmp_path: Path) -> No
     spec = ws.load("calc")
     runs = {run.id: run for run in ws.store.iter_runs("calc")}
     lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 2 + 3 + 2
+    assert len(lines) == 2 + 2 + 2  # half's divide by zero is no row's target
     for line in lines:
         row = json.loads(line)
         turn = row["metadata"]["turn"]

@@ -201,7 +201,9 @@ async def test_example_targets_skip_steps_whose_tool_calls_all_failed(ws: Worksp
     roles = [m["role"] for m in example.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
     assert example.targets == [4, 6]
-    assert example.messages == rows_of(half, ws.load("calc"))[0]["messages"]
+    row = rows_of(half, ws.load("calc"))[0]["messages"]
+    assert row[2]["weight"] == 0  # the export marks the failed step as context, and the example reads it
+    assert example.messages == [{k: v for k, v in m.items() if k != "weight"} for m in row]
     assert (example.run_id, example.case_id) == (half.id, "half")
     whole = example_of(runs["sum"], ws.load("calc"))
     assert whole is not None and whole.targets == [2, 4]

@@ -69,7 +69,24 @@ def test_the_price_is_the_tokens_trained_at_the_training_price() -> None:
 
 def test_a_dpo_plan_prices_the_forward_pass_of_each_step_and_the_base_measured_once() -> None:
     plan = schedule(prepared(16, tokens=1000), TrainOptions(method="dpo"), "base", price=Price(2.0, 0.2, 6.0))
-    assert plan.trained_tokens == 8000 and plan.price_usd == pytest.approx((2 * 8000 + 1000) * 2.0 / 1e6)
+    assert plan.trained_tokens == 3000 and plan.price_usd == pytest.approx((2 * 3000 + 1000) * 2.0 / 1e6)
+
+
+def test_a_dpo_plan_takes_three_epochs_never_raised_toward_a_minimum_and_names_method_and_beta() -> None:
+    """16 pairs: 3 epochs of 4 batches, 12 steps, as TRL plans DPO; the SFT rule would have raised them to
+    8 epochs (32 steps), the plan that drove a small model's replies to one phrase."""
+    options = TrainOptions(method="dpo", beta=0.2)
+    plan = schedule(prepared(16), options, "base", start="local:base+adapter")
+    assert (plan.epochs, plan.steps, plan.min_steps, plan.enough) == (3, 12, 0, True)
+    assert "epochs 3: DPO's default, as TRL's" in plan.chosen[-1]
+    refuse_short(plan, options)  # not refused as short: DPO has no minimum
+    first, _, schedule_line, *_ = plan.lines()
+    assert first == (
+        "training plan: DPO at β 0.2 from local:base+adapter (the live version, also the reference): "
+        "the t trainer on base"
+    )
+    assert "at least" not in schedule_line
+    assert schedule(prepared(16), TrainOptions(), "base").epochs == 8  # SFT's rule, for the contrast
 
 
 def test_a_short_plan_is_refused_with_the_flags_that_fix_it_unless_forced() -> None:
