@@ -115,8 +115,6 @@ def _lines(ws: Workspace, label: str) -> Iterator[None]:
 
     import click
 
-    from machine.runs import counted
-
     done, said = 0, time.monotonic()
 
     def watch(what: str, run: Run) -> None:
@@ -126,8 +124,9 @@ def _lines(ws: Workspace, label: str) -> Iterator[None]:
         done += 1
         if time.monotonic() - said >= PIPE_EVERY_S:
             said = time.monotonic()
+            runs = f"{done} run{'' if done == 1 else 's'}"
             last = f"{run.case_id or run.machine} {verdict(run)}"
-            click.echo(inert(f"{label}: {counted(done, 'run')} finished, last: {last}"), err=True)
+            click.echo(inert(f"{label}: {runs} finished, last: {last}"), err=True)
 
     ws.watchers.append(watch)
     try:
