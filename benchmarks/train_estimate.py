@@ -34,7 +34,7 @@ def run(args: list[str], cwd: Path) -> str:
     done = subprocess.run([MACHINE, *args], cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"machine {' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    return done.stderr
+    return done.stdout + done.stderr
 
 
 def timed_lines(args: list[str], cwd: Path) -> tuple[float, list[tuple[float, str]]]:
@@ -80,7 +80,9 @@ def main() -> None:
             root,
         )
         sampling = ["--samples", str(options.samples)] if options.samples else []
-        dry = run(["train", "signoff", "--any-model", "--dry-run", *sampling], root)
+        dry = run(
+            ["train", "signoff", "--any-model", "--dry-run", "--trials", str(options.trials), *sampling], root
+        )
         said = next((line.strip() for line in dry.splitlines() if line.strip().startswith("time:")), "(none)")
         args = [
             "train",
