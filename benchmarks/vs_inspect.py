@@ -3,8 +3,11 @@
 The job, on each side:
   ours     a machine with no tools, the echo harness and one check grader (does the reply include the
            case's target?): ``machine suite bench --harness echo --workspace TMP --concurrency 4``
-  Inspect  a task with N samples, the ``mockllm/model`` model, the ``generate()`` solver and the
-           ``includes()`` scorer: ``inspect eval task.py --model mockllm/model --log-dir TMP --display none``
+  Inspect  a task with N samples, the ``generate()`` solver and the ``includes()`` scorer:
+           ``inspect eval task.py --model mockllm/model --log-dir TMP --display none``, its model the
+           fastest of ``CANDIDATES`` (mockllm with an echo function, an echo provider registered with
+           ``@modelapi``, mockllm's fixed reply; mockllm as shipped where it would not download), each
+           measured on the same samples first and printed
 
 Both reply with the input and both score every sample 1; after each command the script checks that the
 store holds N graded runs and that the Inspect log holds N scored samples. Every command runs as a fresh
@@ -70,19 +73,23 @@ machine = define_machine(
 )
 """
 
-# mockllm/model, replying with the input and with its usage set. Left to itself, this version of mockllm
-# counts tokens with tiktoken's o200k_base, which it downloads on first use; offline every sample then
-# fails. Setting usage skips the count (the echo harness counts no tokens either). A task's own model
-# takes precedence over --model, so the command line still names mockllm/model.
-TASK_PY = """\
+# Inspect's side is taken at its fastest honest configuration for the job (every sample answered and
+# scored, the log written): each candidate below runs the same N samples first, and the fastest is the
+# anchor. Every candidate sets the reply's usage: left to itself, mockllm counts tokens with tiktoken's
+# o200k_base, which it downloads on first use, so "mockllm as shipped" is a candidate only where that
+# encoding is already in tiktoken's cache (this script sends nothing past this machine).
+SAMPLES = """\
+N = {n}
+DATASET = [Sample(id=f"c{{i}}", input=f"hello {{i}}", target={target}) for i in range(N)]
+"""
+CANDIDATES: dict[str, str] = {
+    "mockllm with an echo function": """\
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import includes
 from inspect_ai.solver import generate
-
-N = {n}
-
+{samples}
 
 def echo(input, tools, tool_choice, config):
     output = ModelOutput.from_content(model="mockllm", content=input[-1].text)
@@ -92,13 +99,85 @@ def echo(input, tools, tool_choice, config):
 
 @task
 def bench():
-    return Task(
-        dataset=[Sample(id=f"c{{i}}", input=f"hello {{i}}", target=f"hello {{i}}") for i in range(N)],
-        solver=generate(),
-        scorer=includes(),
-        model=get_model("mockllm/model", custom_outputs=echo),
-    )
-"""
+    model = get_model("mockllm/model", custom_outputs=echo)
+    return Task(dataset=DATASET, solver=generate(), scorer=includes(), model=model)
+""",
+    "an echo provider (@modelapi)": """\
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ModelAPI, ModelOutput, ModelUsage, modelapi
+from inspect_ai.scorer import includes
+from inspect_ai.solver import generate
+{samples}
+
+class Echo(ModelAPI):
+    async def generate(self, input, tools, tool_choice, config):
+        output = ModelOutput.from_content(model=self.model_name, content=input[-1].text)
+        output.usage = ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
+        return output
+
+
+@modelapi(name="echo")
+def echo():
+    return Echo
+
+
+@task
+def bench():
+    return Task(dataset=DATASET, solver=generate(), scorer=includes(), model="echo/echo")
+""",
+    "mockllm's fixed reply, usage set": """\
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+from inspect_ai.scorer import includes
+from inspect_ai.solver import generate
+{samples}
+
+def replies():
+    while True:
+        output = ModelOutput.from_content(model="mockllm", content="Default output from mockllm/model")
+        output.usage = ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
+        yield output
+
+
+@task
+def bench():
+    model = get_model("mockllm/model", custom_outputs=replies())
+    return Task(dataset=DATASET, solver=generate(), scorer=includes(), model=model)
+""",
+    "mockllm as shipped": """\
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import includes
+from inspect_ai.solver import generate
+{samples}
+
+@task
+def bench():
+    return Task(dataset=DATASET, solver=generate(), scorer=includes())
+""",
+}
+FIXED_REPLY = ("mockllm's fixed reply, usage set", "mockllm as shipped")
+"""The candidates whose reply is mockllm's own fixed text: their target is a part of it, not the input."""
+O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+
+
+def task_source(candidate: str, n: int) -> str:
+    target = '"Default output"' if candidate in FIXED_REPLY else 'f"hello {i}"'
+    samples = SAMPLES.format(n=n, target=target)
+    return CANDIDATES[candidate].format(samples=samples)
+
+
+def tiktoken_cached() -> bool:
+    """Whether tiktoken would find o200k_base without a download (where tiktoken keeps its cache)."""
+    import hashlib
+
+    key = hashlib.sha1(O200K_URL.encode()).hexdigest()
+    folders = [os.environ.get("TIKTOKEN_CACHE_DIR"), os.environ.get("DATA_GYM_CACHE_DIR")]
+    folders.append(os.path.join(tempfile.gettempdir(), "data-gym-cache"))
+    return any(folder and os.path.isfile(os.path.join(folder, key)) for folder in folders)
+
 
 # What the Inspect log says: status, samples completed, accuracy.
 READ_LOG_PY = """\
@@ -177,6 +256,32 @@ class Bench:
         self.machine = machine
         self.inspect = inspect
         self.count = 0
+        self.anchor, self.realtime = next(iter(CANDIDATES)), True
+
+    def choose(self, n: int) -> None:
+        """Run each candidate on ``n`` samples (after one of each, not counted) and make the fastest the
+        anchor, printing every one's time."""
+        shipped = tiktoken_cached()
+        print(f"\nInspect's configurations, {n:,} samples each (the fastest is the anchor below)")
+        if not shipped:
+            print(
+                "  mockllm as shipped: left out (tiktoken's o200k_base is not cached; it would download it)"
+            )
+        timed: dict[tuple[str, bool], float] = {}
+        for candidate in CANDIDATES:
+            if candidate != "mockllm as shipped" or shipped:
+                timed[candidate, True] = self._time(candidate, True, n)
+        best = min(timed, key=timed.__getitem__)[0]  # and without its live log (the log is still written)
+        timed[best, False] = self._time(best, False, n)
+        self.anchor, self.realtime = min(timed, key=timed.__getitem__)
+        print(f"  the anchor: {self.anchor}{'' if self.realtime else ', --no-log-realtime'}", flush=True)
+
+    def _time(self, candidate: str, realtime: bool, n: int) -> float:
+        self.theirs(1, candidate, realtime)  # not counted: its bytecode is compiled
+        wall = self.theirs(n, candidate, realtime).wall_s
+        label = candidate if realtime else f"{candidate}, --no-log-realtime"
+        print(f"  {label:<56} {wall:8.3f} s  {wall / n * 1000:6.2f} ms a sample")
+        return wall
 
     def _measure(self, cmd: list[str], label: str, cwd: Path | None = None) -> tuple[float, float]:
         """Wall seconds and peak RSS in MB of ``cmd``, run in a fresh wrapper process."""
@@ -226,12 +331,13 @@ class Bench:
         shutil.rmtree(ws)
         return Measure(wall, rss, stored)
 
-    def theirs(self, n: int) -> Measure:
-        """``inspect eval`` of a task of ``n`` samples."""
+    def theirs(self, n: int, candidate: str | None = None, realtime: bool | None = None) -> Measure:
+        """``inspect eval`` of a task of ``n`` samples, in the ``candidate`` configuration, its samples
+        logged in real time or not (default the fastest, once ``choose`` has measured them)."""
         self.count += 1
         folder = self.tmp / f"inspect-{self.count:03d}-{n}"
         folder.mkdir()
-        (folder / "task.py").write_text(TASK_PY.format(n=n))
+        (folder / "task.py").write_text(task_source(candidate or self.anchor, n))
         logs = folder / "logs"
         # Inspect takes the task file relative to the current directory.
         cmd = [
@@ -245,6 +351,8 @@ class Bench:
             "--display",
             "none",
         ]
+        if not (self.realtime if realtime is None else realtime):
+            cmd.append("--no-log-realtime")
         wall, rss = self._measure(cmd, f"inspect-{n}", cwd=folder)
         read = subprocess.run(
             [str(INSPECT_BIN / "python"), "-c", READ_LOG_PY, str(logs)],
@@ -287,6 +395,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="machine-vs-inspect-") as tmp:
         bench = Bench(Path(tmp), machine, inspect)
+        bench.choose(small // 5)
         # One run each first, not counted, so both start from written bytecode caches as any later use does.
         bench.ours(1)
         bench.theirs(1)

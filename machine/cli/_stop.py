@@ -15,7 +15,7 @@ import shlex
 import sys
 from collections.abc import Iterable, Iterator
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 from click.core import ParameterSource
@@ -118,13 +118,24 @@ def _working_threads() -> bool:
     abandoned mid-call by the cancel."""
     import threading
 
-    return any(t.is_alive() for t in threading.enumerate() if t is not threading.main_thread())
+    runs = _runs()
+    writer = runs.EventLog.WRITER if runs is not None else None  # the event log's: it only waits
+    others = (t for t in threading.enumerate() if t is not threading.main_thread())
+    return any(t.is_alive() for t in others if t.name != writer)
+
+
+def _runs() -> Any:
+    """``machine.runs`` where a command loaded it (one that ran anything did), else None: looked up, not
+    imported, so ``machine --help`` loads no more than it needs."""
+    return sys.modules.get("machine.runs")
 
 
 def _quit_now(status: int) -> NoReturn:
     """Exit without the interpreter's teardown, everything kept already written. Tearing down under a
     thread still in a model library's native code aborts the process (``terminate called without an
     active exception``, status 134) instead of ending it with ``status``."""
+    if (runs := _runs()) is not None:
+        runs.EventLog.flush_all()  # the events atexit would have written
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -26,9 +27,9 @@ from ._options import (
 )
 from ._progress import Bar, verdict
 from ._progress import wanted as progress_wanted
-from ._render import dump_json, fmt_pass_rate, fmt_rate, fmt_score, raised_lines
+from ._render import dump_json, fmt_score
 from ._stop import INTERRUPTED, end, resume_command, stop_status
-from ._table import print_table
+from ._suite_report import SHOWN, print_family, print_report
 
 
 @click.command()
@@ -38,6 +39,12 @@ from ._table import print_table
 @concurrency_option
 @pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--all-cases",
+    is_flag=True,
+    help=f"List every case in the report: past {SHOWN} cases it lists only those that need attention "
+    f"({SHOWN} at most) and counts the rest.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Print each run as it finishes.")
 @click.option(
     "--resume",
@@ -68,6 +75,7 @@ def suite(
     concurrency: int,
     pass_score: float,
     as_json: bool,
+    all_cases: bool,
     verbose: bool,
     resume: str | None,
     tree: bool,
@@ -80,17 +88,18 @@ def suite(
             "and --executor"
         )
     ws = workspace_from(ctx, **spending)
+    shown = _Shown(as_json=as_json, all_cases=all_cases)
     if tree:
-        _family(ws, name, trials, concurrency, pass_score, as_json, verbose, spending["model"])
+        _family(ws, name, trials, concurrency, pass_score, shown, verbose, spending["model"])
         return
     plan = plan_suite(
         ws, name, cases=cases_file, trials=trials, model=spending["model"], concurrency=concurrency,
         pass_score=pass_score,
     )  # fmt: skip
     progress = _Progress(plan.runs, verbose=verbose, bar=not as_json and not verbose and progress_wanted())
-    report = _run(ctx, ws, plan, progress, resume, as_json)
+    report = _run(ctx, ws, plan, progress, resume, shown)
     progress.close()
-    _show(report, as_json)
+    shown.suite(report)
     print_spend(ws.budget)
 
 
@@ -100,7 +109,7 @@ def _run(
     plan: SuitePlan,
     progress: _Progress,
     resume: str | None,
-    as_json: bool,
+    shown: _Shown,
 ) -> SuiteReport:
     """The planned suite run (or resumed), what finished shown if it stops."""
     announce = resume is not None
@@ -117,7 +126,7 @@ def _run(
         )
     except WorkFailed as error:  # what did finish is shown; the spend and the error line follow
         if isinstance(error.report, SuiteReport):
-            _show(error.report, as_json)
+            shown.suite(error.report)
         raise
     except BaseException as error:
         progress.close()
@@ -125,11 +134,25 @@ def _run(
         raise
 
 
-def _show(report: SuiteReport, as_json: bool) -> None:
-    if as_json:
-        dump_json(report)
-    else:
-        _print_report(report)
+@dataclass(frozen=True)
+class _Shown:
+    """How the report is printed: as JSON, always whole; or as text, with every case or (past
+    ``SHOWN`` cases) those that need attention."""
+
+    as_json: bool
+    all_cases: bool
+
+    def suite(self, report: SuiteReport) -> None:
+        if self.as_json:
+            dump_json(report)
+        else:
+            print_report(report, all_cases=self.all_cases)
+
+    def family(self, report: FamilyReport) -> None:
+        if self.as_json:
+            dump_json(report)
+        else:
+            print_family(report, all_cases=self.all_cases)
 
 
 def _stopped(ctx: click.Context, ws: Workspace, progress: _Progress, error: BaseException) -> None:
@@ -189,7 +212,7 @@ def _family(
     trials: int,
     concurrency: int,
     pass_score: float,
-    as_json: bool,
+    shown: _Shown,
     verbose: bool,
     model: str | None,
 ) -> None:
@@ -198,7 +221,7 @@ def _family(
 
     def on_start(report: SuiteReport, remaining: int) -> None:
         member.start(report, remaining, announce=False)
-        if not as_json:
+        if not shown.as_json:
             click.echo(f"{report.machine}: {counted(remaining, 'run')}", err=True)
 
     def on_run(run: Run) -> None:
@@ -224,30 +247,8 @@ def _family(
     except BaseException as error:
         _stopped(click.get_current_context(), ws, member, error)
         raise
-    if as_json:
-        dump_json(report)
-    else:
-        _print_family(report)
+    shown.family(report)
     print_spend(ws.budget)
-
-
-def _print_family(report: FamilyReport) -> None:
-    for member in report.machines:
-        _print_report(member)
-        click.echo()
-    for skipped in report.skipped:
-        click.secho(inert(f"{skipped.machine}: skipped ({skipped.reason})"), fg="yellow")
-    members = len(report.machines)
-    click.secho(
-        f"inherited from {report.root}, across {members} machine{'s' if members != 1 else ''}:", bold=True
-    )
-    rows = [
-        (criterion, fmt_score(c.mean), fmt_rate(c.pass_rate), str(c.runs), str(c.unscored))
-        for criterion, c in report.inherited.items()
-    ]
-    print_table(("criterion", "mean", "pass", "runs", "unscored"), rows)
-    if report.stopped:
-        click.secho(inert(f"stopped early: {report.stopped}"), fg="yellow")
 
 
 def _print_verbose(run: Run, done: int, total: int) -> None:
@@ -267,31 +268,3 @@ def _print_verbose(run: Run, done: int, total: int) -> None:
             click.echo(
                 inert(f"    {c.criterion}: {fmt_score(c.score)}{' — ' + c.reason if c.reason else ''}")
             )
-
-
-def _print_report(report: SuiteReport) -> None:
-    rows = []
-    for c in report.cases:
-        notes = []
-        if c.unscored_grades:
-            notes.append(counted(c.unscored_grades, "unscored grade"))
-        if c.undecided:
-            notes.append(f"{c.undecided} undecided")
-        if c.errors:
-            notes.append(f"{c.errors} failed")
-        if not c.trials:
-            notes.append("not run")
-        mean = fmt_score(c.mean) if c.trials else "-"
-        rows.append((c.case_id, mean, f"{c.passes}/{c.trials}", ", ".join(notes)))
-    print_table(("case", "mean", "pass^N", "notes"), rows)
-    rate = fmt_pass_rate(report.pass_rate, report.undecided)
-    click.secho(
-        f"{report.machine}: {counted(report.runs, 'run')}, mean {fmt_score(report.mean)}, {rate}, "
-        f"{counted(report.unscored, 'unscored grade')}, {counted(report.errors, 'failed run')}, "
-        f"cost ${report.cost_usd:.4f}",
-        bold=True,
-    )
-    for line in raised_lines(report.criteria):
-        click.secho(inert(line), fg="red")
-    if report.stopped:
-        click.secho(inert(f"stopped early: {report.stopped}"), fg="yellow")

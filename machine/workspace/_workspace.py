@@ -153,7 +153,8 @@ class Workspace:
         return other
 
     async def aclose(self) -> None:
-        """Close the model clients' connections, in the event loop that used them."""
+        """Write the events still pending, and close the model clients in the event loop that used them."""
+        self.events.flush()
         for owner in (self._harness, self._models):
             close = getattr(getattr(owner, "client", owner), "aclose", None)
             if close is not None:

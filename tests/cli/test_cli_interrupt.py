@@ -5,6 +5,7 @@ what finished and says how to continue; in a chat it cancels only the reply; a r
 from __future__ import annotations
 
 import itertools
+import json
 import shlex
 import signal
 import sqlite3
@@ -19,7 +20,7 @@ from helpers.openai_server import FakeOpenAI, hang, text
 from helpers.stopping import NOISE, STOP_S, WAIT_S, Started, interruptible, start
 
 from machine import SQLiteStore
-from machine.runs import Run, Timings
+from machine.runs import EVENTS_FILE, Run, Timings
 
 if TYPE_CHECKING:
     from conftest import WorkspaceFolder
@@ -103,6 +104,9 @@ def test_one_ctrl_c_stops_a_suite_keeps_what_finished_and_resume_finishes_it(
     assert 0 < len(kept) == finished < cases  # every run it counted as finished is in the store
     assert len({r.case_id for r in kept}) == len(kept)
     assert not any((ws.root / ".machine" / "sandboxes").glob("*"))  # no run's folder left behind
+    log = (ws.root / ".machine" / EVENTS_FILE).read_text(encoding="utf-8").splitlines()
+    told = {e["run"] for e in map(json.loads, log) if e["kind"] == "run_finished"}
+    assert {r.id for r in kept} <= told  # the event log's last window written as the command ended
 
     done = subprocess.run(
         resume, capture_output=True, text=True, env=clean_env(), cwd=tmp_path, timeout=WAIT_S * 2, check=False

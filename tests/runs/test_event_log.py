@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -49,26 +51,103 @@ def test_a_preview_is_cut_and_says_so() -> None:
 
 
 WRITER = """
-import sys
+import sys, time
 from pathlib import Path
 from machine.runs import EventLog
 log = EventLog(Path(sys.argv[1]))
-for i in range(300):
-    log.emit("step", run=sys.argv[2], machine="m", type="assistant", text=sys.argv[2] * 2000, tool=None)
+time.sleep(max(0.0, float(sys.argv[3]) - time.time()))  # every writer starts at once
+for i in range(3000):
+    text = f"{i} " + sys.argv[2] * 2000
+    log.emit("step", run=sys.argv[2], machine="m", type="assistant", text=text, tool=None)
+    if i % 100 == 0:
+        time.sleep(0.002)  # batches of every size, the writers' overlapping
 """
 
 
 def test_several_processes_append_whole_lines(tmp_path: Path) -> None:
+    """Three real processes write batches into one file at once: every line whole, every event there, each
+    process's in the order it emitted them (what is pending at a normal exit written then)."""
     path = tmp_path / EVENTS_FILE
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), name]) for name in ("a", "b", "c")]
+    start = str(time.time() + 1)
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, start]) for name in ("a", "b", "c")
+    ]
     for writer in writers:
         assert writer.wait(timeout=60) == 0
     seen = lines(path)  # every line parses: no two writes interleaved
-    assert len(seen) == 900
-    assert {str(e["run"]) for e in seen} == {"a", "b", "c"}
-    assert all(
-        e["text"] == str(e["run"]) * (events.PREVIEW - 1) + "…" or len(str(e["text"])) == 2000 for e in seen
-    )
+    assert len(seen) == 9000
+    for name in ("a", "b", "c"):
+        texts = [str(e["text"]) for e in seen if e["run"] == name]
+        assert [int(t.split()[0]) for t in texts] == list(range(3000))
+        assert all(len(t) == events.PREVIEW and t.endswith(name + "…") for t in texts)
+
+
+EXITS = """
+import sys
+from pathlib import Path
+from machine.runs import EventLog
+from machine.runs import _events
+_events.WINDOW_S = 600.0  # the writer would wait long: what is written, the exit writes
+log = EventLog(Path(sys.argv[1]))
+for i in range(1000):
+    log.emit("graded", run=f"r{i}", machine="m", score=1.0, passed=True)
+"""  # and ends at once: no flush, no close
+
+
+def test_a_process_that_ends_normally_writes_what_is_pending(tmp_path: Path) -> None:
+    path = tmp_path / EVENTS_FILE
+    done = subprocess.run([sys.executable, "-c", EXITS, str(path)], timeout=60, check=False)
+    assert done.returncode == 0
+    assert [e["run"] for e in lines(path)] == [f"r{i}" for i in range(1000)]
+
+
+KILLED = """
+import sys, time
+from pathlib import Path
+from machine.runs import EventLog
+path = Path(sys.argv[1])
+log = EventLog(path)
+for i in range(500):
+    log.emit("graded", run=f"r{i}", machine="m", score=1.0, passed=True)
+log.flush()
+i = 500
+while len(path.read_bytes().splitlines()) <= 500:  # the writer writes on its own, with no flush
+    log.emit("graded", run=f"r{i}", machine="m", score=1.0, passed=True)
+    i += 1
+    time.sleep(0.001)
+print(len(path.read_bytes().splitlines()), flush=True)
+while True:
+    log.emit("step", run=f"r{i}", machine="m", type="assistant", text="x" * 100, tool=None)
+    i += 1
+    time.sleep(0.001)
+"""
+
+
+def test_a_killed_process_loses_only_what_it_had_not_written(tmp_path: Path) -> None:
+    """SIGKILL leaves every event written before it whole, and the events after them form no partial
+    line: what is lost is the end (the last window's), never a line's half or an event in the middle."""
+    path = tmp_path / EVENTS_FILE
+    child = subprocess.Popen([sys.executable, "-c", KILLED, str(path)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    written = int(child.stdout.readline())
+    time.sleep(0.1)  # a few windows more, then killed wherever it is
+    child.send_signal(signal.SIGKILL)
+    assert child.wait(timeout=60) == -signal.SIGKILL
+    data = path.read_bytes()
+    assert data.endswith(b"\n")
+    seen = lines(path)
+    assert len(seen) >= written > 500
+    assert [e["run"] for e in seen] == [f"r{i}" for i in range(len(seen))]  # nothing lost in between
+
+
+def test_logs_of_one_file_share_its_queue(tmp_path: Path) -> None:
+    """A workspace's copies each have a log of the same file: one flush writes what any of them emitted."""
+    path = tmp_path / EVENTS_FILE
+    first, second = EventLog(path), EventLog(path)
+    first.emit("graded", run="r1", machine="m", score=1.0, passed=True)
+    second.emit("graded", run="r2", machine="m", score=0.0, passed=False)
+    EventLog(path).flush()
+    assert [e["run"] for e in lines(path)] == ["r1", "r2"]
 
 
 def test_a_full_log_is_rotated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,8 +169,11 @@ def test_a_log_that_cannot_be_written_is_turned_off_not_raised(tmp_path: Path) -
     blocked.write_text("not a folder")
     log = EventLog(blocked / EVENTS_FILE)
     log.emit("graded", run="r", machine="m", score=1.0, passed=True)  # no error
+    log.flush()  # nor here, where the write fails
+    assert log.off
     log.emit("graded", run="r", machine="m", score=1.0, passed=True)
-    assert log._off
+    log.close()
+    assert log.off and not blocked.is_dir()
 
 
 def test_machine_events_off_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,15 +187,32 @@ def test_every_field_is_a_preview_and_no_write_passes_the_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A model's 6 MB tool name, or a 1 MB result, is kept as a preview in every field; the file never
-    passes its bound, checked before each write that could pass it (not only every CHECK_EVERY)."""
+    passes its bound, checked before each write that could pass it (not only every CHECK_EVERY), a batch
+    cut where the file is full."""
     monkeypatch.setattr(events, "MAX_BYTES", 4000)
     path = tmp_path / EVENTS_FILE
     log = EventLog(path)
     huge = "n" * 6_000_000
     for i in range(40):
         log.emit("step", run=f"r{i}", machine=huge, type="tool_call", text="x" * 1_000_000, tool=huge)
-        assert path.stat().st_size <= 4000
+        if i % 7 == 6:  # batches of 7 lines, about 800 bytes each
+            log.flush()
+            assert path.stat().st_size <= 4000
     log.close()
     seen = lines(path) + lines(path.with_name(EVENTS_FILE + ".1"))
     assert seen and all(len(str(e[f])) == events.PREVIEW for e in seen for f in ("machine", "text", "tool"))
     assert path.with_name(EVENTS_FILE + ".1").stat().st_size <= 4000
+
+
+def test_a_forked_child_writes_its_own_events_not_its_parents(tmp_path: Path) -> None:
+    path = tmp_path / EVENTS_FILE
+    log = EventLog(path)
+    log.emit("graded", run="parent", machine="m", score=1.0, passed=True)
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child)
+        log.emit("graded", run="child", machine="m", score=1.0, passed=True)
+        log.flush()
+        os._exit(0)
+    assert os.waitpid(child, 0)[1] == 0
+    log.close()
+    assert sorted(str(e["run"]) for e in lines(path)) == ["child", "parent"]

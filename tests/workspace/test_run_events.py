@@ -39,6 +39,7 @@ def logged(root: Path) -> list[dict[str, object]]:
 async def test_a_run_is_told_as_it_goes(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=CALLS)
     run = await ws.run(weather_machine(), "weather in Oslo?", grade=True)
+    ws.events.flush()  # written within a few milliseconds; a reader in this process asks for them now
     events = logged(tmp_path)
     assert [e["kind"] for e in events] == ["run_started", "step", "step", "step", "run_finished"]
     assert {e["run"] for e in events} == {run.id} and {e["machine"] for e in events} == {"weather"}
@@ -48,6 +49,7 @@ async def test_a_run_is_told_as_it_goes(tmp_path: Path) -> None:
     assert (result["type"], result["text"]) == ("tool_result", "18 C")
     assert (answer["type"], answer["text"]) == ("assistant", "18 C")
     regraded = await ws.grade(run, weather_machine(), store=False)  # graded on its own: told so
+    ws.events.flush()
     assert logged(tmp_path)[-1] | {"at": 0} == {
         "at": 0,
         "kind": "graded",
@@ -66,6 +68,7 @@ async def test_a_failed_run_and_a_suites_runs_are_told(tmp_path: Path) -> None:
     spec = weather_machine()
     cases = [Case(id="ok", input="Oslo"), Case(id="bad", input="boom")]
     await run_suite(ws, spec, cases, trials=2)
+    await ws.aclose()  # the end of a command writes its events
     finished = [e for e in logged(tmp_path) if e["kind"] == "run_finished"]
     assert len(finished) == 4
     failed = [e for e in finished if e["status"] == "error"]
