@@ -120,7 +120,6 @@ async def play(h: ChatCompletionsHarness, req: HarnessRequest) -> HarnessResult:
 # --- the agent loop -----------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 async def test_tool_call_is_executed_and_its_result_fed_back(server: FakeOpenAI, stream: bool) -> None:
     server.push(
@@ -166,7 +165,6 @@ async def test_tool_call_is_executed_and_its_result_fed_back(server: FakeOpenAI,
     ]
 
 
-@pytest.mark.anyio
 async def test_max_steps_bounds_the_model_calls(server: FakeOpenAI) -> None:
     server.push(*(tool_call("add", {"a": i, "b": 1}) for i in range(3)))
     result = await play(harness(local(server)), request(max_steps=2))
@@ -175,7 +173,6 @@ async def test_max_steps_bounds_the_model_calls(server: FakeOpenAI) -> None:
     assert [m.role for m in result.trajectory] == ["user", "assistant", "tool", "assistant", "tool"]
 
 
-@pytest.mark.anyio
 async def test_several_tool_calls_in_one_streamed_reply_are_put_back_together(server: FakeOpenAI) -> None:
     calls = (ScriptedCall("add", {"a": 10, "b": 20}, "c1"), ScriptedCall("add", {"a": 1, "b": 2}, "c2"))
     server.push(Reply(tool_calls=calls, chunk_chars=2), text("30 and 3"))
@@ -190,7 +187,6 @@ async def test_several_tool_calls_in_one_streamed_reply_are_put_back_together(se
 # --- remote harnesses: same client, only the base URL differs -----------------------------------
 
 
-@pytest.mark.anyio
 async def test_tinker_harness_talks_to_its_oai_path_with_the_key(
     server: FakeOpenAI, tinker: Endpoint
 ) -> None:
@@ -212,7 +208,6 @@ async def test_tinker_harness_talks_to_its_oai_path_with_the_key(
     assert assistant["role"] == "assistant" and assistant["reasoning_content"] == "I should call add."
 
 
-@pytest.mark.anyio
 async def test_openai_harness_does_not_send_reasoning_back(server: FakeOpenAI) -> None:
     server.push(tool_call("add", {"a": 2, "b": 3}, reasoning="I should call add."), text("5"))
     await play(harness(local(server)), request())
@@ -220,7 +215,6 @@ async def test_openai_harness_does_not_send_reasoning_back(server: FakeOpenAI) -
     assert assistant["role"] == "assistant" and "reasoning_content" not in assistant
 
 
-@pytest.mark.anyio
 async def test_openrouter_harness_with_a_free_model(
     server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -242,14 +236,12 @@ async def test_openrouter_harness_with_a_free_model(
     assert result.cost_usd == 0.0 and budget.spent == 0.0
 
 
-@pytest.mark.anyio
 async def test_openai_harness_sends_openai_prefixed_ids_unchanged(server: FakeOpenAI) -> None:
     server.push(text("hi"))
     await play(harness(local(server)), request(model="openai/gpt-oss-20b"))
     assert server.requests[0].body["model"] == "openai/gpt-oss-20b"  # a real vLLM id, not a routing prefix
 
 
-@pytest.mark.anyio
 async def test_model_timeout_comes_from_the_environment(
     server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -267,7 +259,6 @@ async def test_model_timeout_comes_from_the_environment(
 # --- reasoning, usage and cost ------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 async def test_reasoning_is_captured_into_the_trajectory(
@@ -296,7 +287,6 @@ FAMILIES = [
 ]
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(("model", "usd"), FAMILIES)
 async def test_cost_is_tokens_times_the_table_rates_cached_input_included(
     server: FakeOpenAI, tinker: Endpoint, model: str, usd: float
@@ -310,7 +300,6 @@ async def test_cost_is_tokens_times_the_table_rates_cached_input_included(
     assert budget.spent_by_kind.keys() == {"runs"}
 
 
-@pytest.mark.anyio
 async def test_every_call_is_charged_as_it_finishes(server: FakeOpenAI) -> None:
     model = "Qwen/Qwen3.6-35B-A3B"
     server.push(
@@ -328,7 +317,6 @@ async def test_every_call_is_charged_as_it_finishes(server: FakeOpenAI) -> None:
 # --- streaming ----------------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 async def test_streaming_emits_text_in_order_and_ends_with_the_same_message(server: FakeOpenAI) -> None:
     reply = text(
         "Hello, streaming world!", reasoning="say hello", chunk_chars=4, prompt_tokens=12, completion_tokens=5
@@ -349,7 +337,6 @@ async def test_streaming_emits_text_in_order_and_ends_with_the_same_message(serv
     assert streamed.output == "Hello, streaming world!"
 
 
-@pytest.mark.anyio
 async def test_streamed_tool_call_arguments_split_across_chunks(server: FakeOpenAI) -> None:
     server.push(tool_call("add", {"a": 123, "b": 456}, chunk_chars=1), text("579"))
     events: list[Event] = []
@@ -367,7 +354,6 @@ async def test_streamed_tool_call_arguments_split_across_chunks(server: FakeOpen
 # --- resilience ---------------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 async def test_429_waits_as_long_as_retry_after_says(
     server: FakeOpenAI, sleeps: Sleeps, stream: bool
@@ -381,7 +367,6 @@ async def test_429_waits_as_long_as_retry_after_says(
     assert len(server.requests) == 2
 
 
-@pytest.mark.anyio
 async def test_retry_after_as_an_http_date(server: FakeOpenAI, sleeps: Sleeps) -> None:
     when = email.utils.formatdate(time.time() + 20, usegmt=True)
     server.push(rate_limited(retry_after=when), text("ok"))
@@ -390,14 +375,12 @@ async def test_retry_after_as_an_http_date(server: FakeOpenAI, sleeps: Sleeps) -
     assert len(sleeps.waits) == 1 and 17.0 <= sleeps.waits[0] <= 20.0
 
 
-@pytest.mark.anyio
 async def test_a_huge_retry_after_is_bounded(server: FakeOpenAI, sleeps: Sleeps) -> None:
     server.push(rate_limited(retry_after=3600), text("ok"))
     await play(harness(local(server, max_backoff_s=30.0), sleeps), request())
     assert sleeps.waits == [60.0]  # at most twice the longest backoff
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 async def test_5xx_are_retried_with_backoff_then_succeed(
     server: FakeOpenAI, sleeps: Sleeps, stream: bool
@@ -422,7 +405,6 @@ def test_backoff_is_bounded() -> None:
     assert [half.backoff(n) for n in range(1, 4)] == [0.5, 1.0, 2.0]
 
 
-@pytest.mark.anyio
 async def test_giving_up_fails_the_run_and_keeps_what_it_did(server: FakeOpenAI, sleeps: Sleeps) -> None:
     server.push(tool_call("add", {"a": 2, "b": 3}), status(503), status(502), status(500))
     result = await play(harness(local(server, max_attempts=3), sleeps), request())
@@ -436,7 +418,6 @@ async def test_giving_up_fails_the_run_and_keeps_what_it_did(server: FakeOpenAI,
     assert len(server.requests) == 4
 
 
-@pytest.mark.anyio
 async def test_a_hang_past_the_timeout_is_retried(server: FakeOpenAI, sleeps: Sleeps) -> None:
     server.push(hang(3.0), text("late but fine"))
     started = time.perf_counter()
@@ -446,7 +427,6 @@ async def test_a_hang_past_the_timeout_is_retried(server: FakeOpenAI, sleeps: Sl
     assert result.retries[0]["error"] == "no reply within 0.3 s"
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 async def test_hanging_every_time_fails_with_no_reply_within(server: FakeOpenAI, stream: bool) -> None:
     server.push(hang(3.0), hang(3.0))
@@ -498,7 +478,6 @@ def test_the_server_stops_at_once_while_a_handler_hangs() -> None:
     assert fake.requests[0].played == "fault:hang"
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 @pytest.mark.parametrize("fault", [Fault("malformed"), Fault("no_choices")], ids=["malformed", "no-choices"])
 async def test_an_unparseable_reply_fails_the_run_with_a_reason(
@@ -512,7 +491,6 @@ async def test_an_unparseable_reply_fails_the_run_with_a_reason(
     assert [m.role for m in result.trajectory] == ["user"]
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 async def test_an_error_object_in_a_200_reply_is_retried(
     server: FakeOpenAI, sleeps: Sleeps, stream: bool
@@ -523,7 +501,6 @@ async def test_an_error_object_in_a_200_reply_is_retried(
     assert result.retries[0]["error"] == "error in the reply: Provider returned error"
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 async def test_a_dropped_connection_is_retried(server: FakeOpenAI, sleeps: Sleeps, stream: bool) -> None:
     server.push(Fault("drop"), text("ok"))
@@ -532,7 +509,6 @@ async def test_a_dropped_connection_is_retried(server: FakeOpenAI, sleeps: Sleep
     assert result.retries[0]["error"].startswith("network error")
 
 
-@pytest.mark.anyio
 async def test_tool_call_with_invalid_json_arguments_is_a_tool_error_the_model_sees(
     server: FakeOpenAI,
 ) -> None:
@@ -549,7 +525,6 @@ async def test_tool_call_with_invalid_json_arguments_is_a_tool_error_the_model_s
     assert sent[3] == {"role": "tool", "tool_call_id": "bad", "content": error.content}
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("code", "message"),
     [
@@ -571,7 +546,6 @@ async def test_client_errors_are_not_retried_and_carry_the_providers_message(
 # --- what is sent -------------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("effort", "sent"),
     [
@@ -589,14 +563,12 @@ async def test_effort_is_sent_as_reasoning_effort(server: FakeOpenAI, effort: An
     assert server.requests[0].body.get("reasoning_effort") == sent
 
 
-@pytest.mark.anyio
 async def test_a_machine_without_tools_sends_no_tools(server: FakeOpenAI) -> None:
     server.push(text("ok"))
     await play(harness(local(server)), request(tools=[]))
     assert "tools" not in server.requests[0].body
 
 
-@pytest.mark.anyio
 async def test_history_comes_between_the_instructions_and_the_input(server: FakeOpenAI) -> None:
     from machine import Message
 
@@ -630,7 +602,6 @@ def calculator(model: str) -> Any:
     )
 
 
-@pytest.mark.anyio
 async def test_workspace_run_is_priced_graded_and_stored(server: FakeOpenAI, tmp_path: Path) -> None:
     model = "Qwen/Qwen3.6-35B-A3B"
     server.push(
@@ -653,7 +624,6 @@ async def test_workspace_run_is_priced_graded_and_stored(server: FakeOpenAI, tmp
     assert stored.trajectory == run.trajectory and stored.retries == run.retries
 
 
-@pytest.mark.anyio
 async def test_workspace_run_that_gives_up_is_stored_as_failed(server: FakeOpenAI, tmp_path: Path) -> None:
     server.push(tool_call("add", {"a": 2, "b": 3}), Fault("malformed"))
     h = harness(local(server))

@@ -15,7 +15,6 @@ from machine import Budget, define_evaluator, define_machine, define_rubric, jud
 from machine.clients.chat import ChatClient, ChatCompletionsHarness, Endpoint
 from machine.workspace import Workspace
 
-pytestmark = pytest.mark.anyio
 LIMIT = 20
 MAX_TOKENS = 500
 MODEL = "Qwen/Qwen3.8-27B"  # $1.86 input, $5.595 output per million tokens

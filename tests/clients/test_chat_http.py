@@ -26,7 +26,6 @@ from machine.clients.chat import ChatCompletionsHarness, Endpoint, ModelRouter
 from machine.errors import HarnessError
 from machine.ops._compose import model_access
 
-pytestmark = pytest.mark.anyio
 LIMIT_S = 10.0
 CALLS = 12
 MESSAGES = [{"role": "user", "content": "hi"}]

@@ -101,7 +101,6 @@ def test_the_codec_forgets_messages_that_are_gone() -> None:
     assert len(codec) == 0
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 async def test_the_bytes_sent_are_json_dumps_of_the_request(server: FakeOpenAI, stream: bool) -> None:
     server.push(tool_call("add", {"a": 2, "b": 3}, id="c9"), text("5"))
@@ -132,7 +131,6 @@ async def test_the_bytes_sent_are_json_dumps_of_the_request(server: FakeOpenAI, 
     assert harness.codec.encoded == len(sent)  # the history, the input, the tool call and its result
 
 
-@pytest.mark.anyio
 async def test_runs_on_the_same_history_encode_only_what_is_new(server: FakeOpenAI) -> None:
     server.default = text("ok")
     endpoint = Endpoint("openai", server.url + "/v1", timeout_s=2.0, max_attempts=1)

@@ -1,5 +1,4 @@
 import anyio
-import pytest
 
 from machine import Budget, Event, Harness, HarnessRequest, ToolContext, tool
 from machine.clients.echo import EchoHarness
@@ -30,7 +29,6 @@ def test_echo_is_a_harness() -> None:
     assert EchoHarness.name == "echo"
 
 
-@pytest.mark.anyio
 async def test_echo_replies_with_input_in_one_free_turn() -> None:
     budget, events = Budget(0.01), []
     result = await EchoHarness().run(request(budget, events))
@@ -45,7 +43,6 @@ async def test_echo_replies_with_input_in_one_free_turn() -> None:
     assert [e.type for e in events] == ["assistant"]
 
 
-@pytest.mark.anyio
 async def test_a_cancelled_echo_run_stops_at_its_model_call() -> None:
     """Even a reply that costs nothing is a point where cancellation (Ctrl-C) reaches the run."""
     events: list[Event] = []

@@ -29,7 +29,7 @@ from machine import (
 from machine.clients._wire import prompt_bound
 from machine.runs import Harness, price_of
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 MODEL = "Qwen/Qwen3.8-27B"  # $1.86 input, $5.595 output per million tokens
 LIMIT_S = 120.0

@@ -29,8 +29,6 @@ from machine.runs import (  # noqa: E402
     tool,
 )
 
-pytestmark = pytest.mark.anyio
-
 SEEN: list[dict[str, Any]] = []
 
 

@@ -21,8 +21,6 @@ from machine.ops import open_workspace  # noqa: E402
 from machine.runs import Budget, HarnessRequest, ToolContext, price_of, run_seed  # noqa: E402
 from machine.spec import Case  # noqa: E402
 
-pytestmark = pytest.mark.anyio
-
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

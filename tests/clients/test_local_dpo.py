@@ -24,7 +24,6 @@ from machine.clients.local_trainer import LocalTrainer  # noqa: E402
 from machine.errors import BadInputError  # noqa: E402
 from machine.runs import Budget, Checkpoint, StepMetrics, TrainExample, TrainSettings  # noqa: E402
 
-pytestmark = pytest.mark.anyio
 TINY = ("q_proj", "k_proj", "v_proj", "o_proj", "lm_head")
 ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
 """The live adapter's modules: not the head, which the tiny model ties to its embeddings, so merging it

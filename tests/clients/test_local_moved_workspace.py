@@ -21,8 +21,6 @@ from machine.learn import TrainOptions, train  # noqa: E402
 from machine.ops import make_trainer  # noqa: E402
 from machine.versions import commit  # noqa: E402
 
-pytestmark = pytest.mark.anyio
-
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

@@ -12,7 +12,7 @@ from machine.clients import _local_models  # noqa: E402
 from machine.clients.local import LocalHarness  # noqa: E402
 from machine.runs import Budget, HarnessRequest, ToolContext  # noqa: E402
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 async def test_the_bundled_model_replies() -> None:

@@ -21,8 +21,6 @@ from machine.learn import TrainingRecord, check_training, train  # noqa: E402
 from machine.ops import make_trainer  # noqa: E402
 from machine.runs import Message, Tag, new_run_id  # noqa: E402
 
-pytestmark = pytest.mark.anyio
-
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

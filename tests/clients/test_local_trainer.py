@@ -34,8 +34,6 @@ from machine.runs import (  # noqa: E402  # noqa: E402
     TrainSettings,
 )
 
-pytestmark = pytest.mark.anyio
-
 REPLY = "thanks, bye!"
 TINY = ("q_proj", "k_proj", "v_proj", "o_proj", "lm_head")
 """So small a model's hidden states are too weak to move its tied head's logits: the head learns too."""

@@ -17,7 +17,6 @@ from machine.errors import BadInputError, HarnessError, MachineError
 from machine.learn.train._record import RecordFolder
 from machine.runs import Budget, Checkpoint, Prepared, TrainSettings
 
-pytestmark = pytest.mark.anyio
 BASE = "local:no-such-model"
 
 

@@ -21,7 +21,7 @@ from machine.ops import make_trainer  # noqa: E402
 from machine.runs import StepMetrics  # noqa: E402
 from machine.versions import commit  # noqa: E402
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 SIGN = "Aye!"
 MACHINE_PY = f"""\

@@ -66,7 +66,6 @@ def opencode_processes(temp: Path) -> list[str]:
     return processes_with(f"HOME={temp}/")
 
 
-@pytest.mark.anyio
 async def test_red_calls_reach_our_tool_server_and_the_trajectory_shows_them(
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
 ) -> None:
@@ -99,7 +98,6 @@ async def test_red_calls_reach_our_tool_server_and_the_trajectory_shows_them(
     assert stored is not None and stored.trajectory == run.trajectory
 
 
-@pytest.mark.anyio
 async def test_a_file_edit_acts_in_the_runs_sandbox_and_failures_come_back_as_tool_errors(
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
 ) -> None:
@@ -128,7 +126,6 @@ async def test_a_file_edit_acts_in_the_runs_sandbox_and_failures_come_back_as_to
     assert offered == {f"machine_{t.name}" for t in ws.load("dev").tools}
 
 
-@pytest.mark.anyio
 async def test_project_config_and_instruction_files_in_the_folder_never_reach_the_model(
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
 ) -> None:
@@ -148,7 +145,6 @@ async def test_project_config_and_instruction_files_in_the_folder_never_reach_th
     assert "LEAKED" not in sent
 
 
-@pytest.mark.anyio
 async def test_max_steps_stops_a_model_that_keeps_calling_tools(
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
 ) -> None:
@@ -165,7 +161,6 @@ async def test_max_steps_stops_a_model_that_keeps_calling_tools(
     assert len(model_requests(fake)) <= 3
 
 
-@pytest.mark.anyio
 async def test_an_endpoint_error_fails_the_run_with_the_reason(
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
 ) -> None:
@@ -212,7 +207,6 @@ def test_machine_suite_runs_concurrent_runs_through_one_opencode_server(workspac
     assert not opencode_processes(temp) and not list(temp.iterdir())
 
 
-@pytest.mark.anyio
 async def test_the_runs_token_stays_out_of_runs_events_and_opencodes_files_and_close_cleans_up(
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -310,7 +304,6 @@ def test_earlier_turns_go_to_opencode_as_a_transcript() -> None:
     assert _prompt(_request(input="plain")) == "plain"
 
 
-@pytest.mark.anyio
 async def test_a_tinker_id_goes_to_tinker_with_its_key_from_the_environment_and_the_effort(
     workspace_root: Path, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -338,7 +331,6 @@ async def test_a_tinker_id_goes_to_tinker_with_its_key_from_the_environment_and_
         await harness.aclose()
 
 
-@pytest.mark.anyio
 async def test_each_step_reaches_on_event_as_soon_as_it_finishes(
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
 ) -> None:
@@ -364,7 +356,6 @@ async def test_each_step_reaches_on_event_as_soon_as_it_finishes(
     assert run.output == "live"
 
 
-@pytest.mark.anyio
 async def test_two_machines_at_once_each_with_its_own_agent_and_effort(
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
 ) -> None:
@@ -396,7 +387,6 @@ async def test_two_machines_at_once_each_with_its_own_agent_and_effort(
     assert efforts == {"red-high": "high", "other-none": None, "red-low": "low"}
 
 
-@pytest.mark.anyio
 async def test_a_model_call_that_keeps_failing_fails_the_run_after_the_retries(
     workspace_root: Path, fake: FakeOpenAI
 ) -> None:
@@ -413,7 +403,6 @@ async def test_a_model_call_that_keeps_failing_fails_the_run_after_the_retries(
     assert [r["attempt"] for r in run.retries] == [1, 2]
 
 
-@pytest.mark.anyio
 async def test_the_time_limit_ends_the_run_with_the_reason(
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -427,7 +416,6 @@ async def test_the_time_limit_ends_the_run_with_the_reason(
     assert "did not finish the run within 2 s" in (run.error or "")
 
 
-@pytest.mark.anyio
 async def test_a_cancelled_run_aborts_its_session(
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
 ) -> None:
@@ -450,7 +438,6 @@ async def test_a_cancelled_run_aborts_its_session(
     assert run.status == "ok" and run.output == "back"
 
 
-@pytest.mark.anyio
 async def test_a_model_opencode_does_not_know_is_refused_clearly(
     workspace_root: Path, fake: FakeOpenAI
 ) -> None:
@@ -466,7 +453,6 @@ async def test_a_model_opencode_does_not_know_is_refused_clearly(
     assert not fake.requests
 
 
-@pytest.mark.anyio
 async def test_opencode_dying_mid_run_fails_that_run_and_the_next_one_starts_it_afresh(
     workspace_root: Path, fake: FakeOpenAI, harness: OpencodeHarness
 ) -> None:

@@ -42,7 +42,7 @@ from machine.runs import parse_effort, price_of
 from machine.sandboxes.tools import edit_file, read_file, write_file
 from machine.workspace import Workspace
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT_S = 30.0

@@ -20,7 +20,6 @@ from machine.clients._routes import Route
 from machine.clients._wire import prompt_bound
 from machine.runs import price_of
 
-pytestmark = pytest.mark.anyio
 MODEL = "Qwen/Qwen3.8-27B"
 MAX_TOKENS = 1000
 LIMIT_S = 20.0

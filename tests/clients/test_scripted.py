@@ -81,7 +81,6 @@ def test_missing_script_says_to_pass_one(tmp_path: Path) -> None:
         ScriptedHarness(tmp_path / "nope.json")
 
 
-@pytest.mark.anyio
 async def test_first_matching_rule_wins(tmp_path: Path) -> None:
     harness = ScriptedHarness(
         write(tmp_path, {"rules": [rule("^add", "first"), rule("add", "second"), rule(".", "any")]})
@@ -91,14 +90,12 @@ async def test_first_matching_rule_wins(tmp_path: Path) -> None:
     assert (await harness.run(request("hello"))).output == "any"
 
 
-@pytest.mark.anyio
 async def test_no_matching_rule_is_harness_error_naming_script(tmp_path: Path) -> None:
     path = write(tmp_path, {"rules": [rule("^add", "x")]})
     with pytest.raises(HarnessError, match=f"no rule in {path} matches the input 'subtract'"):
         await ScriptedHarness(path).run(request("subtract"))
 
 
-@pytest.mark.anyio
 async def test_turns_drive_tool_use(tmp_path: Path) -> None:
     turns = [{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}, {"text": "5"}]
     result = await ScriptedHarness(write(tmp_path, {"rules": [{"match": ".", "turns": turns}]})).run(
@@ -109,7 +106,6 @@ async def test_turns_drive_tool_use(tmp_path: Path) -> None:
     assert result.output == "5"
 
 
-@pytest.mark.anyio
 async def test_script_running_out_ends_the_run(tmp_path: Path) -> None:
     turns = [{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}]
     result = await ScriptedHarness(write(tmp_path, {"rules": [{"match": ".", "turns": turns}]})).run(
@@ -120,7 +116,6 @@ async def test_script_running_out_ends_the_run(tmp_path: Path) -> None:
     assert result.output == ""
 
 
-@pytest.mark.anyio
 async def test_usage_is_charged_at_the_models_price(tmp_path: Path) -> None:
     usage = {"input_tokens": 1_000_000, "cached_input_tokens": 400_000, "output_tokens": 200_000}
     turns = [{"text": "a", "tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 1}}], "usage": usage}]
@@ -134,7 +129,6 @@ async def test_usage_is_charged_at_the_models_price(tmp_path: Path) -> None:
     assert result.usage.output_tokens == 1_200_000
 
 
-@pytest.mark.anyio
 async def test_scripted_model_is_free_under_a_budget(tmp_path: Path) -> None:
     turns = [{"text": "a", "usage": {"input_tokens": 100, "output_tokens": 100}}]
     budget = Budget(1)
@@ -145,7 +139,6 @@ async def test_scripted_model_is_free_under_a_budget(tmp_path: Path) -> None:
     assert budget.spent == 0.0
 
 
-@pytest.mark.anyio
 async def test_a_replayed_model_with_no_price_costs_nothing_under_a_budget(tmp_path: Path) -> None:
     turns = [{"text": "a", "usage": {"input_tokens": 100, "output_tokens": 100}}]
     budget = Budget(1)
@@ -156,7 +149,6 @@ async def test_a_replayed_model_with_no_price_costs_nothing_under_a_budget(tmp_p
     assert result.usage.output_tokens == 100  # what the script says it used is still recorded
 
 
-@pytest.mark.anyio
 async def test_a_cancelled_scripted_run_stops_at_its_model_call(tmp_path: Path) -> None:
     harness = ScriptedHarness(write(tmp_path, {"rules": [rule(".", "done")]}))
     finished = False
@@ -167,7 +159,6 @@ async def test_a_cancelled_scripted_run_stops_at_its_model_call(tmp_path: Path) 
     assert scope.cancelled_caught and not finished
 
 
-@pytest.mark.anyio
 async def test_a_delay_replays_a_slow_model_and_cancelling_ends_the_wait(tmp_path: Path) -> None:
     slow = {"rules": [{"match": ".", "turns": [{"text": "late", "delay": 0.2}]}]}
     harness = ScriptedHarness(write(tmp_path, slow))

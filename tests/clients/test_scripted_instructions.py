@@ -41,7 +41,6 @@ def write(tmp_path: Path, data: Any) -> Path:
     return path
 
 
-@pytest.mark.anyio
 async def test_a_rule_applies_only_when_its_regex_is_in_the_instructions(tmp_path: Path) -> None:
     harness = ScriptedHarness(write(tmp_path, SCRIPT))
     iso = await harness.run(request("date of the first Friday", "Answer as YYYY-MM-DD."))
@@ -50,7 +49,6 @@ async def test_a_rule_applies_only_when_its_regex_is_in_the_instructions(tmp_pat
     assert (iso.output, words.output, plain.output) == ("2024-03-01", "the first of March", "March 1, 2024")
 
 
-@pytest.mark.anyio
 async def test_the_instructions_regex_is_searched_anywhere_in_them(tmp_path: Path) -> None:
     harness = ScriptedHarness(write(tmp_path, SCRIPT))
     long = "You answer questions about dates.\n\nAlways write the date as YYYY-MM-DD, nothing else."
@@ -59,7 +57,6 @@ async def test_the_instructions_regex_is_searched_anywhere_in_them(tmp_path: Pat
     assert (await harness.run(request("date as YYYY-MM-DD", "Answer."))).output == "March 1, 2024"
 
 
-@pytest.mark.anyio
 async def test_no_rule_fits_these_instructions_is_a_harness_error(tmp_path: Path) -> None:
     only = {"rules": [{"match": ".", "instructions": "YYYY-MM-DD", "turns": [{"text": "2024-03-01"}]}]}
     path = write(tmp_path, only)

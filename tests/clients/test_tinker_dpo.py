@@ -33,7 +33,6 @@ from machine.clients.tinker import TinkerTrainer
 from machine.errors import BadInputError, TrainingError
 from machine.runs import Budget, Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings
 
-pytestmark = pytest.mark.anyio
 PRICE = 11.22 / 1e6
 """Inkling's training price per token."""
 

@@ -33,8 +33,6 @@ from machine.errors import BadInputError, BudgetExceeded, TrainingError, Unknown
 from machine.learn.train import example_of
 from machine.runs import Budget, Checkpoint, Prepared, StepMetrics, TrainSettings, epoch_order, price_of
 
-pytestmark = pytest.mark.anyio
-
 PRICE = 11.22 / 1e6
 """Inkling's training price per token."""
 

@@ -23,7 +23,6 @@ from machine.clients.tool_server import ServedTools, serve_run_tools
 from machine.runs import Tool, ToolContext, ToolFailure, tool
 from machine.sandboxes import LocalSandbox, read_file, write_file
 
-pytestmark = pytest.mark.anyio
 LIMIT = 30
 INIT = {
     "jsonrpc": "2.0",

@@ -25,7 +25,6 @@ from machine.clients.tool_server import (
 )
 from machine.runs import ToolContext, tool
 
-pytestmark = pytest.mark.anyio
 LIMIT = 30
 INIT = {
     "jsonrpc": "2.0",

@@ -55,7 +55,6 @@ def test_first_argument_must_be_rubric() -> None:
         define_evaluator({"greets": "x"}, {"greets": judge()})  # type: ignore[arg-type]
 
 
-@pytest.mark.anyio
 async def test_grade_scores_each_criterion_with_weighted_total() -> None:
     card = await make_evaluator().grade(make_run("hello"))
     assert list(card.criteria) == ["greets", "short"]
@@ -66,14 +65,12 @@ async def test_grade_scores_each_criterion_with_weighted_total() -> None:
     assert card.passed is False
 
 
-@pytest.mark.anyio
 async def test_grade_uses_pass_score() -> None:
     card = await make_evaluator().grade(make_run("hello"), GradeContext(), pass_score=0.7)
     assert card.pass_score == 0.7
     assert card.passed is True
 
 
-@pytest.mark.anyio
 async def test_unscored_criterion_is_kept_out_of_score() -> None:
     evaluator = define_evaluator(RUBRIC, {"greets": judge(), "short": check("short", lambda run: True)})
     card = await evaluator.grade(make_run())
@@ -103,7 +100,6 @@ class BrokenGrader:
         raise RuntimeError("grader bug")
 
 
-@pytest.mark.anyio
 async def test_a_grader_that_raises_leaves_its_criterion_unscored() -> None:
     evaluator = define_evaluator(
         RUBRIC, {"greets": BrokenGrader(), "short": check("short", lambda run: True)}

@@ -18,7 +18,6 @@ async def grade(grader: Grader, run: Run | None = None) -> Any:
     return await grader.grade(run or make_run(), "greets", SPEC, GradeContext())
 
 
-@pytest.mark.anyio
 async def test_check_true_scores_one_with_weight_and_grader_name() -> None:
     result = await grade(check("says_hello", lambda run: "hello" in run.output))
     assert (result.score, result.weight, result.grader, result.criterion) == (
@@ -29,20 +28,17 @@ async def test_check_true_scores_one_with_weight_and_grader_name() -> None:
     )
 
 
-@pytest.mark.anyio
 async def test_check_false_scores_zero() -> None:
     result = await grade(check("says_hello", lambda run: "hello" in run.output), make_run("bye"))
     assert result.score == 0.0
     assert result.scored
 
 
-@pytest.mark.anyio
 async def test_check_fraction_and_reason_tuple() -> None:
     result = await grade(check("half", lambda run: (0.5, "half right")))
     assert (result.score, result.reason) == (0.5, "half right")
 
 
-@pytest.mark.anyio
 async def test_async_check_is_awaited() -> None:
     async def fn(run: Run) -> bool:
         return True
@@ -50,21 +46,18 @@ async def test_async_check_is_awaited() -> None:
     assert (await grade(check("async", fn))).score == 1.0
 
 
-@pytest.mark.anyio
 async def test_check_with_two_parameters_receives_case() -> None:
     grader = check("matches", lambda run, case: run.output == case["expected"])
     assert (await grade(grader, make_run("hello", {"expected": "hello"}))).score == 1.0
     assert (await grade(grader, make_run("hello", {"expected": "bye"}))).score == 0.0
 
 
-@pytest.mark.anyio
 async def test_check_wanting_case_gets_empty_dict_without_case() -> None:
     seen: list[object] = []
     await grade(check("c", lambda run, case: seen.append(case) or True))
     assert seen == [{}]
 
 
-@pytest.mark.anyio
 async def test_raising_check_is_unscored_not_zero() -> None:
     def boom(run: Run) -> bool:
         raise ValueError("no output")
@@ -92,7 +85,6 @@ def _parsed(run: Run) -> bool:
     return json.loads(run.output) == {"a": 1}  # raises inside json: the line named is this one
 
 
-@pytest.mark.anyio
 async def test_a_raising_check_names_the_exception_and_the_line_of_the_check() -> None:
     """A check that raises is the person's bug: its grade names the exception and where in their code,
     in the reason and in details (a suite counts them), and stays UNSCORED."""
@@ -105,13 +97,11 @@ async def test_a_raising_check_names_the_exception_and_the_line_of_the_check() -
     assert inside.details == {"raised": "JSONDecodeError", "at": _line_of(_parsed, "json.loads")}
 
 
-@pytest.mark.anyio
 async def test_a_check_that_says_why_it_cannot_grade_is_unscored_with_that_reason() -> None:
     result = await grade(check("needs_case", lambda run: (None, "no expected answer")))
     assert (result.score, result.reason) == (None, "no expected answer")
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("value", [1.5, -0.1, float("nan"), 2, "yes", None])
 async def test_out_of_range_or_wrong_type_is_unscored(value: object) -> None:
     result = await grade(check("odd", lambda run: value))
@@ -119,7 +109,6 @@ async def test_out_of_range_or_wrong_type_is_unscored(value: object) -> None:
     assert "must return a bool or a number in [0, 1]" in result.reason
 
 
-@pytest.mark.anyio
 async def test_judge_without_model_client_is_unscored_with_reason() -> None:
     result = await grade(judge(model="x"))
     assert result.score is None

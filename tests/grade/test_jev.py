@@ -151,7 +151,6 @@ ALL_ANSWERS: dict[str, Any] = {
 # --- the request ---------------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 async def test_one_request_carries_every_jev_criterion_of_the_run() -> None:
     client = StandIn(ALL_ANSWERS)
     card = await evaluator_mixing_graders().grade(make_run(), GradeContext(jev_client=client))
@@ -177,7 +176,6 @@ async def test_one_request_carries_every_jev_criterion_of_the_run() -> None:
     } == {True}
 
 
-@pytest.mark.anyio
 async def test_the_state_holds_input_output_and_whole_tool_results() -> None:
     client = StandIn(ALL_ANSWERS)
     run = make_run()
@@ -206,7 +204,6 @@ def test_the_state_of_a_conversation_keeps_its_earlier_turns() -> None:
     assert next(iter(state)) == "conversation_before"
 
 
-@pytest.mark.anyio
 async def test_graders_of_two_jev_objects_in_one_evaluator_still_share_one_request() -> None:
     rubric = define_rubric({"a": "Is it polite?", "b": "How warm is it?", "c": "Exactly one line."})
     evaluator = define_evaluator(
@@ -221,7 +218,6 @@ async def test_graders_of_two_jev_objects_in_one_evaluator_still_share_one_reque
     assert (card.criteria["a"].score, card.criteria["b"].score, card.criteria["c"].score) == (0.9, 1.0, 1.0)
 
 
-@pytest.mark.anyio
 async def test_each_run_gets_its_own_request() -> None:
     evaluator = evaluator_mixing_graders()
     client = StandIn(ALL_ANSWERS)
@@ -234,7 +230,6 @@ async def test_each_run_gets_its_own_request() -> None:
     assert sorted(r["state"]["output"] for r in client.requests) == ["Bonjour", "Salut"]
 
 
-@pytest.mark.anyio
 async def test_a_grader_made_but_not_used_changes_nothing() -> None:
     j = jev()
     j.noul()  # made, never given a criterion
@@ -247,7 +242,6 @@ async def test_a_grader_made_but_not_used_changes_nothing() -> None:
     assert set(client.requests[0]["questions"]) == {"a"}
 
 
-@pytest.mark.anyio
 async def test_different_jev_models_make_separate_requests() -> None:
     rubric = define_rubric({"a": "Is it polite?", "b": "Is it short?"})
     evaluator = define_evaluator(rubric, {"a": jev().noul(), "b": jev(model="jev-other").noul()})
@@ -256,7 +250,6 @@ async def test_different_jev_models_make_separate_requests() -> None:
     assert sorted(r["model"] or "" for r in client.requests) == ["", "jev-other"]
 
 
-@pytest.mark.anyio
 async def test_a_synchronous_client_is_called_off_the_event_loop() -> None:
     seen: list[str] = []
 
@@ -274,7 +267,6 @@ async def test_a_synchronous_client_is_called_off_the_event_loop() -> None:
 # --- answers to scores ---------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 async def test_answers_map_to_scores_with_the_probability_kept() -> None:
     card = await evaluator_mixing_graders().grade(make_run(), GradeContext(jev_client=StandIn(ALL_ANSWERS)))
 
@@ -304,7 +296,6 @@ async def test_answers_map_to_scores_with_the_probability_kept() -> None:
     json.loads(card.model_dump_json())  # the scorecard stays plain data for the store
 
 
-@pytest.mark.anyio
 async def test_a_choice_scores_the_probability_weighted_mean_of_its_options() -> None:
     grader = jev().choice({"great": {"score": 1}, "fine": {"score": 0.5}, "bad": {"score": 0.0}})
     answer = ChoiceAnswer(
@@ -318,7 +309,6 @@ async def test_a_choice_scores_the_probability_weighted_mean_of_its_options() ->
     assert result.details["unsure"] is True
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("p", "unsure"),
     [(0.0, False), (0.2999, False), (0.3, True), (0.5, True), (0.7, True), (0.7001, False), (1.0, False)],
@@ -334,7 +324,6 @@ async def test_unsure_between_point_three_and_point_seven_inclusive(p: float, un
     assert ("unsure" in result.reason) is unsure
 
 
-@pytest.mark.anyio
 async def test_a_split_score_is_unsure_and_a_confident_middle_is_not() -> None:
     split = score_answer(1.0, {0: 0.5, 2: 0.5}, TONE)
     middle = score_answer(1.0, {1: 1.0}, TONE)
@@ -354,7 +343,6 @@ async def test_a_split_score_is_unsure_and_a_confident_middle_is_not() -> None:
 HEADERS = httpx2.Headers({"retry-after": "3"})
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("error", "words"),
     [
@@ -393,7 +381,6 @@ async def test_every_error_class_makes_every_jev_criterion_unscored(
             assert word in reason, (word, reason)
 
 
-@pytest.mark.anyio
 async def test_missing_key_says_to_set_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TYPESAFE_API_KEY", raising=False)
     result = await jev().noul().grade(make_run(), "q", Criterion("Polite?"), GradeContext())
@@ -402,7 +389,6 @@ async def test_missing_key_says_to_set_it(monkeypatch: pytest.MonkeyPatch) -> No
     assert "set it" in result.reason
 
 
-@pytest.mark.anyio
 async def test_a_spent_budget_refuses_before_asking() -> None:
     budget = Budget(1.0)
     budget.spent_by_kind["runs"] = 1.0
@@ -413,7 +399,6 @@ async def test_a_spent_budget_refuses_before_asking() -> None:
     assert all("budget spent" in card.criteria[n].reason for n in card.unscored)
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("answer", "words"),
     [
@@ -436,7 +421,6 @@ async def test_a_bad_or_missing_noul_answer_is_unscored(answer: Any, words: list
         assert word in result.reason, (word, result.reason)
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("answer", "words"),
     [
@@ -455,7 +439,6 @@ async def test_a_bad_score_answer_is_unscored(answer: ScoreAnswer, words: list[s
         assert word in result.reason, (word, result.reason)
 
 
-@pytest.mark.anyio
 async def test_a_choice_outside_the_options_is_unscored() -> None:
     answer = ChoiceAnswer(choice="medium", confidence=0.9, probabilities={"medium": 0.9, "short": 0.1})
     grader = jev().choice({"short": {"score": 1}, "long": {"score": 0}})
@@ -466,7 +449,6 @@ async def test_a_choice_outside_the_options_is_unscored() -> None:
     assert "'medium'" in result.reason
 
 
-@pytest.mark.anyio
 async def test_a_reply_without_answers_is_unscored() -> None:
     class Odd(StandIn):
         async def system_one(self, state: Any, questions: Any, *, model: str | None = None) -> Any:
@@ -575,7 +557,6 @@ WIRE_ANSWERS = {
 }
 
 
-@pytest.mark.anyio
 async def test_the_client_built_from_the_environment_sends_one_system_one_request(
     server: _Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -606,7 +587,6 @@ async def test_the_client_built_from_the_environment_sends_one_system_one_reques
     assert card.criteria["tone"].details["model"] == "jev-2026-01"
 
 
-@pytest.mark.anyio
 async def test_wire_failures_from_the_real_client_are_unscored(
     server: _Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -644,7 +624,6 @@ async def test_wire_failures_from_the_real_client_are_unscored(
         assert len(server.requests) == len(replies)  # the SDK's retries, then one verdict
 
 
-@pytest.mark.anyio
 async def test_a_timeout_from_the_real_client_is_unscored(server: _Server) -> None:
     server.hang.set()
     server.reply(200, WIRE_ANSWERS)
@@ -661,7 +640,6 @@ async def test_a_timeout_from_the_real_client_is_unscored(server: _Server) -> No
     assert "timed out" in result.reason
 
 
-@pytest.mark.anyio
 async def test_without_the_sdk_installed_the_criterion_is_unscored_with_the_install_hint(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

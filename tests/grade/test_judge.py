@@ -126,7 +126,6 @@ def test_a_bare_verdict_counts_for_a_single_criterion() -> None:
     assert parse_verdicts('{"score": 0.5, "reason": "half"}', ["grounded", "helpful"]) == {}
 
 
-@pytest.mark.anyio
 async def test_judge_pins_temperature_and_seed_and_records_model_effort_reply_and_cost() -> None:
     models = Models(verdict(grounded=0.8), usage=Usage(input_tokens=1_000_000, cached_input_tokens=0))
     budget = Budget(5)
@@ -145,7 +144,6 @@ async def test_judge_pins_temperature_and_seed_and_records_model_effort_reply_an
     assert budget.spent_by_kind == {"grading": pytest.approx(1.16)}
 
 
-@pytest.mark.anyio
 async def test_the_context_overrides_the_graders_own_model_and_effort() -> None:
     models = Models(verdict(grounded=1), verdict(grounded=1), verdict(grounded=1))
     chosen = GradeContext(models=models, judge_model="openrouter/x:free", judge_effort=Effort("low", 0.2))
@@ -159,7 +157,6 @@ async def test_the_context_overrides_the_graders_own_model_and_effort() -> None:
     ]
 
 
-@pytest.mark.anyio
 async def test_unusable_reply_is_asked_twice_more_then_unscored() -> None:
     models = Models("no idea", '{"criteria": {}}', "still nothing")
     result = await grade_one(judge(), GradeContext(models=models))
@@ -168,14 +165,12 @@ async def test_unusable_reply_is_asked_twice_more_then_unscored() -> None:
     assert "no usable score in 3 replies" in result.reason and "still nothing" in result.reason
 
 
-@pytest.mark.anyio
 async def test_a_usable_second_reply_is_kept() -> None:
     models = Models("hmm", verdict(grounded=0))
     result = await grade_one(judge(), GradeContext(models=models))
     assert (result.score, len(models.calls)) == (0.0, 2)
 
 
-@pytest.mark.anyio
 async def test_a_failed_call_is_unscored_with_the_providers_message_and_not_retried() -> None:
     models = Models(HarnessError("404 The model 'nope' does not exist"))
     result = await grade_one(judge(model="nope"), GradeContext(models=models))
@@ -184,7 +179,6 @@ async def test_a_failed_call_is_unscored_with_the_providers_message_and_not_retr
     assert len(models.calls) == 1
 
 
-@pytest.mark.anyio
 async def test_spent_budget_or_unknown_price_refuses_the_judge_before_any_call() -> None:
     models = Models()
     spent = await grade_one(judge(), GradeContext(budget=Budget(0), models=models))
@@ -196,7 +190,6 @@ async def test_spent_budget_or_unknown_price_refuses_the_judge_before_any_call()
     assert models.calls == []
 
 
-@pytest.mark.anyio
 async def test_no_model_access_is_unscored() -> None:
     result = await grade_one(judge(), GradeContext())
     assert result.score is None and "no model access" in result.reason
@@ -207,7 +200,6 @@ def test_bad_effort_fails_at_definition() -> None:
         judge(effort="extreme")
 
 
-@pytest.mark.anyio
 async def test_panel_grades_several_criteria_in_one_call_beside_a_check() -> None:
     models = Models(verdict(grounded=1, helpful=0.5), usage=Usage(output_tokens=1_000_000))
     budget = Budget(10)
@@ -231,7 +223,6 @@ async def test_panel_grades_several_criteria_in_one_call_beside_a_check() -> Non
     assert budget.spent_by_kind["grading"] == pytest.approx(2.88)
 
 
-@pytest.mark.anyio
 async def test_panel_asks_a_missing_criterion_once_alone_then_leaves_it_unscored() -> None:
     models = Models(verdict(grounded=1), "nothing useful", "nothing either")
     evaluator = define_evaluator(RUBRIC, {**judge_panel(RUBRIC, ["grounded", "helpful", "short"])})
@@ -244,7 +235,6 @@ async def test_panel_asks_a_missing_criterion_once_alone_then_leaves_it_unscored
     assert card.criteria["short"].score is None
 
 
-@pytest.mark.anyio
 async def test_panel_recovers_a_missing_criterion_asked_alone() -> None:
     models = Models(verdict(grounded=1), verdict(helpful=0))
     evaluator = define_evaluator(
@@ -254,7 +244,6 @@ async def test_panel_recovers_a_missing_criterion_asked_alone() -> None:
     assert (card.criteria["grounded"].score, card.criteria["helpful"].score) == (1.0, 0.0)
 
 
-@pytest.mark.anyio
 async def test_panel_makes_one_call_per_run_across_gradings() -> None:
     models = Models(verdict(grounded=1, helpful=1), verdict(grounded=0, helpful=0))
     evaluator = define_evaluator(

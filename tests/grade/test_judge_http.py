@@ -58,7 +58,6 @@ def workspace(tmp_path: Path, server: FakeOpenAI, budget: Budget) -> Workspace:
     )
 
 
-@pytest.mark.anyio
 async def test_a_run_and_its_judge_both_go_to_the_endpoint_and_are_charged_apart(
     tmp_path: Path, server: FakeOpenAI
 ) -> None:
@@ -86,7 +85,6 @@ async def test_a_run_and_its_judge_both_go_to_the_endpoint_and_are_charged_apart
     assert helpful.cost_usd == pytest.approx(judge_cost)
 
 
-@pytest.mark.anyio
 async def test_a_judge_model_that_does_not_exist_is_unscored_with_the_providers_message(
     tmp_path: Path, server: FakeOpenAI
 ) -> None:

@@ -21,7 +21,7 @@ def needs_bubblewrap() -> list[pytest.MarkDecorator]:
     """A module's ``pytestmark`` for tests that run commands under bubblewrap."""
     skip = pytest.mark.skipif(bubblewrap() is None and not ON_CI, reason=NO_BWRAP)
     fail = pytest.mark.usefixtures("bubblewrap_or_fail")
-    return [skip, fail, pytest.mark.anyio]
+    return [skip, fail]
 
 
 @pytest.fixture

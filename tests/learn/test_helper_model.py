@@ -13,8 +13,6 @@ from helpers.env import REPO
 from machine import BadInputError, open_workspace
 from machine.learn import draft_rubric, optimize, specialize
 
-pytestmark = pytest.mark.anyio
-
 REFUSED = "model 'thinkingmachines/Inkling' cannot run on the local harness, which runs only local: models"
 
 

@@ -20,8 +20,6 @@ from machine.clients import _local_models  # noqa: E402
 from machine.learn import draft_rubric, optimize, specialize  # noqa: E402
 from machine.learn._helper_model import INSTRUCTIONS_FORM, check_helper_model  # noqa: E402
 
-pytestmark = pytest.mark.anyio
-
 NO_FILE = re.escape('its reply held no <file path="..."> block')
 
 

@@ -206,7 +206,6 @@ def test_the_handle_and_the_operation_take_the_model_or_its_fields(faces: Faces)
         assert not set(parameters) & set(faces.model.model_fields), (method, set(parameters))
 
 
-@pytest.mark.anyio
 async def test_the_handle_checks_its_fields_against_the_model(tmp_path: Path) -> None:
     copy_red(tmp_path)
     red = machine.load("red", workspace=tmp_path, harness="echo")
@@ -221,7 +220,6 @@ async def test_the_handle_checks_its_fields_against_the_model(tmp_path: Path) ->
     assert not (tmp_path / ".machine" / "training").exists()
 
 
-@pytest.mark.anyio
 async def test_the_handle_refuses_a_weak_gate_unless_allowed(tmp_path: Path) -> None:
     copy_red(tmp_path)
     red = machine.load("red", workspace=tmp_path, harness="echo")
@@ -239,7 +237,6 @@ async def tool_schemas(root: Path) -> dict[str, dict[str, Any]]:
             return {t.name: t.input_schema for t in (await client.list_tools()).tools}
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("faces", [f for f in FACES if f.tool], ids=[f.tool or "" for f in FACES if f.tool])
 async def test_every_tool_argument_has_the_models_schema(faces: Faces, tmp_path: Path) -> None:
     assert faces.tool is not None

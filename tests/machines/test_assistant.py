@@ -43,7 +43,6 @@ def make_run(output: str) -> Run:
     )
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("output", "score", "reason"),
     [
@@ -94,7 +93,6 @@ def scripted(ws: Workspace) -> list[Case]:
 
 
 @needs_bubblewrap
-@pytest.mark.anyio
 async def test_scripted_suite_under_bubblewrap(ws: Workspace) -> None:
     """No network is used: the only fetch is to 127.0.0.1, which web_fetch refuses before connecting."""
     if bubblewrap() is None:

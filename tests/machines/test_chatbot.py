@@ -60,7 +60,6 @@ def test_rubric_and_graders(ws: Workspace) -> None:
     assert len(ws.cases("chatbot")) >= 8
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(("words", "score"), [(1, 1.0), (150, 1.0), (151, 0.0), (400, 0.0)])
 async def test_concise_counts_words(ws: Workspace, words: int, score: float) -> None:
     result = await criteria(ws, " ".join(["word"] * words))
@@ -68,7 +67,6 @@ async def test_concise_counts_words(ws: Workspace, words: int, score: float) -> 
     assert str(words) in result["concise"][1]
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("output", ["", "   \n\t "])
 async def test_empty_reply_is_not_concise_but_zero(ws: Workspace, output: str) -> None:
     assert (await criteria(ws, output))["concise"] == (0.0, "the reply is empty")
@@ -103,14 +101,12 @@ def test_filler_openings(ws: Workspace, output: str, filler: str | None) -> None
     assert chatbot_module(ws).filler_opening(output) == filler
 
 
-@pytest.mark.anyio
 async def test_no_filler_reason_names_the_phrase(ws: Workspace) -> None:
     result = await criteria(ws, "Great question! 100 °C.")
     assert result["no_filler"] == (0.0, "opens with the filler 'great question'")
     assert (await criteria(ws, "100 °C."))["no_filler"][0] == 1.0
 
 
-@pytest.mark.anyio
 async def test_judged_criteria_are_unscored_not_zero(ws: Workspace) -> None:
     graded = await ws.grade(make_run("Water boils at 100 °C at sea level."), store=False)
     assert graded.scorecard is not None
@@ -139,7 +135,6 @@ def test_persona_is_the_counterpart_and_only_its_done_ends_a_conversation(ws: Wo
     assert not side.until(make_run("Thanks!").model_copy(update={"machine": "persona"}))
 
 
-@pytest.mark.anyio
 async def test_every_scenario_is_a_conversation_the_script_finishes(ws: Workspace) -> None:
     chatbot = ws.load("chatbot")
     harness = ScriptedHarness(SCRIPT)
@@ -159,7 +154,6 @@ async def test_every_scenario_is_a_conversation_the_script_finishes(ws: Workspac
         )
 
 
-@pytest.mark.anyio
 async def test_suite_of_chatbot_runs_conversations(ws: Workspace) -> None:
     chatbot = ws.load("chatbot")
     cases = ws.cases(chatbot)

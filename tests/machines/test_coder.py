@@ -169,7 +169,6 @@ async def ran_a_file(ws: Workspace, calls: list[Any]) -> tuple[float | None, str
     return found.score, found.reason
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("calls", "score", "reason"),
     [
@@ -232,7 +231,6 @@ async def test_ran_a_file(ws: Workspace, calls: list[Any], score: float, reason:
     assert await ran_a_file(ws, calls) == (score, reason)
 
 
-@pytest.mark.anyio
 async def test_a_claim_in_the_reply_counts_for_nothing(ws: Workspace) -> None:
     run = make_run([write()]).model_copy(update={"output": "I ran primes.py: exit code: 0"})
     graded = await ws.grade(run, store=False)
@@ -241,7 +239,6 @@ async def test_a_claim_in_the_reply_counts_for_nothing(ws: Workspace) -> None:
 
 
 @needs_bubblewrap
-@pytest.mark.anyio
 async def test_the_parser_reads_the_real_run_tool(steps: ModuleType, tmp_path: Path) -> None:
     """The format the checks parse is the one the run tool really returns."""
     require_bubblewrap()
@@ -283,7 +280,6 @@ def test_the_script_has_a_rule_for_every_case(ws: Workspace) -> None:
 
 
 @needs_bubblewrap
-@pytest.mark.anyio
 @pytest.mark.parametrize("file", ["cases.json", "holdout.json"])
 async def test_scripted_suite_writes_and_runs_real_programs(ws: Workspace, file: str) -> None:
     require_bubblewrap()

@@ -78,7 +78,6 @@ def make_run(output: str, answer: object = "2024-02-29") -> Run:
     )
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("output", "correct", "iso", "why_iso"),
     [
@@ -100,7 +99,6 @@ async def test_the_two_checks(ws: Workspace, output: str, correct: float, iso: f
     assert graded.score == pytest.approx((2 * correct + iso) / 3)
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("answer", [None, "29/02/2024", "2023-02-29", 20240229])
 async def test_a_bad_case_answer_is_unscored(ws: Workspace, answer: object) -> None:
     run = make_run("2024-02-29", answer)
@@ -125,7 +123,6 @@ def test_cases_and_held_out_cases_are_apart_and_each_has_both_rules(ws: Workspac
         assert [r.instructions for r in matching] == ["YYYY-MM-DD", None], case.id
 
 
-@pytest.mark.anyio
 async def test_the_live_instructions_name_no_form_so_some_answers_are_in_words(ws: Workspace) -> None:
     dates = ws.load("dates")
     assert "YYYY-MM-DD" not in dates.instructions
@@ -136,7 +133,6 @@ async def test_the_live_instructions_name_no_form_so_some_answers_are_in_words(w
     assert in_words == pytest.approx([2 / 3] * 7)  # the right day, but not as YYYY-MM-DD
 
 
-@pytest.mark.anyio
 async def test_optimize_keeps_the_scripted_proposal_and_commit_makes_it_live(copy: Workspace) -> None:
     before = (copy.machines_dir / "dates" / "instructions.md").read_text(encoding="utf-8")
     result = await optimize(copy, "dates", trials=2, candidates=1)

@@ -141,7 +141,6 @@ async def verified(ws: Workspace, run: Run) -> tuple[float | None, str]:
     return found.score, found.reason
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("calls", "kind", "score", "reason"),
     [
@@ -201,7 +200,6 @@ async def test_verified(ws: Workspace, calls: list[Any], kind: str | None, score
     assert await verified(ws, make_run(calls, kind)) == (score, reason)
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     "stderr",
     [
@@ -225,7 +223,6 @@ async def test_a_test_run_that_found_no_tests_does_not_verify(ws: Workspace, std
     assert (await verified(ws, make_run([EDIT, empty, cmd(TESTS)])))[0] == 1.0
 
 
-@pytest.mark.anyio
 async def test_a_refused_run_does_not_verify(ws: Workspace) -> None:
     refused = ("run", {"command": TESTS}, "run is refused here: this sandbox is not isolated", True)
     assert await verified(ws, make_run([EDIT, refused])) == (
@@ -287,7 +284,6 @@ def apply_reference(files: dict[str, str], reference: list[dict[str, str]]) -> d
 
 
 @needs_bubblewrap
-@pytest.mark.anyio
 @pytest.mark.parametrize("file", ["cases.json", "holdout.json"])
 async def test_projects_fail_before_and_pass_after_the_reference_fix(
     ws: Workspace, tmp_path: Path, file: str
@@ -336,7 +332,6 @@ def test_the_script_solves_the_fixes_with_the_reference_edits(ws: Workspace) -> 
 
 
 @needs_bubblewrap
-@pytest.mark.anyio
 async def test_scripted_suite_under_bubblewrap(ws: Workspace) -> None:
     require_bubblewrap()
     machine = ws.load("dev")

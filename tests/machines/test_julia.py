@@ -322,7 +322,6 @@ async def scores(ws: Workspace, run: Run) -> dict[str, tuple[float | None, str]]
     return {name: (c.score, c.reason) for name, c in graded.scorecard.criteria.items()}
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("calls", "score", "reason"),
     [
@@ -358,7 +357,6 @@ async def test_runs(ws: Workspace, calls: list[Any], score: float, reason: str) 
     assert (await scores(ws, make_run("julia", calls)))["runs"] == (score, reason)
 
 
-@pytest.mark.anyio
 async def test_children_grade_the_program_it_ran_last(ws: Workspace) -> None:
     plain = "f(x) = x\nprintln(f(1))\n"
     parametric = "struct P{T}\n    x::T\nend\nprintln(P(1))\n"
@@ -372,7 +370,6 @@ async def test_children_grade_the_program_it_ran_last(ws: Workspace) -> None:
     assert (await scores(ws, run))["type_parameters"] == (1.0, "main.jl: a parametric struct on line 1")
 
 
-@pytest.mark.anyio
 async def test_the_program_follows_edits_and_the_case_files(ws: Workspace) -> None:
     start = "function f(x)\n    x + 1\nend\nprintln(f(1))\n"
     edit = (
@@ -401,7 +398,6 @@ async def test_the_program_follows_edits_and_the_case_files(ws: Workspace) -> No
     assert (await scores(ws, run))["short_or_inline"][0] == 0.0
 
 
-@pytest.mark.anyio
 async def test_inline_code_and_unrun_files(ws: Workspace) -> None:
     run = make_run("julia/fast", [run_julia(code="@time sum(1:10)")])
     assert (await scores(ws, run))["timed"] == (
@@ -414,7 +410,6 @@ async def test_inline_code_and_unrun_files(ws: Workspace) -> None:
     assert (await scores(ws, run))["timed"] == (0.0, "the run wrote and ran no Julia program")
 
 
-@pytest.mark.anyio
 async def test_generic_reasons(ws: Workspace) -> None:
     concrete = "area(r::Float64) = pi * r^2\nprintln(area(2.0))\n"
     run = make_run("julia/generic", [write("main.jl", concrete), run_julia()])
@@ -480,7 +475,6 @@ def test_find_julia_looks_in_every_usual_place(ws: Workspace, tmp_path: Path) ->
     assert find({**with_launcher, "JULIA_DEPOT_PATH": f"{elsewhere}:/other"}, home).root == moved
 
 
-@pytest.mark.anyio
 async def test_run_julia_without_julia_says_how_to_install_it(
     ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -500,7 +494,6 @@ async def test_run_julia_without_julia_says_how_to_install_it(
     assert "juliaup" in message and "https://install.julialang.org" in message and "JULIA_BINDIR" in message
 
 
-@pytest.mark.anyio
 async def test_run_julia_refuses_bad_arguments(ws: Workspace, tmp_path: Path) -> None:
     tool = ws.load("julia").tool("run_julia")
     assert tool is not None
@@ -539,7 +532,6 @@ case "$*" in *fail*) echo "ERROR: failed on purpose" >&2; exit 3;; esac
 
 
 @needs_bubblewrap
-@pytest.mark.anyio
 async def test_run_julia_mounts_only_the_installation(
     ws: Workspace, tmp_path: Path, fake_julia: tuple[Path, Path]
 ) -> None:
@@ -567,7 +559,6 @@ async def test_run_julia_mounts_only_the_installation(
         await tool.invoke({"path": "../escape.jl"}, ctx)
 
 
-@pytest.mark.anyio
 async def test_run_julia_refuses_without_isolation(
     ws: Workspace, tmp_path: Path, fake_julia: tuple[Path, Path]
 ) -> None:
@@ -626,7 +617,6 @@ def scripted_cases(ws: Workspace, name: str) -> list[Any]:
 
 
 @needs_bubblewrap
-@pytest.mark.anyio
 @pytest.mark.parametrize("name", ["julia", *CHILDREN])
 async def test_scripted_suites_pass_the_source_checks(
     ws: Workspace, name: str, fake_julia: tuple[Path, Path]
@@ -650,7 +640,6 @@ async def test_scripted_suites_pass_the_source_checks(
         assert "args: --startup-file=no" in run.tool_results[1].content
 
 
-@pytest.mark.anyio
 async def test_without_julia_a_scripted_run_fails_runs_with_the_reason(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -41,7 +41,6 @@ def test_rubric_and_graders(ws: Workspace) -> None:
     assert "[done]" in persona.instructions
 
 
-@pytest.mark.anyio
 async def test_a_proper_ending(ws: Workspace) -> None:
     result = await scores(ws, last_turn("What temperature does water boil at?", "Thanks! [done]"))
     assert result["keeps_secret"] == (1.0, "never mentions being simulated")
@@ -49,7 +48,6 @@ async def test_a_proper_ending(ws: Workspace) -> None:
     assert result["stays_in_role"][0] is None  # a judge, UNSCORED without a judge model here
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("said", "leak"),
     [
@@ -67,7 +65,6 @@ async def test_giving_itself_away_anywhere_in_the_conversation(
     assert reason == f"gives itself away with {leak!r}"
 
 
-@pytest.mark.anyio
 async def test_not_ending_or_ending_early(ws: Workspace) -> None:
     never = (await scores(ws, last_turn("What temperature?", "And in Fahrenheit?")))["ends_when_done"]
     assert never == (0.0, "its last message does not end the conversation with [done]")

@@ -70,7 +70,6 @@ def test_every_listed_emoji_counts_once(ws: Workspace) -> None:
     assert sorted(module.pirate_emoji(listed)) == sorted(module.PIRATE_EMOJI)
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("output", "score"),
     [
@@ -89,7 +88,6 @@ async def test_emoji_check(ws: Workspace, output: str, score: float) -> None:
     assert result.reason
 
 
-@pytest.mark.anyio
 async def test_failure_reasons(ws: Workspace) -> None:
     none = await ws.grade(make_run("Arr."), store=False)
     many = await ws.grade(make_run("\u2693" * 5), store=False)
@@ -98,7 +96,6 @@ async def test_failure_reasons(ws: Workspace) -> None:
     assert many.scorecard.criteria["emoji"].reason.startswith("5 pirate emoji")
 
 
-@pytest.mark.anyio
 async def test_judged_criteria_are_unscored(ws: Workspace) -> None:
     pirate = ws.load("pirate")
     judged = ["answers_question", "pirate_voice", "nothing_modern", "seafaring_metaphor"]

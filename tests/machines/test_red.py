@@ -94,7 +94,6 @@ def test_script_uses_the_graders_pattern(ws: Workspace) -> None:
     assert all(not turn.get("tool_calls") for turn in rules[-1]["turns"])
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("text", "calls", "score", "reason"),
     [
@@ -114,7 +113,6 @@ async def test_check_counts_calls(ws: Workspace, text: str, calls: int, score: f
     assert graded.passed is (score == 1.0)
 
 
-@pytest.mark.anyio
 async def test_other_tools_do_not_count(ws: Workspace) -> None:
     graded = await ws.grade(make_run("Fred", calls=0, other_calls=2), store=False)
     assert graded.score == 1.0
@@ -122,7 +120,6 @@ async def test_other_tools_do_not_count(ws: Workspace) -> None:
     assert graded.score == 1.0
 
 
-@pytest.mark.anyio
 async def test_tool_returns_a_short_confirmation(ws: Workspace) -> None:
     tool = ws.load("red").tool("red_mentioned")
     assert tool is not None
@@ -130,7 +127,6 @@ async def test_tool_returns_a_short_confirmation(ws: Workspace) -> None:
     assert 0 < len(result) <= 60
 
 
-@pytest.mark.anyio
 async def test_scripted_suite_passes_every_case(ws: Workspace) -> None:
     red = ws.load("red")
     report = await run_suite(ws, red, ws.cases("red"), harness=ScriptedHarness(RED / "script.json"))
@@ -146,7 +142,6 @@ async def test_scripted_suite_passes_every_case(ws: Workspace) -> None:
     assert not list((ws.data_dir / "sandboxes").glob("*"))  # each run's sandbox was removed
 
 
-@pytest.mark.anyio
 async def test_scripted_harness_passes_the_holdout_too(ws: Workspace) -> None:
     red = ws.load("red")
     holdout = ws.cases("red", "holdout.json")
@@ -154,7 +149,6 @@ async def test_scripted_harness_passes_the_holdout_too(ws: Workspace) -> None:
     assert report.pass_rate == 1.0
 
 
-@pytest.mark.anyio
 async def test_echo_fails_exactly_the_positive_cases(ws: Workspace) -> None:
     red = ws.load("red")
     cases = ws.cases("red")

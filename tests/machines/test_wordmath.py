@@ -75,7 +75,6 @@ def test_no_final_number(ws: Workspace, text: str) -> None:
     assert module_of(ws, "wordmath", "correct").final_number(text) is None
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("output", "answer", "score", "reason"),
     [
@@ -103,7 +102,6 @@ async def test_correct(ws: Workspace, output: str, answer: object, score: float,
     assert (result.score, result.reason) == (score, reason)
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("answer", [None, "many", True])
 async def test_bad_case_answer_is_unscored(ws: Workspace, answer: object) -> None:
     run = make_run("Answer: 20", answer)
@@ -131,7 +129,6 @@ def test_cases_hold_numeric_answers(ws: Workspace) -> None:
     assert len(ws.cases("wordmath", "holdout.json")) >= 5
 
 
-@pytest.mark.anyio
 async def test_scripted_suite_answers_some_correctly(ws: Workspace) -> None:
     wordmath = ws.load("wordmath")
     report = await run_suite(
@@ -176,7 +173,6 @@ def test_transform(ws: Workspace) -> None:
     assert transform(transform("abc")) == transform("abc")
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("reasoning", "score", "reason"),
     [
@@ -197,7 +193,6 @@ async def test_fullwidth_reasoning(ws: Workspace, reasoning: str | None, score: 
     assert graded.scorecard.criteria["correct"].score == 1.0
 
 
-@pytest.mark.anyio
 async def test_reasoning_of_every_turn_is_checked(ws: Workspace) -> None:
     run = make_run("Answer: 20", 20, "２０", machine="wordmath/fullwidth")
     earlier = Message(role="assistant", content="", reasoning="think 20")
@@ -207,7 +202,6 @@ async def test_reasoning_of_every_turn_is_checked(ws: Workspace) -> None:
     assert graded.scorecard.criteria["fullwidth_reasoning"].score == 0.0
 
 
-@pytest.mark.anyio
 async def test_transformed_parent_run_passes_the_child(ws: Workspace) -> None:
     """What export relies on: a correct wordmath run, its reasoning rewritten, passes wordmath/fullwidth."""
     child = ws.load("wordmath/fullwidth")
@@ -226,7 +220,6 @@ async def test_transformed_parent_run_passes_the_child(ws: Workspace) -> None:
     assert graded.passed is True
 
 
-@pytest.mark.anyio
 async def test_fullwidth_scripted_suite_passes(ws: Workspace) -> None:
     child = ws.load("wordmath/fullwidth")
     script = WORDMATH / "fullwidth" / "script.json"

@@ -19,7 +19,6 @@ from machine import Workspace, open_workspace, run_suite
 from machine.ops import Session
 from machine.runs import Answer, Approver, Budget, Question, Run
 
-pytestmark = pytest.mark.anyio
 ASK = "Rehearsing red on its 17 cases costs at most $0.50. Shall I?"
 REHEARSE = {"name": "rehearse", "arguments": {"name": "red", "budget_usd": 0.5, "harness": "echo"}}
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from helpers.optimize import Keyed, block, make_shout
 
 from machine import Run, Workspace, open_workspace
@@ -54,7 +53,6 @@ def test_a_workspaces_own_optimizer_shadows_the_built_in_one(tmp_path: Path) -> 
     )
 
 
-@pytest.mark.anyio
 async def test_optimize_asks_the_workspaces_optimizer_on_the_model_given(tmp_path: Path) -> None:
     make_shout(tmp_path)
     folder = tmp_path / "machines" / "optimizer"

@@ -31,8 +31,6 @@ from machine.measure import agree
 from machine.measure._agree import REASON_CHARS  # how much of a reason is kept, on purpose
 from machine.runs import Effort, Timings, Turn
 
-pytestmark = pytest.mark.anyio
-
 MACHINE_PY = """\
 from machine import check, define_evaluator, define_machine, define_rubric
 

@@ -135,7 +135,6 @@ def stored(root: Path) -> list[Run]:
         store.close()
 
 
-@pytest.mark.anyio
 async def test_every_case_moves_by_one_between_two_commits(tmp_path: Path) -> None:
     root = repo(tmp_path / "ws", "Answer. Say no.")
     first = git(root, "rev-parse", "HEAD").strip()
@@ -161,7 +160,6 @@ async def test_every_case_moves_by_one_between_two_commits(tmp_path: Path) -> No
     assert revisions == {first, second}  # the working tree is clean: B is the HEAD commit itself
 
 
-@pytest.mark.anyio
 async def test_mixed_differences_give_the_hand_computed_se_and_z(tmp_path: Path) -> None:
     root = repo(tmp_path / "ws", "Answer. say yes to: ann")
     write(root, "machines/yesno/instructions.md", "Answer. say yes to: ann bob cat")
@@ -178,7 +176,6 @@ async def test_mixed_differences_give_the_hand_computed_se_and_z(tmp_path: Path)
     assert "not evidence" in report.verdict
 
 
-@pytest.mark.anyio
 async def test_runs_are_stored_interleaved_with_both_revisions(tmp_path: Path) -> None:
     root = repo(tmp_path / "ws", "Answer. Say no.")
     head = git(root, "rev-parse", "HEAD").strip()
@@ -203,7 +200,6 @@ async def test_runs_are_stored_interleaved_with_both_revisions(tmp_path: Path) -
     )
 
 
-@pytest.mark.anyio
 async def test_both_versions_are_graded_with_the_current_rubric_and_a_change_is_noted(tmp_path: Path) -> None:
     root = repo(tmp_path / "ws", "Answer. Say no.")
     write(root, "machines/yesno/rubric.py", RUBRIC_NO)  # now "no" is the good answer; instructions unchanged
@@ -216,7 +212,6 @@ async def test_both_versions_are_graded_with_the_current_rubric_and_a_change_is_
     assert all(r.scorecard is not None and set(r.scorecard.criteria) == {"refuses"} for r in runs)
 
 
-@pytest.mark.anyio
 async def test_an_unchanged_machine_is_noted_before_it_runs(tmp_path: Path) -> None:
     root = repo(tmp_path / "ws", "Answer. say yes to: ann")
     events: list[str] = []
@@ -238,7 +233,6 @@ async def test_an_unchanged_machine_is_noted_before_it_runs(tmp_path: Path) -> N
     assert "no difference" in report.verdict
 
 
-@pytest.mark.anyio
 async def test_a_child_machine_loads_its_parent_from_the_ref_without_collisions(tmp_path: Path) -> None:
     root = repo(tmp_path / "ws", "Answer. Say no.", child=True)
     write(root, "machines/yesno/instructions.md", "Answer. say yes to: ann bob")  # the parent changed
@@ -251,7 +245,6 @@ async def test_a_child_machine_loads_its_parent_from_the_ref_without_collisions(
     assert not any("machine-compare-" in str(getattr(m, "__file__", "") or "") for m in sys.modules.values())
 
 
-@pytest.mark.anyio
 async def test_the_working_tree_is_left_as_it_was(tmp_path: Path) -> None:
     root = repo(tmp_path / "ws", "Answer. Say no.")
     write(root, "machines/yesno/instructions.md", "Answer. say yes to: ann")
@@ -261,7 +254,6 @@ async def test_the_working_tree_is_left_as_it_was(tmp_path: Path) -> None:
     assert (root / "machines/yesno/instructions.md").read_text() == "Answer. say yes to: ann"
 
 
-@pytest.mark.anyio
 async def test_a_ref_that_does_not_exist_is_named(tmp_path: Path) -> None:
     root = repo(tmp_path / "ws", "Answer.")
     with pytest.raises(BadInputError, match="'no-such-branch' does not exist"):
@@ -269,7 +261,6 @@ async def test_a_ref_that_does_not_exist_is_named(tmp_path: Path) -> None:
     assert not (root / ".machine" / "store.db").exists() or stored(root) == []
 
 
-@pytest.mark.anyio
 async def test_a_workspace_outside_git_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "plain"
     write(root, "machines/yesno/machine.py", MACHINE_PY)
@@ -280,7 +271,6 @@ async def test_a_workspace_outside_git_is_refused(tmp_path: Path) -> None:
         await compare(open_workspace(root, harness=Obliging()), "yesno")
 
 
-@pytest.mark.anyio
 async def test_a_machine_absent_at_the_ref_is_named(tmp_path: Path) -> None:
     root = repo(tmp_path / "ws", "Answer.")
     write(root, "machines/other/machine.py", MACHINE_PY.replace('"yesno"', '"other"'))
@@ -291,7 +281,6 @@ async def test_a_machine_absent_at_the_ref_is_named(tmp_path: Path) -> None:
         await compare(open_workspace(root, harness=Obliging()), "other")
 
 
-@pytest.mark.anyio
 async def test_an_empty_repository_has_no_ref(tmp_path: Path) -> None:
     root = tmp_path / "empty"
     write(root, "machines/yesno/machine.py", MACHINE_PY)
@@ -303,7 +292,6 @@ async def test_an_empty_repository_has_no_ref(tmp_path: Path) -> None:
         await compare(open_workspace(root, harness=Obliging()), "yesno")
 
 
-@pytest.mark.anyio
 async def test_a_heaviest_criterion_unscored_on_every_run_makes_the_verdict_not_measured(
     tmp_path: Path,
 ) -> None:
@@ -328,7 +316,6 @@ async def test_a_heaviest_criterion_unscored_on_every_run_makes_the_verdict_not_
     assert data["b"]["unscored_reasons"]["kind"][0]["count"] == 4
 
 
-@pytest.mark.anyio
 async def test_a_criterion_unscored_on_some_runs_is_measured_on_the_rest(tmp_path: Path) -> None:
     root = repo(tmp_path / "ws", "Answer. Say no.")
     write(root, "machines/yesno/machine.py", JUDGED_PY.replace("KIND", NOT_ON_DAN))

@@ -127,7 +127,6 @@ def test_family_members_are_the_root_and_its_descendants(tmp_path: Path) -> None
     assert ws.family("greet/loud") == ["greet/loud", "greet/loud/quiet"]
 
 
-@pytest.mark.anyio
 async def test_family_suite_reports_each_machine_and_the_inherited_criteria(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,7 +16,6 @@ from machine.errors import WorkFailed
 from machine.measure import BatchWriter
 from machine.runs import Run, SQLiteStore, Timings
 
-pytestmark = pytest.mark.anyio
 LIMIT = 30
 
 

@@ -12,7 +12,6 @@ from machine.measure import BatchWriter, run_pool
 from machine.runs import Run, SQLiteStore, Timings
 
 
-@pytest.mark.anyio
 async def test_cancelling_the_pool_stops_jobs_that_never_wait() -> None:
     """Jobs that finish without awaiting anything (free harnesses, cached replies) still give way to
     cancellation: at most the jobs under way when it came, one a worker, run after it."""
@@ -33,7 +32,6 @@ async def test_cancelling_the_pool_stops_jobs_that_never_wait() -> None:
     assert done == sorted(done)  # in order, as the pool promises
 
 
-@pytest.mark.anyio
 async def test_the_pool_still_does_every_job_when_nothing_cancels_it() -> None:
     done: list[int] = []
 
@@ -45,7 +43,6 @@ async def test_the_pool_still_does_every_job_when_nothing_cancels_it() -> None:
     assert sorted(done) == list(range(100))
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("cancel_at", range(1, 25))
 async def test_a_cancelled_writer_stores_every_run_it_was_given(tmp_path: Path, cancel_at: int) -> None:
     """A Ctrl-C that lands while the writer has just taken a batch (and not yet handed it to its thread)

@@ -92,7 +92,6 @@ def suite_runs(root: Path, suite_id: str) -> list[Run]:
         store.close()
 
 
-@pytest.mark.anyio
 async def test_every_run_records_its_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MACHINE_JUDGE_MODEL", raising=False)
     ws = open_workspace(tmp_path, harness=harness())
@@ -114,7 +113,6 @@ async def test_every_run_records_its_suite(tmp_path: Path, monkeypatch: pytest.M
     assert warm.details["model"] and warm.grader == f"judge:{warm.details['model']}"
 
 
-@pytest.mark.anyio
 async def test_resume_runs_only_the_missing_pairs(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=harness())
     first = await run_suite(ws, greeter(), CASES, trials=4)
@@ -162,7 +160,6 @@ async def test_resume_runs_only_the_missing_pairs(tmp_path: Path) -> None:
     assert len(suite_runs(tmp_path, first.suite_id)) == 12
 
 
-@pytest.mark.anyio
 async def test_resume_picks_the_newest_suite_on_the_same_cases_and_trials(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=harness())
     await run_suite(ws, greeter(), CASES, trials=1)

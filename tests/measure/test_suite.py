@@ -92,7 +92,6 @@ def stored(root: Path) -> list[Run]:
         store.close()
 
 
-@pytest.mark.anyio
 async def test_per_case_means_and_passes(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=replies())
     report = await run_suite(ws, greeter(), CASES, trials=3, concurrency=2)
@@ -116,7 +115,6 @@ async def test_per_case_means_and_passes(tmp_path: Path) -> None:
     assert report.stopped is None
 
 
-@pytest.mark.anyio
 async def test_pass_score_decides_passes(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=replies())
     report = await run_suite(ws, greeter(), CASES, trials=2, pass_score=0.5)
@@ -128,7 +126,6 @@ async def test_pass_score_decides_passes(tmp_path: Path) -> None:
     assert {r.scorecard.pass_score for r in stored(tmp_path) if r.scorecard} == {0.5}
 
 
-@pytest.mark.anyio
 async def test_every_run_is_stored_graded_with_its_case_and_trial(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=replies())
     seen: list[Run] = []
@@ -141,7 +138,6 @@ async def test_every_run_is_stored_graded_with_its_case_and_trial(tmp_path: Path
     assert all(r.case == {"id": r.case_id, "input": f"greet {r.case_id}", "files": {}} for r in runs)
 
 
-@pytest.mark.anyio
 async def test_trials_are_interleaved_across_cases(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=replies())
     order: list[tuple[str | None, int | None]] = []
@@ -188,7 +184,6 @@ def holding() -> ScriptedHarness:
 
 
 @pytest.mark.parametrize("concurrency", [1, 2, 3])
-@pytest.mark.anyio
 async def test_concurrency_bounds_the_runs_in_flight(tmp_path: Path, concurrency: int) -> None:
     flight = InFlight()
     ws = open_workspace(tmp_path, harness=holding())
@@ -202,7 +197,6 @@ async def test_concurrency_bounds_the_runs_in_flight(tmp_path: Path, concurrency
     assert flight.started == ["ann", "bob", "cat"] * 3
 
 
-@pytest.mark.anyio
 async def test_concurrency_above_the_number_of_runs_is_fine(tmp_path: Path) -> None:
     flight = InFlight()
     ws = open_workspace(tmp_path, harness=holding())
@@ -211,7 +205,6 @@ async def test_concurrency_above_the_number_of_runs_is_fine(tmp_path: Path) -> N
     assert flight.most <= 2
 
 
-@pytest.mark.anyio
 async def test_unscored_runs_are_counted_and_kept_out_of_the_mean(tmp_path: Path) -> None:
     def fussy(run: Run, case: dict[str, Any]) -> bool:
         if case["id"] == "cat":
@@ -250,7 +243,6 @@ async def test_unscored_runs_are_counted_and_kept_out_of_the_mean(tmp_path: Path
     assert report.criteria["warm"].raised == {}  # a judge with no model is not a bug in a check
 
 
-@pytest.mark.anyio
 async def test_failed_runs_are_counted_apart_and_left_out_of_the_scores(tmp_path: Path) -> None:
     cases = [*CASES, Case(id="zed", input="greet zed")]  # no rule matches zed: HarnessError inside the run
     ws = open_workspace(tmp_path, harness=replies())
@@ -268,7 +260,6 @@ async def test_failed_runs_are_counted_apart_and_left_out_of_the_scores(tmp_path
     assert all(r.scorecard is None for r in failed)
 
 
-@pytest.mark.anyio
 async def test_spent_budget_stops_scheduling(tmp_path: Path) -> None:
     # $0.186 a run (100,000 input tokens at Qwen3.8-27B's price) against a budget of $0.0001.
     ws = open_workspace(tmp_path, harness=replies(input_tokens=100_000), budget=Budget(0.0001))
@@ -280,7 +271,6 @@ async def test_spent_budget_stops_scheduling(tmp_path: Path) -> None:
     assert report.model_dump(mode="json", by_alias=True)["stopped"] == report.stopped
 
 
-@pytest.mark.anyio
 async def test_cost_is_what_this_suite_spent(tmp_path: Path) -> None:
     budget = Budget(None)
     ws = open_workspace(tmp_path, harness=replies(input_tokens=100_000), budget=budget)
@@ -292,7 +282,6 @@ async def test_cost_is_what_this_suite_spent(tmp_path: Path) -> None:
     assert budget.spent == pytest.approx(4 * 0.186)
 
 
-@pytest.mark.anyio
 async def test_report_json_shape(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=replies())
     data = (await run_suite(ws, greeter(), CASES, trials=2)).model_dump(mode="json", by_alias=True)
@@ -310,7 +299,6 @@ async def test_report_json_shape(tmp_path: Path) -> None:
     assert data["summary"]["cost_usd"] == 0.0
 
 
-@pytest.mark.anyio
 async def test_empty_report_has_no_mean(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=EchoHarness(), budget=Budget(0.0))
     report = await run_suite(ws, greeter(), CASES, trials=2)
@@ -322,7 +310,6 @@ async def test_empty_report_has_no_mean(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("trials", "concurrency"), [(0, 1), (1, 0)])
-@pytest.mark.anyio
 async def test_trials_and_concurrency_must_be_positive(tmp_path: Path, trials: int, concurrency: int) -> None:
     with pytest.raises(BadInputError, match="at least 1"):
         await run_suite(

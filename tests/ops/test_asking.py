@@ -10,7 +10,6 @@ from machine.errors import BudgetExceeded, ConsentDeclined, ConsentRequired
 from machine.ops import AskingPolicy, Spend
 from machine.runs import Answer, Approver, Budget, Question
 
-pytestmark = pytest.mark.anyio
 SPEND = Question("Rehearse machine 'red': ... spending at most $0.50.", 0.5)
 FORCE = Question("Commit machine 'red' by force: ... although it was refused: ...", None, force=True)
 

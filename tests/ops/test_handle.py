@@ -61,7 +61,6 @@ def clerk(root: Path) -> machine.MachineHandle:
     return machine.load("clerk", workspace=root, harness=ScriptedHarness(root / "script.json"), budget=1)
 
 
-@pytest.mark.anyio
 async def test_a_run_streams_its_messages_then_the_finished_run(root: Path) -> None:
     handle = clerk(root)
     seen = [m async for m in handle.run("read the notes", files={"notes.txt": "buy milk"})]
@@ -73,13 +72,11 @@ async def test_a_run_streams_its_messages_then_the_finished_run(root: Path) -> N
     assert handle.workspace.store.get(final.id).output == "I read the notes."
 
 
-@pytest.mark.anyio
 async def test_a_run_can_be_awaited_and_graded(root: Path) -> None:
     run = await clerk(root).run("hello", grade=True)
     assert run.output == "Hello." and run.passed is True
 
 
-@pytest.mark.anyio
 async def test_a_session_keeps_one_conversation_in_one_folder(root: Path, tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
@@ -94,7 +91,6 @@ async def test_a_session_keeps_one_conversation_in_one_folder(root: Path, tmp_pa
     assert stored is not None and stored.conversation_id == first.conversation_id
 
 
-@pytest.mark.anyio
 async def test_grade_takes_the_runs_never_graded(root: Path) -> None:
     handle = clerk(root)
     await handle.run("hello")
@@ -105,7 +101,6 @@ async def test_grade_takes_the_runs_never_graded(root: Path) -> None:
     assert handle.pending() == []
 
 
-@pytest.mark.anyio
 async def test_suite_from_the_handle(root: Path) -> None:
     report = await clerk(root).suite(trials=2)
     assert report.runs == 2 and report.pass_rate == 1.0
@@ -122,7 +117,6 @@ def test_load_refuses_settings_a_workspace_object_would_ignore(root: Path) -> No
         machine.load("clerk", workspace=ws, harness="echo", budget=1)
 
 
-@pytest.mark.anyio
 async def test_load_takes_what_the_command_line_takes(root: Path) -> None:
     handle = machine.load(
         "clerk", workspace=root, harness="scripted", script=root / "script.json", budget=1, effort="low",
@@ -163,7 +157,6 @@ def test_versions_update_and_revert_through_the_handle(tmp_path: Path) -> None:
     assert not (folder / "model.json").exists()
 
 
-@pytest.mark.anyio
 async def test_train_passes_the_adapter_shape_and_a_trainer_that_cannot_take_it_refuses(
     tmp_path: Path,
 ) -> None:

@@ -15,7 +15,6 @@ import machine
 from machine import BadInputError
 from machine.clients.scripted import ScriptedHarness
 
-pytestmark = pytest.mark.anyio
 RUN_COST = 0.186  # one turn of the costly script at Qwen3.8-27B's price
 
 

@@ -254,7 +254,6 @@ def test_a_trusted_child_runs_on_the_cluster(ray_cluster: Cluster, root: Path) -
     assert json.loads(done.stdout)["summary"]["runs"] == 17 and "Traceback" not in done.stderr
 
 
-@pytest.mark.anyio
 async def test_a_worker_refuses_a_model_written_file_that_differs_from_what_was_trusted(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,7 +12,6 @@ from machine import BadInputError, Budget, BudgetExceeded, Usage
 from machine.errors import Fix, UsageRefused
 from machine.runs import parse_budget
 
-pytestmark = pytest.mark.anyio
 QWEN = "Qwen/Qwen3.6-35B-A3B"  # $0.54 input, $0.108 cached input, $1.335 output per million tokens
 MILLION_OUT = Usage(output_tokens=1_000_000)
 LIMIT = 5  # seconds any test's waits may take

@@ -11,7 +11,6 @@ from machine.errors import UsageRefused
 from machine.runs import parse_budget
 from machine.runs._budget import MAX_TOKENS_PER_CALL  # the ceiling itself, on purpose
 
-pytestmark = pytest.mark.anyio
 QWEN = "Qwen/Qwen3.6-35B-A3B"  # $0.54 input, $0.108 cached input, $1.335 output per million tokens
 MILLION_OUT = Usage(output_tokens=1_000_000)  # $1.335 at QWEN
 LIMIT = 10  # seconds any test's waits may take

@@ -22,7 +22,6 @@ from machine.runs import (
     checked_turn,
 )
 
-pytestmark = pytest.mark.anyio
 HUGE_NAME = "n" * 6_000_000
 
 

@@ -1,7 +1,5 @@
 from typing import Any
 
-import pytest
-
 from machine import Budget, Event, HarnessRequest, HarnessResult, Message, ToolContext, tool
 from machine.clients.scripted import Script, ScriptedHarness
 from machine.runs import Turn, run_loop
@@ -44,7 +42,6 @@ def call(name: str, arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
-@pytest.mark.anyio
 async def test_tool_result_is_recorded_and_loop_ends_on_text() -> None:
     result = await play([call("add", {"a": 2, "b": 3}), {"text": "5"}])
     assert [m.role for m in result.trajectory] == ["user", "assistant", "tool", "assistant"]
@@ -55,7 +52,6 @@ async def test_tool_result_is_recorded_and_loop_ends_on_text() -> None:
     assert result.stop_reason == "end_turn"
 
 
-@pytest.mark.anyio
 async def test_tool_results_are_fed_back_to_the_model() -> None:
     seen: list[list[Message]] = []
 
@@ -80,14 +76,12 @@ async def test_tool_results_are_fed_back_to_the_model() -> None:
     assert result.trajectory[0].content == "add 2 and 3"  # history is not part of this run's trajectory
 
 
-@pytest.mark.anyio
 async def test_max_steps_stops_the_loop() -> None:
     result = await play([call("add", {"a": 1, "b": 1})] * 5, max_steps=2)
     assert result.stop_reason == "max_steps"
     assert [m.role for m in result.trajectory] == ["user", "assistant", "tool", "assistant", "tool"]
 
 
-@pytest.mark.anyio
 async def test_unknown_tool_is_an_error_result_and_loop_continues() -> None:
     result = await play([call("multiply", {"a": 2}), {"text": "sorry"}])
     error = result.trajectory[2]
@@ -98,7 +92,6 @@ async def test_unknown_tool_is_an_error_result_and_loop_continues() -> None:
     assert result.stop_reason == "end_turn"
 
 
-@pytest.mark.anyio
 async def test_raising_tool_is_an_error_result_not_a_crash() -> None:
     result = await play([call("explode", {}), {"text": "it failed"}])
     error = result.trajectory[2]
@@ -107,7 +100,6 @@ async def test_raising_tool_is_an_error_result_not_a_crash() -> None:
     assert result.output == "it failed"
 
 
-@pytest.mark.anyio
 async def test_invalid_json_arguments_are_an_error_result() -> None:
     result = await play([call("add", "{not json"), {"text": "oops"}])
     sent = result.trajectory[1].tool_calls[0]
@@ -118,21 +110,18 @@ async def test_invalid_json_arguments_are_an_error_result() -> None:
     assert "not valid JSON" in error.content
 
 
-@pytest.mark.anyio
 async def test_json_string_arguments_are_parsed() -> None:
     result = await play([call("add", '{"a": 4, "b": 5}'), {"text": "9"}])
     assert result.trajectory[2].content == "9"
     assert not result.trajectory[2].is_error
 
 
-@pytest.mark.anyio
 async def test_invalid_arguments_reach_the_model_naming_field() -> None:
     result = await play([call("add", {"a": 1}), {"text": "retry"}])
     assert result.trajectory[2].is_error
     assert "b: Field required" in result.trajectory[2].content
 
 
-@pytest.mark.anyio
 async def test_trajectory_records_every_call_and_reasoning() -> None:
     two_calls = {
         "reasoning": "both at once",
@@ -150,7 +139,6 @@ async def test_trajectory_records_every_call_and_reasoning() -> None:
     assert len(set(ids)) == 2
 
 
-@pytest.mark.anyio
 async def test_events_emitted_in_order() -> None:
     events: list[Event] = []
     await play([call("add", {"a": 2, "b": 3}), {"text": "5"}], events=events)
@@ -161,7 +149,6 @@ async def test_events_emitted_in_order() -> None:
     assert events[3].message.content == "5"
 
 
-@pytest.mark.anyio
 async def test_usage_is_summed_over_turns() -> None:
     usage = {"input_tokens": 10, "cached_input_tokens": 4, "output_tokens": 2}
     result = await play([{**call("add", {"a": 1, "b": 1}), "usage": usage}, {"text": "2", "usage": usage}])

@@ -66,7 +66,6 @@ def test_context_parameter_is_injected_and_hidden_from_schema() -> None:
     assert where.parameters["required"] == ["path"]
 
 
-@pytest.mark.anyio
 async def test_invoke_passes_context() -> None:
     budget = Budget(None)
 
@@ -79,12 +78,10 @@ async def test_invoke_passes_context() -> None:
     assert await where.invoke({"path": "a.txt"}, ToolContext(run_id="r1", budget=budget)) == "r1:a.txt"
 
 
-@pytest.mark.anyio
 async def test_invoke_applies_defaults_and_serializes_non_string_results() -> None:
     assert await add.invoke({"a": 1}, CTX) == "3"
 
 
-@pytest.mark.anyio
 async def test_invoke_awaits_async_tool_and_keeps_strings() -> None:
     @tool
     async def shout(text: str) -> str:
@@ -94,7 +91,6 @@ async def test_invoke_awaits_async_tool_and_keeps_strings() -> None:
     assert await shout.invoke({"text": "hi"}, CTX) == "HI"
 
 
-@pytest.mark.anyio
 async def test_invoke_serializes_dict_as_json() -> None:
     @tool
     def info() -> dict[str, Any]:
@@ -104,7 +100,6 @@ async def test_invoke_serializes_dict_as_json() -> None:
     assert await info.invoke({}, CTX) == '{"ok": true, "n": [1]}'
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
@@ -121,13 +116,11 @@ async def test_invalid_arguments_raise_tool_failure_naming_field(
     assert expected in str(info.value)
 
 
-@pytest.mark.anyio
 async def test_none_arguments_ask_for_json_object() -> None:
     with pytest.raises(ToolFailure, match="arguments of add were not valid JSON; send a JSON object"):
         await add.invoke(None, CTX)
 
 
-@pytest.mark.anyio
 async def test_optional_argument_accepts_explicit_none() -> None:
     seen: list[object] = []
 

@@ -16,7 +16,6 @@ from machine.sandboxes import LocalSandbox, SandboxEscape
 from machine.sandboxes.tools import FILE_TOOLS, edit_file, list_files, read_file, search_files, write_file
 from machine.sandboxes.tools._paths import _opened_inside, _read_inside, _resolve, _write_inside
 
-pytestmark = pytest.mark.anyio
 SECRET = b"NEIGHBOUR SECRET\n"
 PAIRS = [("run-1", "run-10"), ("b", "bc"), ("run-1", "run-1.old"), ("run-1", "run-1 copy")]
 """A sandbox and a neighbour whose name starts with the sandbox's name."""

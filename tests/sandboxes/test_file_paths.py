@@ -16,8 +16,6 @@ from machine.sandboxes import LocalSandbox
 from machine.sandboxes.tools import read_file
 from machine.sandboxes.tools._paths import _missing, _read_inside, _resolve, _sandbox, _shown, _write_inside
 
-pytestmark = pytest.mark.anyio
-
 
 @pytest.fixture
 def box(tmp_path: Path) -> LocalSandbox:

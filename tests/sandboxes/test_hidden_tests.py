@@ -169,7 +169,6 @@ async def test_unscored_when_hidden_json_lacks_the_case_or_is_missing(ws: Worksp
     )
 
 
-@pytest.mark.anyio
 async def test_unscored_when_the_run_has_no_case_or_hidden_json_is_malformed(tmp_path: Path) -> None:
     grader = hidden_tests(str(tmp_path / "machine.py"))
     assert isinstance(grader, HiddenTests) and grader.name == "hidden_tests" and grader.kind == "check"

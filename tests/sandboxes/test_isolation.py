@@ -46,7 +46,6 @@ def bubblewrap_or_fail() -> None:
 pytestmark = [
     pytest.mark.skipif(bubblewrap() is None and not ON_CI, reason=NO_BWRAP),
     pytest.mark.usefixtures("bubblewrap_or_fail"),
-    pytest.mark.anyio,
 ]
 
 
@@ -453,7 +452,6 @@ def test_a_mount_that_makes_no_sense_is_refused(sandbox: LocalSandbox, mount: Mo
         sandbox.command_line(["true"], [mount])
 
 
-@pytest.mark.anyio
 async def test_a_hidden_folder_is_empty_and_read_only_inside(tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / ".machine").mkdir(parents=True)

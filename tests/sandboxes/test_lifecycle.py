@@ -122,7 +122,6 @@ def machine_that_writes(seen: list[Any]) -> Any:
     )
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("keep", [True, False])
 async def test_the_workspace_keeps_the_sandbox_only_when_asked(tmp_path: Path, keep: bool) -> None:
     seen: list[LocalSandbox] = []
@@ -140,7 +139,6 @@ async def test_the_workspace_keeps_the_sandbox_only_when_asked(tmp_path: Path, k
 # --- without bubblewrap: the environment is still scrubbed ---------------------------------------
 
 
-@pytest.mark.anyio
 async def test_an_unisolated_sandbox_says_so_and_still_scrubs_the_environment(
     plain: LocalSandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -158,7 +156,6 @@ async def test_an_unisolated_sandbox_says_so_and_still_scrubs_the_environment(
     assert (plain.path / "here.txt").exists()
 
 
-@pytest.mark.anyio
 async def test_an_unisolated_command_gets_exit_codes_and_a_missing_program_is_127(
     plain: LocalSandbox,
 ) -> None:
@@ -181,7 +178,6 @@ def holders(duration: str) -> list[int]:
     return found
 
 
-@pytest.mark.anyio
 async def test_an_unisolated_timeout_kills_the_commands_process_group(plain: LocalSandbox) -> None:
     """Without bubblewrap the group is what can be killed: background children die with the command.
     (A child that calls setsid leaves the group and may survive: that is why ``run`` refuses there.)"""

@@ -22,8 +22,6 @@ from machine.sandboxes import LocalSandbox
 from machine.sandboxes.tools import _search, edit_file, read_file, search_files
 from machine.sandboxes.tools.files import MAX_EDIT_BYTES, MAX_LINE_CHARS, MAX_READ_CHARS
 
-pytestmark = pytest.mark.anyio
-
 MAX_GAP_S = 0.2
 """The longest the event loop may go without the ticker: generous, for a 2-core machine under load (the
 scheduler alone can hold the ticker back ~100 ms there); without these bounds the gaps are seconds.

@@ -21,8 +21,6 @@ from machine.sandboxes.tools import (
 )
 from machine.sandboxes.tools.files import MAX_LIST_ENTRIES, MAX_MATCHES
 
-pytestmark = pytest.mark.anyio
-
 FILES = {
     "README.md": "# Demo\nA small project.\n",
     "src/app.py": "def main():\n    print('hello')\n\n\ndef helper():\n    return 42\n",

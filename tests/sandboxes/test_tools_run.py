@@ -11,8 +11,6 @@ from machine import ToolContext, ToolFailure
 from machine.sandboxes import LocalSandbox, bubblewrap
 from machine.sandboxes.tools import read_file, run
 
-pytestmark = pytest.mark.anyio
-
 ON_CI = on_ci()
 needs_bubblewrap = pytest.mark.skipif(
     bubblewrap() is None and not ON_CI,

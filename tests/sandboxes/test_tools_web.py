@@ -39,8 +39,6 @@ from machine.sandboxes.tools import (
 )
 from machine.sandboxes.tools.web import FETCH_CHARS
 
-pytestmark = pytest.mark.anyio
-
 CTX = ToolContext(run_id="r1")
 LOOPBACK = ipaddress.ip_address("127.0.0.1")
 

@@ -21,8 +21,6 @@ from helpers.quiet_server import QuietServer
 from machine import ToolContext
 from machine.sandboxes.tools import FetchError, IPAddress, fetch, html_to_text, make_web_fetch
 
-pytestmark = pytest.mark.anyio
-
 MAX_GAP_S = 0.2
 BOMB_BYTES = 256 * 1024 * 1024
 LOOPBACK = ipaddress.ip_address("127.0.0.1")

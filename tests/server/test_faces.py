@@ -40,7 +40,6 @@ def suite_fields(report: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-@pytest.mark.anyio
 async def test_rehearse_and_machine_suite_give_the_same_report(folder: Folder) -> None:
     script = folder.root / "always.json"
     script.write_text(json.dumps(ALWAYS_CALLS), encoding="utf-8")
@@ -68,7 +67,6 @@ async def test_rehearse_and_machine_suite_give_the_same_report(folder: Folder) -
     )
 
 
-@pytest.mark.anyio
 async def test_a_refused_commit_says_how_to_force_it_in_each_faces_own_terms(folder: Folder) -> None:
     """One error, three spellings of its fix: ``force=True`` in Python, ``--force`` on the command line,
     ``force: true`` for an MCP tool; none speaks another face's language."""

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from helpers.env import MACHINE_BIN, clean_env
 from helpers.learn_server import author_script
 from helpers.server_workspace import Folder, copy_red, make_server
@@ -33,7 +32,6 @@ def steady(value: Any) -> Any:
     return value
 
 
-@pytest.mark.anyio
 async def test_specialize_tool_and_command_give_the_same_report(folder: Folder, tmp_path: Path) -> None:
     script = author_script(tmp_path / "author.json")
     server, _ = make_server(folder, allowance=1, script=script)

@@ -16,7 +16,6 @@ from machine.server.serve import (
     token_from_env,
 )
 
-pytestmark = pytest.mark.anyio
 TOKEN = "Zq9-_" * 8  # 40 characters, both cases, digits and the URL-safe symbols
 
 

@@ -8,12 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from helpers.server_workspace import Folder, make_server
 from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult
 
-pytestmark = pytest.mark.anyio
 LIMIT = 120
 HUGE = 100_000
 REQUIRED: dict[str, dict[str, Any]] = {

@@ -11,7 +11,6 @@ import pytest
 from helpers.server_workspace import RUN_COST, Folder, make_server
 from mcp import Client
 
-pytestmark = pytest.mark.anyio
 LIMIT = 60  # seconds any one test's calls may take
 
 

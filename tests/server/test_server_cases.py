@@ -6,11 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-import pytest
 from helpers.server_workspace import Folder, make_server
 from mcp import Client
 
-pytestmark = pytest.mark.anyio
 LIMIT = 60
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import anyio
-import pytest
 from helpers.env import MACHINE_BIN, clean_env
 from helpers.served_http import TOKEN, http_client, start, stop
 from helpers.server_workspace import Folder, make_server
@@ -18,7 +17,6 @@ from mcp_types import Completion, PromptReference, ResourceTemplateReference
 
 from machine import open_workspace, run_suite
 
-pytestmark = pytest.mark.anyio
 LIMIT = 60
 
 

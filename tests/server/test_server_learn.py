@@ -25,7 +25,6 @@ from machine.clients.tinker import TinkerTrainer
 from machine.ops import SpendingPolicy
 from machine.server.app import build_server
 
-pytestmark = pytest.mark.anyio
 LIMIT = 120  # seconds any one test's calls may take
 SPECIALIZE = {"parent": "red", "focus": "noting red", "slug": "noted", "cases": 4, "budget_usd": 1}
 OPTIMIZE = {"name": "red", "budget_usd": 1, "trials": 1, "rounds": 1, "candidates": 1, "min_z": 1}

@@ -20,7 +20,7 @@ from mcp_types import LoggingMessageNotificationParams
 DEPRECATED = (
     "ignore::mcp.shared.exceptions.MCPDeprecationWarning"  # logging/setLevel, kept for 2025-11-25 clients
 )
-pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings(DEPRECATED)]
+pytestmark = [pytest.mark.filterwarnings(DEPRECATED)]
 LIMIT = 60
 REHEARSE = {"name": "red", "budget_usd": 0.5, "cases": "holdout.json"}
 CONSENT = "rehearse red: allowance consent, correlation id "

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-import pytest
 from helpers.server_workspace import Folder, make_server
 from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult
@@ -14,7 +13,6 @@ from mcp_types import ElicitRequestParams, ElicitResult
 from machine import SQLiteStore
 from machine.workspace import set_observing
 
-pytestmark = pytest.mark.anyio
 LIMIT = 60
 TASK = {"name": "red", "input": "Roses are red.", "budget_usd": 1}
 

@@ -10,13 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from helpers.learn_server import optimizer_script
 from helpers.server_workspace import Folder, make_server
 from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult
 
-pytestmark = pytest.mark.anyio
 LIMIT = 120
 OPTIMIZE = {"name": "red", "budget_usd": 1, "trials": 1, "rounds": 1, "candidates": 1, "min_z": 1}
 

@@ -18,7 +18,6 @@ from mcp import Client, MCPError
 
 from machine import open_workspace
 
-pytestmark = pytest.mark.anyio
 LIMIT = 60  # seconds any one test's calls may take
 TEMPLATES = {"machine://machines/{+name}", "machine://runs/{id}", "machine://training/{id}"}
 PROMPTS = {"improve_machine", "specialize_machine", "explain_run"}

@@ -23,7 +23,6 @@ from mcp import Client
 from machine.runs import SQLiteStore
 from machine.server.app import MachineServer, build_server
 
-pytestmark = pytest.mark.anyio
 LIMIT = 60  # seconds any one test's calls may take
 
 NOT_AT_START = (

@@ -15,7 +15,6 @@ from machine import open_workspace
 from machine.clients import make_harness
 from machine.versions import propose
 
-pytestmark = pytest.mark.anyio
 LIMIT = 60  # seconds any one test's calls may take
 
 

@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from machine import open_workspace, run_suite
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 LIMIT = 60
 INIT = {
     "jsonrpc": "2.0",

@@ -13,8 +13,6 @@ from machine import open_workspace
 from machine.spec import load_cases
 from machine.versions import fix_gate, format_report, propose, versions
 
-pytestmark = pytest.mark.anyio
-
 MACHINE_PY = """\
 from machine import check, define_evaluator, define_machine, instructions_from, model_from
 

@@ -17,8 +17,6 @@ from machine.runs import HarnessRequest, HarnessResult, Message, Turn, run_loop
 from machine.spec import GateReport
 from machine.versions import commit, format_report, plan_commit, propose, versions
 
-pytestmark = pytest.mark.anyio
-
 RUBRIC_PY = """\
 from machine import define_rubric
 

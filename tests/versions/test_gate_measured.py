@@ -16,8 +16,6 @@ from machine import CommitRefused, open_workspace
 from machine.spec import GateReport
 from machine.versions import commit, format_report, propose, versions
 
-pytestmark = pytest.mark.anyio
-
 MACHINE_PY = """\
 from machine import check, define_evaluator, define_machine, instructions_from, judge, model_from
 

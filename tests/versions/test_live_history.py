@@ -14,8 +14,6 @@ from helpers.versions import ByModel, make_caps
 from machine import BadInputError, Workspace, open_workspace
 from machine.versions import commit, propose, revert, update, versions
 
-pytestmark = pytest.mark.anyio
-
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:

@@ -10,7 +10,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 from helpers.versions import CAPS_MACHINE_PY as MACHINE_PY
 from helpers.versions import CAPS_RUBRIC_PY as RUBRIC_PY
 from helpers.versions import CASES, make_caps
@@ -19,8 +18,6 @@ from machine import open_workspace
 from machine.clients.scripted import ScriptedHarness
 from machine.runs import setup_of
 from machine.versions import propose, versions
-
-pytestmark = pytest.mark.anyio
 
 
 def script(root: Path, name: str, *, right: bool) -> Path:

@@ -27,8 +27,6 @@ from machine.versions import commit, current, gate, propose, revert, texts_of, u
 
 FIXED_MODEL_PY = MACHINE_PY.replace('model_from(__file__, "bad")', '"bad"')
 
-pytestmark = pytest.mark.anyio
-
 
 def make(root: Path, *, machine_py: str = MACHINE_PY, instructions: bytes = b"Shout the input.\n") -> Path:
     return make_caps(root, machine_py, RUBRIC_PY, instructions)

@@ -14,7 +14,6 @@ from machine import BadInputError, CommitRefused, DefinitionError, GateReport, W
 from machine.learn import optimize
 from machine.versions import commit, current, revert, versions, write_candidate
 
-pytestmark = pytest.mark.anyio
 KEPT = "Say the input back in CAPITALS, whatever it is."
 
 

@@ -108,7 +108,6 @@ def texts(messages: list[Message]) -> list[tuple[str, str]]:
 # --- turns and histories --------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 async def test_the_counterpart_speaks_first_and_the_sides_alternate(tmp_path: Path) -> None:
     conversation = await converse(workspace(tmp_path), helper(), CASE)
     turns = conversation.turns
@@ -135,7 +134,6 @@ async def test_the_counterpart_speaks_first_and_the_sides_alternate(tmp_path: Pa
     )
 
 
-@pytest.mark.anyio
 async def test_each_side_sees_the_other_as_the_user(tmp_path: Path) -> None:
     turns = (await converse(workspace(tmp_path), helper(), CASE)).turns
     assert [texts(t.history) for t in turns] == [
@@ -152,7 +150,6 @@ async def test_each_side_sees_the_other_as_the_user(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.anyio
 async def test_the_machines_last_turn_holds_the_whole_conversation(tmp_path: Path) -> None:
     conversation = await converse(workspace(tmp_path), helper(), CASE)
     last = conversation.graded_run
@@ -165,7 +162,6 @@ async def test_the_machines_last_turn_holds_the_whole_conversation(tmp_path: Pat
     ]
 
 
-@pytest.mark.anyio
 async def test_a_sides_own_tool_calls_stay_in_its_own_history(tmp_path: Path) -> None:
     rules = [
         {
@@ -184,7 +180,6 @@ async def test_a_sides_own_tool_calls_stay_in_its_own_history(tmp_path: Path) ->
 # --- how it ends -------------------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 async def test_until_is_checked_after_every_turn_of_either_side(tmp_path: Path) -> None:
     on_helper = helper(until=lambda run: run.output == "answer two")
     conversation = await converse(workspace(tmp_path), on_helper, CASE)
@@ -192,14 +187,12 @@ async def test_until_is_checked_after_every_turn_of_either_side(tmp_path: Path) 
     assert conversation.graded_run is conversation.turns[3]
 
 
-@pytest.mark.anyio
 async def test_the_machine_always_answers_the_opening(tmp_path: Path) -> None:
     conversation = await converse(workspace(tmp_path), helper(until=lambda run: True), CASE)
     assert [t.machine for t in conversation.turns] == ["asker", "helper"]
     assert conversation.ended == "until"
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(("max_turns", "graded"), [(2, 1), (3, 1), (4, 3)])
 async def test_max_turns_counts_both_sides(tmp_path: Path, max_turns: int, graded: int) -> None:
     conversation = await converse(workspace(tmp_path), helper(until=None, max_turns=max_turns), CASE)
@@ -208,7 +201,6 @@ async def test_max_turns_counts_both_sides(tmp_path: Path, max_turns: int, grade
     assert conversation.graded_run is conversation.turns[graded]
 
 
-@pytest.mark.anyio
 async def test_without_until_it_runs_to_max_turns(tmp_path: Path) -> None:
     rules = [*RULES[:4], {"match": "^answer two", "turns": [{"text": "question one"}]}]
     conversation = await converse(workspace(tmp_path, scripted(rules)), helper(until=None, max_turns=7), CASE)
@@ -216,7 +208,6 @@ async def test_without_until_it_runs_to_max_turns(tmp_path: Path) -> None:
     assert len(conversation.turns) == 7
 
 
-@pytest.mark.anyio
 async def test_an_until_that_raises_names_the_machine(tmp_path: Path) -> None:
     def broken(run: Run) -> bool:
         raise KeyError("oops")
@@ -228,7 +219,6 @@ async def test_an_until_that_raises_names_the_machine(tmp_path: Path) -> None:
 # --- storing and grading -----------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 async def test_every_turn_is_stored_with_the_conversation_case_and_trial(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     conversation = await converse(ws, helper(), CASE, trial=2)
@@ -240,7 +230,6 @@ async def test_every_turn_is_stored_with_the_conversation_case_and_trial(tmp_pat
     assert other.conversation_id != conversation.conversation_id
 
 
-@pytest.mark.anyio
 async def test_only_the_machines_last_turn_is_graded(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     conversation = await converse(ws, helper(), CASE, grade=True, pass_score=0.5)
@@ -258,7 +247,6 @@ async def test_only_the_machines_last_turn_is_graded(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.anyio
 async def test_grading_the_counterpart_grades_its_last_turn_with_its_own_rubric(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     conversation = await converse(ws, helper(), CASE, grade=True, grade_counterpart=True)
@@ -275,7 +263,6 @@ async def test_grading_the_counterpart_grades_its_last_turn_with_its_own_rubric(
     ]
 
 
-@pytest.mark.anyio
 async def test_nothing_is_stored_when_the_caller_stores(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     conversation = await converse(ws, helper(), CASE, grade=True, store=False)
@@ -283,7 +270,6 @@ async def test_nothing_is_stored_when_the_caller_stores(tmp_path: Path) -> None:
     assert conversation.turns[3].scorecard is not None  # graded in place for the caller to write
 
 
-@pytest.mark.anyio
 async def test_model_changes_only_the_machines_model(tmp_path: Path) -> None:
     conversation = await converse(workspace(tmp_path), helper(), CASE, model="swapped")
     assert [(t.machine, t.model) for t in conversation.turns] == [
@@ -295,7 +281,6 @@ async def test_model_changes_only_the_machines_model(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.anyio
 async def test_each_turn_is_reported_as_soon_as_it_finishes(tmp_path: Path) -> None:
     seen: list[str] = []
     inner = scripted()
@@ -314,7 +299,6 @@ async def test_each_turn_is_reported_as_soon_as_it_finishes(tmp_path: Path) -> N
     assert len(seen) == 10
 
 
-@pytest.mark.anyio
 async def test_a_plain_text_starting_point_has_no_case(tmp_path: Path) -> None:
     conversation = await converse(workspace(tmp_path), helper(), "scenario: no case file")
     assert conversation.case_id is None
@@ -322,13 +306,11 @@ async def test_a_plain_text_starting_point_has_no_case(tmp_path: Path) -> None:
     assert conversation.ended == "until"
 
 
-@pytest.mark.anyio
 async def test_a_machine_without_a_counterpart_is_refused(tmp_path: Path) -> None:
     with pytest.raises(BadInputError, match=r"machine 'asker' has no counterpart.*counterpart=Counterpart\("):
         await converse(workspace(tmp_path), asker(), CASE)
 
 
-@pytest.mark.anyio
 async def test_a_child_inherits_its_parents_counterpart(tmp_path: Path) -> None:
     child = define_child(helper(), name="helper/terse", intent="Answer tersely.")
     conversation = await converse(workspace(tmp_path), child, CASE)
@@ -344,7 +326,6 @@ async def test_a_child_inherits_its_parents_counterpart(tmp_path: Path) -> None:
 # --- failures and budgets ----------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 async def test_a_failed_turn_ends_the_conversation_ungraded(tmp_path: Path) -> None:
     ws = workspace(tmp_path, scripted(RULES[:2]))  # nothing answers "answer one"
     conversation = await converse(ws, helper(), CASE, grade=True)
@@ -366,7 +347,6 @@ COSTLY = [
 PRICED = "Qwen/Qwen3.8-27B"
 
 
-@pytest.mark.anyio
 async def test_a_budget_spent_mid_conversation_stops_it_and_keeps_its_turns(tmp_path: Path) -> None:
     ws = workspace(tmp_path, scripted(COSTLY), Budget(0.3))
     machine = helper(model=PRICED, other=asker(PRICED))
@@ -379,7 +359,6 @@ async def test_a_budget_spent_mid_conversation_stops_it_and_keeps_its_turns(tmp_
         await converse(ws, machine, CASE)
 
 
-@pytest.mark.anyio
 async def test_an_unknown_price_on_either_side_is_refused_before_any_turn(tmp_path: Path) -> None:
     calls: list[str] = []
 
@@ -403,7 +382,6 @@ async def test_an_unknown_price_on_either_side_is_refused_before_any_turn(tmp_pa
 CASES = [CASE, Case(id="second", input="scenario: the same again")]
 
 
-@pytest.mark.anyio
 async def test_a_suite_tallies_conversations_and_stores_every_turn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -431,7 +409,6 @@ async def test_a_suite_tallies_conversations_and_stores_every_turn(
     assert {r.id for r in graded} == {r.id for r in tallied}
 
 
-@pytest.mark.anyio
 async def test_a_suite_counts_a_failed_conversation_as_a_failed_run(tmp_path: Path) -> None:
     failing = [
         {"match": "^scenario: the same", "turns": [{"text": "question three"}]},  # which nothing answers
@@ -449,7 +426,6 @@ async def test_a_suite_counts_a_failed_conversation_as_a_failed_run(tmp_path: Pa
     assert [r.status for r in ws.store.iter_runs() if r.case_id == "second"] == ["ok", "error"]
 
 
-@pytest.mark.anyio
 async def test_a_suite_stops_when_the_budget_runs_out_mid_conversation(tmp_path: Path) -> None:
     ws = workspace(tmp_path, scripted(COSTLY), Budget(0.5))
     report = await run_suite(ws, helper(model=PRICED, other=asker(PRICED)), CASES, concurrency=1)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from helpers.weather_runs import weather_machine
 
 from machine import open_workspace, run_suite
@@ -14,7 +13,6 @@ from machine.clients.scripted import Script, ScriptedHarness
 from machine.runs import EVENTS_FILE
 from machine.spec import Case
 
-pytestmark = pytest.mark.anyio
 CALLS = ScriptedHarness(
     Script.model_validate(
         {

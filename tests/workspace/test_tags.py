@@ -78,7 +78,6 @@ def test_observing_is_off_until_turned_on_and_its_file_is_private(ws: Workspace)
     assert observing(ws.data_dir) is False  # a damaged switch is off, never on
 
 
-@pytest.mark.anyio
 async def test_fork_takes_the_newest_observed_run_and_refuses_without_one(ws: Workspace) -> None:
     with pytest.raises(NotFoundError, match="no observed run to fork") as refused:
         await fork(ws, "add with care")

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from machine import Budget, Machine, check, define_evaluator, define_machine, define_rubric, open_workspace
 from machine.clients.echo import EchoHarness
 from machine.runs import Run
@@ -18,7 +16,6 @@ def greeter() -> Machine:
     return define_machine(name="greet", model="echo", rubric=rubric, evaluator=evaluator, **said)
 
 
-@pytest.mark.anyio
 async def test_watchers_hear_each_run_finished_and_graded_and_can_leave(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=EchoHarness())
     heard: list[tuple[str, str, float | None]] = []

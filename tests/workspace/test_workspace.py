@@ -97,7 +97,6 @@ class RecordingHarness:
 # --- one row per run, graded when asked ----------------------------------------------------------
 
 
-@pytest.mark.anyio
 async def test_run_stores_exactly_one_ungraded_row(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=EchoHarness())
     run = await ws.run(greeter(), "hello there")
@@ -112,7 +111,6 @@ async def test_run_stores_exactly_one_ungraded_row(tmp_path: Path) -> None:
     assert stored.timings.finished_at is not None
 
 
-@pytest.mark.anyio
 async def test_run_with_grade_stores_the_scorecard_in_the_same_row(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=EchoHarness())
     run = await ws.run(greeter(), "hello there", grade=True)
@@ -125,7 +123,6 @@ async def test_run_with_grade_stores_the_scorecard_in_the_same_row(tmp_path: Pat
     assert stored.passed is None  # ... and could still fail the run: no pass is claimed
 
 
-@pytest.mark.anyio
 async def test_each_run_adds_one_row(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=EchoHarness())
     ids = [(await ws.run(greeter(), f"hello {n}", grade=n % 2 == 0)).id for n in range(4)]
@@ -134,7 +131,6 @@ async def test_each_run_adds_one_row(tmp_path: Path) -> None:
     assert [r.id for r in ws.store.runs("greet", 10)] == ids[::-1]
 
 
-@pytest.mark.anyio
 async def test_grade_of_a_stored_run_updates_its_row(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=EchoHarness())
     run = await ws.run(greeter(), "goodbye")
@@ -146,7 +142,6 @@ async def test_grade_of_a_stored_run_updates_its_row(tmp_path: Path) -> None:
     assert stored.scorecard is not None and stored.scorecard.pass_score == 0.5
 
 
-@pytest.mark.anyio
 async def test_harness_failure_is_a_stored_error_run_and_not_graded(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=scripted([{"match": "^known$", "turns": [{"text": "hello"}]}]))
     run = await ws.run(greeter(), "something else", grade=True)
@@ -185,7 +180,6 @@ def sandbox_machine(seen: list[dict[str, Any]]) -> Machine:
 LOOK = scripted([{"match": ".", "turns": [{"tool_calls": [{"name": "look"}]}, {"text": "hello"}]}])
 
 
-@pytest.mark.anyio
 async def test_a_tool_using_run_gets_its_own_sandbox_removed_after(tmp_path: Path) -> None:
     seen: list[dict[str, Any]] = []
     ws = open_workspace(tmp_path, harness=LOOK)
@@ -199,7 +193,6 @@ async def test_a_tool_using_run_gets_its_own_sandbox_removed_after(tmp_path: Pat
     assert not seen[0]["sandbox"].exists()
 
 
-@pytest.mark.anyio
 async def test_keep_sandboxes_keeps_the_folder(tmp_path: Path) -> None:
     seen: list[dict[str, Any]] = []
     ws = open_workspace(tmp_path, harness=LOOK, keep_sandboxes=True)
@@ -209,7 +202,6 @@ async def test_keep_sandboxes_keeps_the_folder(tmp_path: Path) -> None:
     assert (sandbox / "made-by-tool.txt").read_text() == "x"
 
 
-@pytest.mark.anyio
 async def test_each_run_gets_a_different_sandbox(tmp_path: Path) -> None:
     seen: list[dict[str, Any]] = []
     ws = open_workspace(tmp_path, harness=LOOK)
@@ -220,7 +212,6 @@ async def test_each_run_gets_a_different_sandbox(tmp_path: Path) -> None:
     assert seen[1]["files"] == {}  # nothing the first run wrote is left for the second
 
 
-@pytest.mark.anyio
 async def test_case_files_are_seeded_into_the_sandbox(tmp_path: Path) -> None:
     seen: list[dict[str, Any]] = []
     ws = open_workspace(tmp_path, harness=LOOK)
@@ -233,7 +224,6 @@ async def test_case_files_are_seeded_into_the_sandbox(tmp_path: Path) -> None:
     assert not seen[0]["sandbox"].exists()
 
 
-@pytest.mark.anyio
 async def test_a_machine_without_tools_or_files_gets_no_sandbox(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=EchoHarness())
     await ws.run(greeter(), "hello")
@@ -255,7 +245,6 @@ def git_workspace(root: Path) -> str:
     return git(root, "rev-parse", "HEAD").strip()
 
 
-@pytest.mark.anyio
 async def test_run_records_the_library_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     run = await open_workspace(tmp_path, harness=EchoHarness()).run(greeter(), "hello")
@@ -264,7 +253,6 @@ async def test_run_records_the_library_version(tmp_path: Path, monkeypatch: pyte
     assert SQLiteStore.in_workspace(tmp_path).get(run.id).library_version == run.library_version
 
 
-@pytest.mark.anyio
 async def test_run_records_the_commit_of_a_clean_checkout(tmp_path: Path) -> None:
     sha = git_workspace(tmp_path)
     run = await open_workspace(tmp_path, harness=EchoHarness()).run("plain", "hello")
@@ -274,7 +262,6 @@ async def test_run_records_the_commit_of_a_clean_checkout(tmp_path: Path) -> Non
     assert (await open_workspace(tmp_path, harness=EchoHarness()).run("plain", "hello")).revision == sha
 
 
-@pytest.mark.anyio
 async def test_run_marks_uncommitted_changes_to_machines(tmp_path: Path) -> None:
     sha = git_workspace(tmp_path)
     with (tmp_path / "machines" / "plain" / "machine.py").open("a") as file:
@@ -283,7 +270,6 @@ async def test_run_marks_uncommitted_changes_to_machines(tmp_path: Path) -> None
     assert run.revision == f"{sha}+working-tree"
 
 
-@pytest.mark.anyio
 async def test_an_untracked_machine_marks_the_working_tree(tmp_path: Path) -> None:
     sha = git_workspace(tmp_path)
     (tmp_path / "machines" / "other").mkdir()
@@ -292,7 +278,6 @@ async def test_an_untracked_machine_marks_the_working_tree(tmp_path: Path) -> No
     assert run.revision == f"{sha}+working-tree"
 
 
-@pytest.mark.anyio
 async def test_loading_machines_does_not_mark_a_clean_checkout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -309,7 +294,6 @@ async def test_loading_machines_does_not_mark_a_clean_checkout(
 # --- budgets ------------------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 async def test_spent_budget_refuses_before_anything_is_stored(tmp_path: Path) -> None:
     harness = RecordingHarness()
     seen: list[dict[str, Any]] = []
@@ -322,7 +306,6 @@ async def test_spent_budget_refuses_before_anything_is_stored(tmp_path: Path) ->
     assert not (tmp_path / ".machine" / "sandboxes").exists()
 
 
-@pytest.mark.anyio
 async def test_budget_spent_by_earlier_runs_refuses_the_next(tmp_path: Path) -> None:
     costly = scripted([{"match": ".", "turns": [{"text": "hello", "usage": {"input_tokens": 100_000}}]}])
     ws = open_workspace(tmp_path, harness=costly, budget=Budget(0.1))
@@ -335,7 +318,6 @@ async def test_budget_spent_by_earlier_runs_refuses_the_next(tmp_path: Path) -> 
     assert rows(tmp_path) == 1
 
 
-@pytest.mark.anyio
 async def test_unknown_price_of_a_remote_model_is_refused_before_the_call(tmp_path: Path) -> None:
     harness = RecordingHarness(name="tinker")
     ws = open_workspace(tmp_path, harness=harness, budget=Budget(1.0))
@@ -345,7 +327,6 @@ async def test_unknown_price_of_a_remote_model_is_refused_before_the_call(tmp_pa
     assert rows(tmp_path) == 0
 
 
-@pytest.mark.anyio
 async def test_price_as_lets_a_checkpoint_run_under_a_budget(tmp_path: Path) -> None:
     harness = RecordingHarness(name="tinker")
     budget = Budget(1.0, price_as={"someone/unpriced-checkpoint": "Qwen/Qwen3.8-27B"})
@@ -357,7 +338,6 @@ async def test_price_as_lets_a_checkpoint_run_under_a_budget(tmp_path: Path) -> 
     assert rows(tmp_path) == 1
 
 
-@pytest.mark.anyio
 async def test_echo_is_free_whatever_the_model(tmp_path: Path) -> None:
     ws = open_workspace(tmp_path, harness=EchoHarness(), budget=Budget(0.01))
     run = await ws.run(greeter(model="someone/unpriced-checkpoint"), "hello")
@@ -366,7 +346,6 @@ async def test_echo_is_free_whatever_the_model(tmp_path: Path) -> None:
     assert ws.budget.spent == 0.0
 
 
-@pytest.mark.anyio
 async def test_model_override_is_recorded(tmp_path: Path) -> None:
     run = await open_workspace(tmp_path, harness=EchoHarness()).run(
         greeter(), "hello", model="Qwen/Qwen3.6-27B"
@@ -377,7 +356,6 @@ async def test_model_override_is_recorded(tmp_path: Path) -> None:
 # --- machines by name ---------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 async def test_run_by_name_loads_from_the_machines_folder(tmp_path: Path) -> None:
     (tmp_path / "machines" / "plain").mkdir(parents=True)
     (tmp_path / "machines" / "plain" / "machine.py").write_text(PLAIN_PY)

@@ -28,7 +28,6 @@ from machine import (
 from machine.learn.optimize._brief import CHARS_PER_TOKEN, RUN_TOKENS, Example, brief
 from machine.runs import Turn, run_loop
 
-pytestmark = pytest.mark.anyio
 HUGE = 100_000
 NOTES = "Notes of the meeting, item by item: " + "the plan is agreed, " * 20
 

@@ -14,8 +14,6 @@ from machine import BadInputError, MachineError, Workspace, open_workspace
 from machine.learn import optimize
 from machine.versions import versions
 
-pytestmark = pytest.mark.anyio
-
 
 def untouched(ws: Workspace, harness: Keyed, folder: Path, before: dict[str, bytes]) -> None:
     assert harness.seen == []

@@ -17,8 +17,6 @@ from machine.learn.optimize import format_optimization
 from machine.learn.optimize._ask import REASK
 from machine.versions import versions
 
-pytestmark = pytest.mark.anyio
-
 GENERAL = "Say the input back in CAPITALS, whatever it is."
 MEMORIZED = "Say the input back. MEMO: the practice names get capital letters."
 SMALL = "Say the input back. ONE more name gets capital letters."

@@ -129,7 +129,6 @@ def test_one_copy_per_field_and_each_case_named() -> None:
     assert [(o.case_id, o.field) for o in found] == [("one", "input"), ("two", "input")]
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("allow", [False, True])
 async def test_a_proposal_copying_a_case_is_refused_unless_allowed(tmp_path: Path, allow: bool) -> None:
     folder = make_shout(tmp_path)
@@ -157,7 +156,6 @@ async def test_a_proposal_copying_a_case_is_refused_unless_allowed(tmp_path: Pat
         assert result.candidate is None and snapshot(folder) == before
 
 
-@pytest.mark.anyio
 async def test_a_proposal_listing_short_cases_with_their_answers_is_refused(tmp_path: Path) -> None:
     """A table of the cases (each input beside its answer) wins on the cases and even held out (it also
     says CAPITALS), yet it copies the cases: refused, where the word-run rule alone let it through."""

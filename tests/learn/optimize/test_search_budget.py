@@ -13,8 +13,6 @@ from machine.learn import optimize
 from machine.learn.optimize import format_optimization
 from machine.versions import versions
 
-pytestmark = pytest.mark.anyio
-
 RUN = 10_000 * 1.86 / 1_000_000
 """What one machine run costs: 10,000 prompt tokens of Qwen/Qwen3.8-27B."""
 ASK = 10_000 * 3.74 / 1_000_000

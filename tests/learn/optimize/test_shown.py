@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from helpers.optimize import (
     CASES,
     HOLDOUT,
@@ -27,7 +26,6 @@ from machine.learn import optimize
 from machine.learn.optimize._ask import REASK
 from machine.versions import commit, versions
 
-pytestmark = pytest.mark.anyio
 BY_ID = {c["id"]: c for c in CASES}
 
 

@@ -17,7 +17,6 @@ from machine import open_workspace
 from machine.learn import optimize
 from machine.versions import versions
 
-pytestmark = pytest.mark.anyio
 PROPOSED = "Say the input back in CAPITALS, every time."
 
 

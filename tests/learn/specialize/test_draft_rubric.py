@@ -12,8 +12,6 @@ from machine import Workspace, load, open_workspace, run_suite
 from machine.learn import draft_rubric
 from machine.learn.specialize import format_rubric_draft
 
-pytestmark = pytest.mark.anyio
-
 DRAFT = """\
 from machine import check, define_rubric, judge
 

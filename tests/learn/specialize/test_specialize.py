@@ -19,8 +19,6 @@ from machine.runs import Usage
 from machine.sandboxes import LocalSandbox
 from machine.spec import marked
 
-pytestmark = pytest.mark.anyio
-
 GOOD_MACHINE = '''\
 """shout/loud: shouting, and only shouting."""
 

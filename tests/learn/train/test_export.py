@@ -39,7 +39,6 @@ def rows_by_case(path: Path) -> dict[str, dict[str, object]]:
     return {row["metadata"]["case_id"]: row for row in read_rows(path)}
 
 
-@pytest.mark.anyio
 async def test_row_shape(ws: Workspace, tmp_path: Path) -> None:
     await suite(ws)
     report = export(ws, "calc", out=tmp_path / "out.jsonl")
@@ -220,7 +219,6 @@ def test_cases_file_keeps_only_those_cases(ws: Workspace, tmp_path: Path) -> Non
     assert ("runs of the cases given", 1) in [(s.keeps, s.left) for s in report.funnel]
 
 
-@pytest.mark.anyio
 async def test_since_a_suite_and_since_a_time(ws: Workspace, tmp_path: Path) -> None:
     first = await suite(ws)
     second = await suite(ws)
@@ -249,7 +247,6 @@ def wordmath(tmp_path: Path) -> Workspace:
     return open_workspace(root, harness="scripted", script=script, budget="none")
 
 
-@pytest.mark.anyio
 async def test_from_exports_the_parents_runs_through_the_childs_transform(
     wordmath: Workspace, tmp_path: Path
 ) -> None:
@@ -287,7 +284,6 @@ async def test_from_exports_the_parents_runs_through_the_childs_transform(
     assert any(c.isascii() and c.isdigit() for c in own["messages"][-1]["reasoning_content"])
 
 
-@pytest.mark.anyio
 async def test_per_turn_writes_one_row_per_target_the_turns_before_it_context(
     ws: Workspace, tmp_path: Path
 ) -> None:
@@ -410,7 +406,6 @@ def test_an_unwritable_out_is_an_error_in_words(ws: Workspace, tmp_path: Path) -
         export(ws, "calc", out=tmp_path / "a-file" / "out.jsonl")
 
 
-@pytest.mark.anyio
 async def test_only_runs_graded_under_the_current_rubric_count(ws: Workspace, tmp_path: Path) -> None:
     await suite(ws)
     assert export(ws, "calc", out=tmp_path / "out.jsonl").runs == 2
@@ -464,7 +459,6 @@ def test_a_bad_best_is_refused(ws: Workspace, tmp_path: Path) -> None:
         export(ws, "calc", out=tmp_path / "out.jsonl", best=0)
 
 
-@pytest.mark.anyio
 async def test_each_line_is_the_row_as_json(ws: Workspace, tmp_path: Path) -> None:
     """The file holds exactly ``rows_of`` of each run, one JSON text a line, unescaped unicode kept."""
     await suite(ws)

@@ -88,7 +88,6 @@ def test_a_secret_in_an_answer_is_redacted(
     assert "calc-secret" not in json.dumps(row) and "[REDACTED:CALC_API_KEY]" in json.dumps(row)
 
 
-@pytest.mark.anyio
 async def test_a_corrected_run_is_preferred_over_the_run_it_corrects(tmp_path: Path) -> None:
     path = write_calc(tmp_path)
     rules = json.loads(path.read_text())

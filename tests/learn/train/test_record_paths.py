@@ -17,7 +17,6 @@ from machine.learn import TrainOptions, train
 from machine.learn.train._record import RecordFolder, TrainingRecord
 from machine.runs import Budget, Checkpoint, Prepared, TrainSettings
 
-pytestmark = pytest.mark.anyio
 SETTINGS = TrainOptions(batch_size=2)
 
 

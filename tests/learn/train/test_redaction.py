@@ -59,7 +59,6 @@ def test_export_without_secrets_writes_the_runs_as_they_were(secrets: None, tmp_
     assert row["messages"] == to_openai(run.instructions, run.trajectory, send_reasoning=True)
 
 
-@pytest.mark.anyio
 async def test_train_leaves_no_trace_of_a_key_a_run_read_and_records_the_count(
     secrets: None, tmp_path: Path
 ) -> None:
@@ -82,7 +81,6 @@ async def test_train_leaves_no_trace_of_a_key_a_run_read_and_records_the_count(
         assert KEY.encode() not in written.read_bytes(), written.name
 
 
-@pytest.mark.anyio
 async def test_train_without_secrets_pins_the_same_data_as_before(secrets: None, tmp_path: Path) -> None:
     make_caps(tmp_path / "ws")
     ws = open_workspace(tmp_path / "ws", harness=Tutored(), budget="none")

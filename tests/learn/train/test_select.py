@@ -112,7 +112,6 @@ def test_a_fullwidth_copy_of_a_held_out_input_is_kept_out(ws: Workspace) -> None
     assert chosen == set(other)
 
 
-@pytest.mark.anyio
 async def test_held_out_cases_stay_out_of_a_scripted_suites_runs(ws: Workspace) -> None:
     """The held-out input, sampled again as a training case of another id, is still held out."""
     cases = [
@@ -127,7 +126,6 @@ async def test_held_out_cases_stay_out_of_a_scripted_suites_runs(ws: Workspace) 
     assert {r.case_id for r in selected(ws, Selection(fingerprint(ws), held_out=held))} == {"sum", "half"}
 
 
-@pytest.mark.anyio
 async def test_own_model_keeps_only_the_live_models_own_runs(ws: Workspace) -> None:
     await run_suite(ws, ws.load("calc"), ws.cases("calc"))  # scripted: the live model's id, replayed
     own = graded(ws, "sum", 1.0)
@@ -190,7 +188,6 @@ def test_min_score_and_an_unscored_run(ws: Workspace) -> None:
 # example_of
 
 
-@pytest.mark.anyio
 async def test_example_targets_skip_steps_whose_tool_calls_all_failed(ws: Workspace) -> None:
     await run_suite(ws, ws.load("calc"), ws.cases("calc"))
     runs = {r.case_id: r for r in ws.store.iter_runs("calc")}

@@ -17,8 +17,6 @@ from machine.learn import TrainingRecord, TrainOptions, train
 from machine.runs import StepMetrics, price_of
 from machine.versions import commit, format_report, revert
 
-pytestmark = pytest.mark.anyio
-
 SETTINGS = TrainOptions(batch_size=2)
 CASES = {c["id"] for c in TRAIN_CASES}
 

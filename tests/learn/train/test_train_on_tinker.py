@@ -29,8 +29,6 @@ from machine.runs import (
 from machine.versions import commit, revert
 from machine.workspace import Workspace
 
-pytestmark = pytest.mark.anyio
-
 
 class Checkpointed:
     """The base model misses the hard inputs; a Tinker checkpoint answers every one; calls counted."""

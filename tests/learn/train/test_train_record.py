@@ -18,8 +18,6 @@ from machine.runs import Checkpoint, StepMetrics, TrainExample, library_version
 from machine.spec import Case
 from machine.versions import versions
 
-pytestmark = pytest.mark.anyio
-
 SETTINGS = TrainOptions(batch_size=2, epochs=1, force=True)
 """One pass of 2 a step: a short plan (3 steps over 6 sequences), forced, so the steps are few to follow."""
 FILES = ["checkpoints.jsonl", "metrics.jsonl", "record.json", "train.jsonl", "train.log"]

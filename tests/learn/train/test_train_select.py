@@ -19,8 +19,6 @@ from machine.runs import Run, StepMetrics, TrainExample
 from machine.spec import Case
 from machine.versions import update
 
-pytestmark = pytest.mark.anyio
-
 SETTINGS = TrainOptions(batch_size=4, epochs=1, force=True)  # the selection is under test, not the plan
 
 

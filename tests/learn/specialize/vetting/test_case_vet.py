@@ -225,7 +225,6 @@ async def test_a_batch_keeps_the_good_and_names_each_discard_in_order(ws: Worksp
 # --- refused before any sandbox ---------------------------------------------------------------------------
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("changes", "reason"),
     [
@@ -307,7 +306,6 @@ def test_the_shape_comes_from_the_parents_cases(ws: Workspace) -> None:
         case_shape(ws.load("dates"), ws.cases("dates"), True)
 
 
-@pytest.mark.anyio
 async def test_plain_cases_need_an_input_and_what_their_checks_compare_with(ws: Workspace) -> None:
     shape = case_shape(ws.load("dates"), ws.cases("dates"), False)
     existing = ws.cases("dates")
@@ -363,7 +361,6 @@ async def test_plain_cases_need_an_input_and_what_their_checks_compare_with(ws: 
     assert vetting.hidden == {}
 
 
-@pytest.mark.anyio
 async def test_ids_are_unique_against_existing_cases(ws: Workspace) -> None:
     shape = case_shape(ws.load("dates"), ws.cases("dates"), False)
     existing = ws.cases("dates")
@@ -384,7 +381,6 @@ class Unisolated:
         raise AssertionError("case vetting makes fresh sandboxes only")
 
 
-@pytest.mark.anyio
 async def test_no_authors_code_runs_where_the_sandbox_is_not_isolated(ws: Workspace, tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     escaping = variant(
@@ -426,7 +422,6 @@ async def test_a_case_to_answer_is_kept_when_its_tests_start_as_it_says(ws: Work
     )
 
 
-@pytest.mark.anyio
 async def test_a_case_to_answer_must_say_how_its_tests_start_and_hidden_tests_need_a_fix(
     ws: Workspace,
 ) -> None:
