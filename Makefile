@@ -5,9 +5,7 @@
 #                and PostgreSQL (the shared store's tests) are installed, install the agent hosts the
 #                tests drive (opencode, pi, MCP Inspector) from npm into .venv/npm, then run ruff, mypy
 #                and pytest (all three run; any failure fails); pytest runs a worker per core
-#                (pytest-xdist) and lists the 20 slowest tests; it may write bytecode whatever
-#                PYTHONDONTWRITEBYTECODE says, so each worker reads the test modules pytest rewrote once
-#                instead of rewriting them all again (collection: 13 s, then 6 s)
+#                (pytest-xdist) and lists the 20 slowest tests
 #   make demo    create .venv if missing, install the project with its mcp, training and local-model
 #                extras, make sure bubblewrap is installed (saying in one line what the demo shows
 #                degraded where commands cannot be isolated), run demo/tour.sh (the command-line
@@ -171,8 +169,7 @@ test: $(STAMP_DEV) bwrap chromium postgres hosts
 	@failed=""; \
 	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
 	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \
-	echo "== pytest -q -n auto --dist loadfile"; \
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -q -n auto --dist loadfile --durations=20 || failed="$$failed pytest"; \
+	echo "== pytest -q -n auto --dist loadfile"; $(BIN)/pytest -q -n auto --dist loadfile --durations=20 || failed="$$failed pytest"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi; \
 	echo "make test: ruff, mypy and pytest passed"
 
