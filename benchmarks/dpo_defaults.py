@@ -22,9 +22,11 @@ from typing import Any
 
 import anyio
 
-from machine.clients import _local_models
-from machine.clients.local_trainer import LocalTrainer
-from machine.runs import Budget, StepMetrics, TrainExample, TrainSettings, local_prompt_text
+from machine.budget import Budget
+from machine.clients.local import _models as _local_models
+from machine.clients.local._chat_format import prompt_text as local_prompt_text
+from machine.clients.local.trainer import LocalTrainer
+from machine.training import StepMetrics, TrainExample, TrainSettings
 
 SYSTEM = "Answer the question in a sentence or two."
 QUESTIONS = [

@@ -57,10 +57,10 @@ def harness(name: str, url: str) -> Any:
     if name == "openai":
         return ChatCompletionsHarness(Endpoint("openai", url), stream=False)
     if name == "opencode":
-        from machine.clients.opencode import OpencodeHarness
+        from machine.clients.hosts.opencode import OpencodeHarness
 
         return OpencodeHarness(binary=NPM_BIN / "opencode", base_url=url)
-    from machine.clients.pi import PiHarness
+    from machine.clients.hosts.pi import PiHarness
 
     return PiHarness(binary=NPM_BIN / "pi", base_url=url)
 

@@ -19,9 +19,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from machine.clients import _local_models
+from machine.budget import Budget
 from machine.clients.local import LocalHarness
-from machine.runs import Budget, HarnessRequest, ToolContext, local_prompt_text, to_openai
+from machine.clients.local import _models as _local_models
+from machine.clients.local._chat_format import prompt_text as local_prompt_text
+from machine.runs import HarnessRequest, ToolContext, to_openai
 
 INSTRUCTIONS = "You are a helpful assistant. Answer in a few sentences."
 QUESTIONS = [

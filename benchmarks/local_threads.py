@@ -41,7 +41,7 @@ def child(tokens: int) -> dict[str, Any]:
     import anyio
     import torch
 
-    from machine.clients import _local_models
+    from machine.clients.local import _models as _local_models
 
     started = time.perf_counter()
     _local_models.load(MODEL)
@@ -59,8 +59,9 @@ def child(tokens: int) -> dict[str, Any]:
 async def _generate(questions: list[str], tokens: int) -> tuple[int, float]:
     import anyio
 
+    from machine.budget import Budget
     from machine.clients.local import LocalHarness
-    from machine.runs import Budget, HarnessRequest, ToolContext
+    from machine.runs import HarnessRequest, ToolContext
 
     harness = LocalHarness(max_new_tokens=tokens, temperature=0.0, max_batch=len(questions))
     made: list[int] = []
@@ -84,8 +85,9 @@ def _lora_step() -> float:
     """The median seconds of steps 2 and 3 of a LoRA training on 24 short examples in batches of 8."""
     import anyio
 
-    from machine.clients.local_trainer import LocalTrainer
-    from machine.runs import Budget, StepMetrics, TrainExample, TrainSettings
+    from machine.budget import Budget
+    from machine.clients.local.trainer import LocalTrainer
+    from machine.training import StepMetrics, TrainExample, TrainSettings
 
     examples = [
         TrainExample(
@@ -164,16 +166,16 @@ def main() -> None:
     tokens = 24 if options.quick else options.tokens
     if options.child:
         if options.torch_default:  # leave torch's count as it chose it
-            from machine.clients import _local_threads
+            from machine.clients.local import _threads as _local_threads
 
             _local_threads.use_threads = lambda: 0  # type: ignore[assignment]
-            from machine.clients import _local_models
+            from machine.clients.local import _models as _local_models
 
             _local_models.use_threads = _local_threads.use_threads
         print(json.dumps(child(tokens)))
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from machine.clients._local_threads import chosen_threads, usable_cpus
+    from machine.clients.local._threads import chosen_threads, usable_cpus
 
     chosen, default = chosen_threads(), torch_default()
     print(f"{usable_cpus()} usable CPUs; machine's chosen count {chosen}, torch's default {default}")

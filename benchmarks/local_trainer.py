@@ -21,10 +21,11 @@ from typing import Any
 
 import anyio
 
-from machine.clients import _local_models
-from machine.clients._local_train_data import TrainSequence
-from machine.clients.local_trainer import LocalTrainer
-from machine.runs import Budget, StepMetrics, TrainExample, TrainSettings
+from machine.budget import Budget
+from machine.clients.local import _models as _local_models
+from machine.clients.local._train_data import TrainSequence
+from machine.clients.local.trainer import LocalTrainer
+from machine.training import StepMetrics, TrainExample, TrainSettings
 
 TOPICS = ["the sea", "a cat", "bread", "rain", "music", "a tree", "the moon", "coffee", "snow", "a book"]
 

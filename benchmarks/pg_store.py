@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from helpers.postgres import server  # noqa: E402
 from store import START, make_run  # noqa: E402
 
-from machine.runs import PostgresStore, SQLiteStore  # noqa: E402
+from machine.clients.postgres import PostgresStore  # noqa: E402
+from machine.runs import SQLiteStore  # noqa: E402
 from machine.runs._rows import DERIVED  # noqa: E402
 
 TARGET_MS = 5.0

@@ -21,11 +21,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from machine.runs import CriterionScore, Message, Run, Scorecard, SQLiteStore, Timings, ToolCall, Usage
-from machine.runs._rows import NEWEST_RUNS_SQL
 
 TARGET_NEWEST_MS = 2.0
 TARGET_PUT_MS = 2.0
 START = datetime(2026, 1, 1, tzinfo=UTC)
+NEWEST_RUNS_SQL = SQLiteStore.sql.newest_runs
 WORDS = ["the", "a", "model", "tool", "file", "answer", "check", "result", "short", "value", "sum", "run"]
 
 

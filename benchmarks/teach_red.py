@@ -32,7 +32,7 @@ from machine import Workspace, open_workspace, run_suite
 from machine.clients import make_trainer as trainer_for
 from machine.clients.local import LocalHarness
 from machine.learn import TrainOptions, train
-from machine.runs import StepMetrics, Trainer
+from machine.training import StepMetrics, Trainer
 
 REPO = Path(__file__).resolve().parents[1]
 RED = REPO / "machines" / "red"

@@ -22,10 +22,11 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from machine import check, define_evaluator, define_machine, define_rubric, tool
-from machine.clients._tinker_render import _last_step, conversation, rendering_for
 from machine.clients.tinker import TinkerTrainer
+from machine.clients.tinker._render import _last_step, conversation, rendering_for
 from machine.learn.train import example_of
-from machine.runs import Message, Run, ToolCall, TrainSettings
+from machine.runs import Message, Run, ToolCall
+from machine.training import TrainSettings
 
 INKLING = "thinkingmachines/Inkling"
 TARGET = 1.1

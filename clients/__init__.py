@@ -1,9 +1,12 @@
-"""Harnesses, the agent loops that talk to models or replay them, and trainers, which fine-tune them.
+"""Harnesses, the agent loops that talk to models or replay them; trainers, which fine-tune them; and the
+other backends (a PostgreSQL store, a Ray executor): each an adapter in its room, registered by name
+through the ``machine.*`` entry points (``harnesses``, ``trainers``, ``stores``, ``ray``), and made
+through the core's registries, which this package re-exports.
 
 ``echo`` and ``scripted`` run here with no model; ``local`` runs a model in this process (any
 ``local:...`` model id picks it when no harness is named); the remote harnesses need a key; ``opencode``
 and ``pi`` run the agent loop in those programs, with the run's tools served to them from this process.
-Trainers (``tinker``, ``local``) are found by name in ``TRAINERS`` (``trainers``).
+Trainers (``tinker``, ``local``) are found by name in ``TRAINERS``.
 """
 
 from __future__ import annotations
@@ -15,75 +18,14 @@ if __name__ != "machine.clients":
         f"{__name__!r} is the folder of machine.clients, imported by its path: import machine.clients"
     )
 
-import os
-from pathlib import Path
-
-from machine.errors import BadInputError, Fix
-from machine.runs import LOCAL, Harness
-
-from .trainers import TRAINERS, TrainerEntry, TrainerRequest, default_trainer_name, make_trainer
-
-HARNESSES = ("echo", "scripted", "tinker", "openrouter", "fx", "openai", "opencode", "pi", "local")
-
-
-def default_harness_name(model: str | None = None) -> str:
-    """The harness used when none is named: ``MACHINE_HARNESS``, else ``local`` for a ``local:`` model,
-    else ``tinker``."""
-    if os.environ.get("MACHINE_HARNESS"):
-        return os.environ["MACHINE_HARNESS"]
-    return "local" if model is not None and model.startswith(LOCAL) else "tinker"
-
-
-def make_harness(
-    name: str | None = None,
-    *,
-    script: str | Path | None = None,
-    base_url: str | None = None,
-    model: str | None = None,
-) -> Harness:
-    """The harness called ``name`` (default: see ``default_harness_name``; ``model`` is the model the runs
-    will use, when known)."""
-    name = name or default_harness_name(model)
-    if name not in HARNESSES:
-        raise BadInputError(f"unknown harness {name!r}; choose one of: {', '.join(HARNESSES)}")
-    if name == "echo":
-        from .echo import EchoHarness
-
-        return EchoHarness()
-    if name == "scripted":
-        script = script or os.environ.get("MACHINE_SCRIPT") or None
-        if script is None:
-            raise BadInputError("the scripted harness needs a script", fixes=[Fix("script", "PATH")])
-        from .scripted import ScriptedHarness
-
-        return ScriptedHarness(script)
-    if name == "opencode":
-        from .opencode import OpencodeHarness
-
-        return OpencodeHarness(base_url=base_url)
-    if name == "pi":
-        from .pi import PiHarness
-
-        return PiHarness(base_url=base_url)
-    if name == "local":
-        from .local import LocalHarness
-
-        return LocalHarness()
-    from .chat import ChatCompletionsHarness, endpoint_for
-
-    endpoint = endpoint_for(name, base_url=base_url)
-    if name == "fx":  # the Gateway publishes its prices: the budget prices its models by them
-        from machine.runs import publish_prices
-
-        from ._gateway_prices import published_prices
-
-        publish_prices(published_prices(endpoint))
-    return ChatCompletionsHarness(endpoint)
-
+from machine.runs import HARNESSES, HarnessEntry, HarnessSetup, default_harness_name, make_harness
+from machine.training import TRAINERS, TrainerEntry, TrainerRequest, default_trainer_name, make_trainer
 
 __all__ = [
     "HARNESSES",
     "TRAINERS",
+    "HarnessEntry",
+    "HarnessSetup",
     "TrainerEntry",
     "TrainerRequest",
     "default_harness_name",

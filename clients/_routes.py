@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from machine.budget import TINKER_PRICES
 from machine.errors import BadInputError, Fix, HarnessError
-from machine.runs import TINKER_PRICES
 
 from .chat import OPENROUTER_URL, TINKER_SERVICE
 

@@ -158,8 +158,14 @@ class MessageCodec:
     def _encode(self, message: Message) -> tuple[weakref.ref[Message], tuple[object, ...], bytes]:
         (wire,) = to_openai("", [message], send_reasoning=self._send_reasoning)
         key = id(message)
-        fields = (message.content, message.reasoning, message.tool_calls, len(message.tool_calls),
-                  message.tool_call_id, message.role)  # fmt: skip
+        fields = (
+            message.content,
+            message.reasoning,
+            message.tool_calls,
+            len(message.tool_calls),
+            message.tool_call_id,
+            message.role,
+        )
         entry = self._seen[key] = (weakref.ref(message, self._forget(key)), fields, json.dumps(wire).encode())
         self.encoded += 1
         return entry
@@ -175,8 +181,14 @@ class MessageCodec:
 
 def _unchanged(kept: tuple[object, ...], m: Message) -> bool:
     """The fields a message had when it was encoded are still the same objects (its tool calls as many)."""
-    return (kept[0] is m.content and kept[1] is m.reasoning and kept[2] is m.tool_calls
-            and kept[3] == len(m.tool_calls) and kept[4] is m.tool_call_id and kept[5] is m.role)  # fmt: skip
+    return (
+        kept[0] is m.content
+        and kept[1] is m.reasoning
+        and kept[2] is m.tool_calls
+        and kept[3] == len(m.tool_calls)
+        and kept[4] is m.tool_call_id
+        and kept[5] is m.role
+    )
 
 
 class StatusError(Exception):

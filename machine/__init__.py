@@ -1,8 +1,8 @@
 """machine: small agent loops defined in code, with a rubric, an evaluator and stored, graded runs.
 
 The names here are the ones a machine file and a program using machines need; each concept's subpackage
-(``machine.runs``, ``machine.grade``, ``machine.spec``, ``machine.workspace``, ``machine.measure``,
-``machine.versions``, ``machine.ops``) has the rest.
+(``machine.budget``, ``machine.runs``, ``machine.training``, ``machine.grade``, ``machine.spec``,
+``machine.workspace``, ``machine.measure``, ``machine.versions``, ``machine.ops``) has the rest.
 
 Names resolve on first use (``__getattr__``), so ``import machine`` imports no subpackage until a name
 from it is asked for, and a command that needs little starts fast; type checkers see every name.
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ._lazy import resolver
 
 if TYPE_CHECKING:
+    from .budget import Budget
     from .errors import (
         BadInputError,
         BudgetExceeded,
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
         trust,
     )
     from .runs import (
-        Budget,
         ChatSession,
         CriterionScore,
         Event,
@@ -127,7 +127,7 @@ _HOMES = {
     "load": ".ops",
     "open_workspace": ".ops",
     "trust": ".ops",
-    "Budget": ".runs",
+    "Budget": ".budget",
     "ChatSession": ".runs",
     "CriterionScore": ".runs",
     "Event": ".runs",

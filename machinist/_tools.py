@@ -25,8 +25,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from machine.budget import Budget
 from machine.ops import AskingPolicy, WorkspaceSpendingLog, open_workspace
-from machine.runs import Approver, Budget, Tool, ToolContext, ToolFailure
+from machine.runs import Approver, Tool, ToolContext, ToolFailure
 
 from ._consent import CHANGING, SPENDING
 

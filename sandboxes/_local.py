@@ -25,7 +25,7 @@ from ._admission import NotAdmitted
 from ._bwrap import ENVIRONMENT, ETC_ALLOWED, PATH, WORKDIR, Mount, bubblewrap, bwrap_options, system_args
 from ._bwrap import _working_bwrap as _working_bwrap  # tests clear its cache
 from ._caps import CommandGroup, IsolationReport, Limits, report
-from ._hidden import HiddenFolder, cover_args
+from ._hidden_folder import HiddenFolder, cover_args
 from ._library import LIBRARY_WORKDIR, library_args, library_environment
 from ._process import wait_capped
 from ._scratch import disk_note, scratch_argv

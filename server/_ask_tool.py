@@ -88,13 +88,26 @@ async def ask_machine(
         return made
 
     made, info = await state.spend(
-        ctx, ws, consent, tool="ask_machine", name=name, what=_what(name, ws.budget.usd or 0.0), work=work,
-        total=1, accepts=RUN_ARGUMENTS,
-    )  # fmt: skip
+        ctx,
+        ws,
+        consent,
+        tool="ask_machine",
+        name=name,
+        what=_what(name, ws.budget.usd or 0.0),
+        work=work,
+        total=1,
+        accepts=RUN_ARGUMENTS,
+    )
     return AskResult(
-        machine=name, output=made.output, status=made.status, error=made.error, kept=keep,
-        run_id=made.id if keep else None, cost_usd=made.cost_usd, consent=info,
-    )  # fmt: skip
+        machine=name,
+        output=made.output,
+        status=made.status,
+        error=made.error,
+        kept=keep,
+        run_id=made.id if keep else None,
+        cost_usd=made.cost_usd,
+        consent=info,
+    )
 
 
 def register_ask(server: MCPServer) -> None:

@@ -126,9 +126,14 @@ async def specialize_machine(
     state = service(ctx)
     ws = state.spending(parent, budget_usd, None, harness, SPECIALIZE_ARGUMENTS, own_model=False)
     chosen = options_of(
-        SpecializeOptions, SPECIALIZE_ARGUMENTS, focus=focus, slug=slug, model=model,
-        author_model=author_model, **options,
-    )  # fmt: skip
+        SpecializeOptions,
+        SPECIALIZE_ARGUMENTS,
+        focus=focus,
+        slug=slug,
+        model=model,
+        author_model=author_model,
+        **options,
+    )
 
     def work(_on_run: OnProgress) -> Awaitable[Specialization]:
         return specialize(ws, parent, chosen)
@@ -232,9 +237,14 @@ async def optimize_machine(
     except MachineError as error:
         raise tool_error(error, accepts=OPTIMIZE_ARGUMENTS) from error
     chosen = options_of(
-        OptimizeOptions, OPTIMIZE_ARGUMENTS, cases=cases, holdout=holdout, optimizer_model=optimizer_model,
-        model=model, **options,
-    )  # fmt: skip
+        OptimizeOptions,
+        OPTIMIZE_ARGUMENTS,
+        cases=cases,
+        holdout=holdout,
+        optimizer_model=optimizer_model,
+        model=model,
+        **options,
+    )
 
     def work(on_run: OnProgress) -> Awaitable[Optimization]:
         return optimize(ws, name, chosen, on_run=on_run)

@@ -9,7 +9,8 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Context
 
-from machine.runs import Run, StepMetrics
+from machine.runs import Run
+from machine.training import StepMetrics
 
 
 async def report_progress(ctx: Context, receive: Any, total: int | None) -> None:

@@ -16,6 +16,7 @@ import anyio
 from mcp.server.mcpserver import AcceptedElicitation, Context
 from mcp.server.mcpserver.exceptions import ToolError
 
+from machine.budget import Budget
 from machine.errors import (
     CommitRefused,
     ConsentDeclined,
@@ -40,13 +41,14 @@ from machine.ops import (
     plan_suite,
     stand_in,
 )
-from machine.runs import Budget, Question, Run, StepMetrics, mask_passwords
+from machine.runs import Question, Run, mask_passwords
 from machine.spec import Machine, Version
+from machine.training import StepMetrics
 from machine.workspace import Workspace
 
-from ._fresh import Signature, StoreVersion, signature
 from ._progress import report_progress, told
 from ._results import Approval, ConsentInfo, MachineList, NotAsked, RecentRuns
+from ._staleness import Signature, StoreVersion, signature
 
 log = logging.getLogger("machine.server")
 T = TypeVar("T")

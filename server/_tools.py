@@ -16,7 +16,7 @@ from pydantic import Field
 
 from machine.errors import CommitRefused, MachineError
 from machine.learn import TrainingShown, training_shown
-from machine.measure import SuiteReport
+from machine.measure import MeasureOptions, SuiteReport
 from machine.ops import MachineInfo, run_planned
 from machine.runs import Run
 from machine.versions import commit as commit_version
@@ -77,6 +77,10 @@ async def show_training(id: RecordId, ctx: Context) -> TrainingShown:
         raise tool_error(error) from error
 
 
+TRIALS: int = MeasureOptions.default("trials")
+"""How many times rehearse runs each case unless told: a measurement's default."""
+
+
 async def ask_rehearse(
     name: str,
     budget_usd: USD,
@@ -101,7 +105,7 @@ async def rehearse(
     budget_usd: USD,
     ctx: Context,
     consent: Annotated[ElicitationResult[Approval], Resolve(ask_rehearse)],
-    trials: Trials = 1,
+    trials: Trials = TRIALS,
     cases: RunCases = None,
     model: RunModel = None,
     harness: RunHarness = None,
@@ -129,9 +133,7 @@ async def rehearse(
     )
     if report.runs == 0 and report.stopped:
         raise ToolError(f"rehearse {name!r} ran nothing: {report.stopped}")
-    return RehearseResult(
-        **dict(report), **spent_of(ws), run_ids=run_ids, consent=info, sandboxed=sandboxed
-    )  # fmt: skip
+    return RehearseResult(**dict(report), **spent_of(ws), run_ids=run_ids, consent=info, sandboxed=sandboxed)
 
 
 async def ask_commit(name: str, force: bool, ctx: Context) -> Elicit[Approval] | NotAsked:

@@ -14,8 +14,7 @@ from mcp_types import ToolAnnotations
 
 from machine.errors import MachineError
 from machine.learn import TrainingCheck, TrainOptions, check_training, train
-from machine.ops import make_trainer
-from machine.runs import Phase
+from machine.training import Phase
 from machine.versions import Candidate
 
 from ._asking import askable, asked, planned, spent_of
@@ -92,9 +91,14 @@ async def train_machine(
 
     def work(on_run: OnProgress) -> Awaitable[Candidate]:
         return train(
-            ws, name, chosen, trainer=trainer, make_trainer=make_trainer, on_run=on_run, on_step=on_run,
+            ws,
+            name,
+            chosen,
+            trainer=trainer,
+            on_run=on_run,
+            on_step=on_run,
             on_begin=_resumed(on_run),
-        )  # fmt: skip
+        )
 
     what = f"train {name!r} (at most {usd(ws.budget.usd or 0.0)})"
     candidate, info = await state.spend(
@@ -127,7 +131,7 @@ async def plan_training(
     chosen = options_of(TrainOptions, PLAN_ARGUMENTS, **options)
     try:
         async with state.lock:
-            return await check_training(state.ws, name, chosen, trainer=trainer, make_trainer=make_trainer)
+            return await check_training(state.ws, name, chosen, trainer=trainer)
     except MachineError as error:
         raise tool_error(error, accepts=PLAN_ARGUMENTS) from error
 
@@ -170,9 +174,7 @@ async def smoke_training(
     chosen = options_of(TrainOptions, SMOKE_ARGUMENTS, **options)
 
     def work(on_run: OnProgress) -> Awaitable[TrainingCheck]:
-        return check_training(
-            ws, name, chosen, smoke=True, trainer=trainer, make_trainer=make_trainer, on_step=on_run
-        )
+        return check_training(ws, name, chosen, smoke=True, trainer=trainer, on_step=on_run)
 
     what = f"smoke-test training {name!r} (at most {usd(ws.budget.usd or 0.0)})"
     check, _info = await state.spend(

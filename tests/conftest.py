@@ -1,8 +1,10 @@
 """Shared by every test: ``tests/`` on ``sys.path`` (so tests import the helpers beside them), anyio on
-asyncio, the fixture of ``needs_bubblewrap``, and a PostgreSQL server for the tests that need one."""
+asyncio, the fixture of ``needs_bubblewrap``, a PostgreSQL server for the tests that need one (marked
+``server``), and, under ``make test-fast``, bytecode kept outside the source folders."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,12 +13,36 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from helpers.bwrap import bubblewrap_or_fail as bubblewrap_or_fail  # the fixture of needs_bubblewrap
+BYTECODE = (sys.pycache_prefix, sys.dont_write_bytecode)
+"""The process's own bytecode settings, which the tests run under."""
+if os.environ.get("MACHINE_TEST_PYCACHE"):
+    # make test-fast names a folder: while the tests are collected, this process keeps there the bytecode
+    # of what it imports, whatever PYTHONDONTWRITEBYTECODE says (the test modules pytest rewrote above
+    # all), so the next run reads it instead of rewriting every test module again. Nothing is written
+    # beside the sources (machine folders stay free of __pycache__); the tests themselves run under the
+    # process's own settings (pytest_collection_finish), and the processes they start under theirs.
+    sys.pycache_prefix = os.environ["MACHINE_TEST_PYCACHE"]
+    sys.dont_write_bytecode = False
+
+from helpers.bwrap import bubblewrap_or_fail as bubblewrap_or_fail  # noqa: E402  # the fixture of needs_bubblewrap
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def pytest_collection_finish() -> None:
+    """The tests run under the process's own bytecode settings (MACHINE_TEST_PYCACHE: collection only)."""
+    sys.pycache_prefix, sys.dont_write_bytecode = BYTECODE
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that asks for the PostgreSQL server (``postgres_url``) is a ``server`` test, which ``make
+    test-fast`` leaves out."""
+    for item in items:
+        if "postgres_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.server)
 
 
 @pytest.fixture(scope="session")

@@ -1,20 +1,31 @@
 """The layers of the package, read from its imports: a lower layer never imports a higher one, the adapters
-build on the core's protocols and records alone, the core meets the adapters in one composition module, the
-faces reach the core through ``machine.ops`` and public names, no module imports another package's private
-module, and no import cycle exists anywhere (lazy imports and ``TYPE_CHECKING`` ones included)."""
+build on the core's protocols and records alone, the core never imports an adapter (it finds each through
+its entry point) nor names one, every backend in ``clients/`` is registered through that one mechanism,
+the faces reach the core through ``machine.ops`` and public names, no module imports another package's
+private module, and no import cycle exists anywhere (lazy imports and ``TYPE_CHECKING`` ones included)."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.metadata
+import inspect
 import subprocess
 import sys
+import typing
 from collections.abc import Callable
+from typing import Any
 
 from helpers.imports import Module, modules, owner
 
 CORE = [
     "machine._lazy",
+    "machine._data",
     "machine.errors",
+    "machine._backends",
+    "machine.budget",
     "machine.runs",
+    "machine.training",
     "machine.grade",
     "machine.spec",
     "machine.workspace",
@@ -26,9 +37,20 @@ CORE = [
 """The core's layers, lowest first: each may import only itself and the layers before it."""
 ADAPTERS = ["machine.clients", "machine.sandboxes"]
 FACES = ["machine.cli", "machine.server", "machine.machinist", "machine.dashboard"]
-COMPOSITION = "machine.ops._compose"
-"""The one core module that imports adapters (by name, when a harness or sandbox is made)."""
-ADAPTERS_MAY_IMPORT = ["machine.errors", "machine.runs"]
+ADAPTERS_MAY_IMPORT = [
+    "machine._data",
+    "machine.errors",
+    "machine.budget",
+    "machine.runs",
+    "machine.training",
+]
+ROOMS_MAY_IMPORT = {
+    "machine.clients.ray": ["machine.spec", "machine.workspace", "machine.ops"],
+}
+"""The one room that goes further: the Ray executor's runner runs on each worker, where it opens the same
+workspace (``machine.ops.open_workspace``), loads and trusts machines (``machine.spec``) and takes the
+executor's run orders (``machine.workspace``), as a face would. Nothing in the core imports it (the
+``ray`` executor is found by its entry point), so no cycle comes of it."""
 
 GRAPH = modules()
 PACKAGES = {name for name, module in GRAPH.items() if module.path.name == "__init__.py"}
@@ -87,11 +109,13 @@ def test_a_lower_layer_never_imports_a_higher_one() -> None:
     assert not wrong, "imports against the layers:\n" + "\n".join(sorted(wrong))
 
 
-def test_the_core_meets_adapters_only_in_the_composition_module() -> None:
+def test_no_backend_module_in_the_core() -> None:
+    """The core imports no adapter, not even where it composes a workspace: harnesses, trainers, stores
+    and executors are found by name in their registries, the rest as ``machine.parts``, by entry point."""
     wrong = [
         f"{module.name} -> {target}"
         for module in GRAPH.values()
-        if (_layer(module.name) is not None or module.name == "machine") and module.name != COMPOSITION
+        if _layer(module.name) is not None or module.name == "machine"
         for target in _all_imports(module)
         if owner(target, ADAPTERS) is not None
     ]
@@ -104,7 +128,8 @@ def test_adapters_import_only_the_cores_protocols_and_records() -> None:
         mine = owner(module.name, ADAPTERS)
         if mine is None:
             continue
-        allowed = [mine, *ADAPTERS_MAY_IMPORT]
+        room = owner(module.name, list(ROOMS_MAY_IMPORT))
+        allowed = [mine, *ADAPTERS_MAY_IMPORT, *ROOMS_MAY_IMPORT.get(room or "", [])]
         for target in _all_imports(module):
             if owner(target, allowed) is None:
                 wrong.append(f"{module.name} -> {target}")
@@ -239,3 +264,104 @@ def test_every_module_imports_in_a_fresh_interpreter_in_dependency_order() -> No
         [sys.executable, "-c", script, *order], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+GROUPS = ["machine.harnesses", "machine.trainers", "machine.stores", "machine.executors"]
+
+
+def _backend_names() -> set[str]:
+    """The names of the backends the adapters register (the core's embedded defaults, the SQLite store
+    and the in-process executor, are the core's own to name)."""
+    return {
+        point.name
+        for group in GROUPS
+        for point in importlib.metadata.entry_points(group=group)
+        if _layer(point.module) is None
+    }
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The ids of the docstring nodes of ``tree``: a module's, a class's, a function's, an attribute's."""
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        for statement in body:
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                found.add(id(statement.value))
+    return found
+
+
+def test_no_backend_name_in_the_core() -> None:
+    """The core asks the registries what a backend can do (free, replays, serves ``local:`` models, runs
+    elsewhere, the default) instead of testing its name: no core module holds a string that is exactly a
+    registered backend's name. Docstrings and the words of messages (f-strings) may name one."""
+    names = _backend_names()
+    wrong = []
+    for module in GRAPH.values():
+        if _layer(module.name) is None and module.name != "machine":
+            continue
+        tree = ast.parse(module.path.read_text(encoding="utf-8"))
+        skipped = _docstrings(tree) | {
+            id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values
+        }
+        wrong += [
+            f"{module.name}:{node.lineno} {node.value!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in names and id(node) not in skipped
+        ]
+    assert not wrong, "backend names in the core:\n" + "\n".join(sorted(wrong))
+
+
+NOT_BACKENDS = {"machine.clients.ray._runner:Runner": "the Ray worker's actor, which the ray executor drives"}
+"""Classes in ``clients/`` shaped like a backend that are parts of one, not backends chosen by name."""
+
+
+def _protocols() -> dict[str, Any]:
+    from machine.runs import Harness, Store
+    from machine.training import Trainer
+    from machine.workspace import Executor
+
+    return {"harness": Harness, "trainer": Trainer, "store": Store, "executor": Executor}
+
+
+def _methods(protocol: Any) -> set[str]:
+    return {name for name in typing._get_protocol_attrs(protocol) if callable(getattr(protocol, name, None))}  # type: ignore[attr-defined]
+
+
+def _backend_classes() -> dict[str, type]:
+    """Every class in ``clients/`` that implements a backend protocol's methods, by ``module:Class``."""
+    protocols = [_methods(protocol) for protocol in _protocols().values()]
+    found = {}
+    for name in sorted(GRAPH):
+        if owner(name, ["machine.clients"]) is None:
+            continue
+        for class_name, cls in vars(importlib.import_module(name)).items():
+            mine = inspect.isclass(cls) and cls.__module__ == name and not class_name.startswith("_")
+            if mine and any(all(hasattr(cls, method) for method in methods) for methods in protocols):
+                found[f"{name}:{class_name}"] = cls
+    return found
+
+
+def _made() -> set[type]:
+    """The classes the registered backends declare they make (``Backend.makes``)."""
+    from machine.runs import HARNESSES, STORES
+    from machine.training import TRAINERS
+    from machine.workspace import EXECUTORS
+
+    made = set()
+    for registry in (HARNESSES, TRAINERS, STORES, EXECUTORS):
+        for name in registry:
+            if registry[name].makes:
+                module, _, attribute = registry[name].makes.partition(":")
+                made.add(getattr(importlib.import_module(module), attribute))
+    return made
+
+
+def test_every_backend_in_clients_is_registered() -> None:
+    """Every harness, trainer, store and executor class in ``clients/`` is made by an entry registered
+    through the one mechanism (an entry point of its kind's group), never by a name the core knows."""
+    made = _made()
+    loose = [name for name, cls in _backend_classes().items() if cls not in made and name not in NOT_BACKENDS]
+    assert not loose, f"backends in clients/ no registered entry makes: {loose}"

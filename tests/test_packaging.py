@@ -40,7 +40,13 @@ SUBPACKAGES = [
     "machine.cli",
     "machine.server",
     "machine.clients",
-    "machine.clients.opencode",
+    "machine.clients.chat",
+    "machine.clients.hosts",
+    "machine.clients.hosts.opencode",
+    "machine.clients.local",
+    "machine.clients.postgres",
+    "machine.clients.ray",
+    "machine.clients.tinker",
     "machine.sandboxes",
     "machine.sandboxes.tools",
     "machine.machinist",
@@ -48,7 +54,7 @@ SUBPACKAGES = [
 ]
 PACKAGE_DATA = [
     "machine/py.typed",
-    "machine/clients/pi_extension.ts",
+    "machine/clients/hosts/pi_extension.ts",
     "machine/machinist/machines/optimizer/instructions.md",
     "machine/machinist/machines/author/instructions.md",
     "machine/dashboard/static/index.html",

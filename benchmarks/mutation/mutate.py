@@ -13,7 +13,7 @@ copy laid out as installed: ``build/mutate/src/machine/`` with ``server/``, ``cl
 
     .venv/bin/python benchmarks/mutation/mutate.py [--max-children N] [--diffs] [MODULE ...]
 
-Naming modules (``machine.runs._budget``) mutates only those, for a quick figure after a change to one.
+Naming modules (``machine.budget._budget``) mutates only those, for a quick figure after a change to one.
 
 ``make mutate`` installs mutmut (the ``mutate`` extra) and runs this. Target: every mutant killed, or the
 survivors named here and judged equivalent. Asserts nothing; exits non-zero only when mutmut itself fails.
@@ -163,7 +163,7 @@ def main() -> int:
         "--max-children", type=int, default=os.cpu_count() or 1, help="mutants tested at once"
     )
     parser.add_argument("--diffs", action="store_true", help="print each surviving mutant's diff")
-    parser.add_argument("modules", nargs="*", help="only these of the modules, e.g. machine.runs._budget")
+    parser.add_argument("modules", nargs="*", help="only these of the modules, e.g. machine.budget._budget")
     args = parser.parse_args()
     modules = mutated_modules()
     if args.modules:

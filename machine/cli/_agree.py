@@ -9,7 +9,8 @@ from machine.runs import CriterionScore, Run
 
 from ._complete import machine_argument
 from ._inert import inert
-from ._options import concurrency_option, handle_errors, print_spend, with_workspace, workspace_from
+from ._measure_options import concurrency_option
+from ._options import handle_errors, print_spend, with_workspace, workspace_from
 from ._progress import watching
 from ._render import dump_json, fmt_rate, fmt_score
 from ._table import print_table

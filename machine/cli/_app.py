@@ -41,7 +41,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "agree": ("_agree", "agree_command", "Measure how well a candidate grader agrees with another."),
     "versions": ("_versions", "versions_command", "List a machine's versions."),
     "propose": ("_versions", "propose_command", "Make a pending candidate and measure it on held-out cases."),
-    "optimize": ("_learn", "optimize_command", "Search for better instructions with the optimizer machine."),
+    "optimize": (
+        "_optimize",
+        "optimize_command",
+        "Search for better instructions with the optimizer machine.",
+    ),
     "train": ("_train", "train_command", "Fine-tune a machine's model on its good runs."),
     "training": ("_training", "training_group", "List training records, or show one with its loss."),
     "specialize": ("_specialize", "specialize_command", "Have the author machine write a child machine."),
@@ -78,7 +82,7 @@ class _Commands(click.Group):
         module, attribute, _line = found
         command: click.Command = getattr(importlib.import_module(f"{__package__}.{module}"), attribute)
         if command.epilog is None:
-            from ._examples import epilog
+            from ._help_examples import epilog
 
             command.epilog = epilog(cmd_name)
             for sub in getattr(command, "commands", {}).values():  # a group's: its own, its subcommands'

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from machine.measure import MeasureOptions
 from machine.ops import Session, describe
 from machine.runs import Approver, Run
 from machine.spec import Machine
@@ -33,15 +34,18 @@ def chat(
     *,
     grade: bool,
     resume: bool,
-    pass_score: float,
+    pass_score: float = MeasureOptions.default("pass_score"),
     model: str | None = None,
     approver: Approver | None = None,
 ) -> None:
     """Read lines from the person and answer each with a run, until /quit or the end of input; the calls
     of the machine's tools that spend or change go to ``approver``."""
     options: dict[str, Any] = {
-        "auto_grade": grade, "pass_score": pass_score, "model": model, "approver": approver
-    }  # fmt: skip
+        "auto_grade": grade,
+        "pass_score": pass_score,
+        "model": model,
+        "approver": approver,
+    }
     earlier = Session.resume(ws, spec, **options) if resume else None
     if resume and earlier is None:
         click.echo(inert(f"no earlier conversation with {spec.name}; starting a new one"))

@@ -11,11 +11,10 @@ from machine.runs import counted
 
 from ._complete import machine_argument
 from ._inert import inert
+from ._measure_options import concurrency_option, measuring, pass_score_option, trials_option
 from ._options import (
-    concurrency_option,
     executor_options,
     handle_errors,
-    pass_score_option,
     print_spend,
     spending_options,
     with_workspace,
@@ -31,9 +30,7 @@ from ._render import dump_json, fmt_pass_rate, fmt_score
     "--ref", default="HEAD", show_default=True, metavar="REV", help="The git revision to compare with."
 )
 @click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases file (default: cases.json).")
-@click.option(
-    "--trials", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per case, each."
-)
+@trials_option("Runs per case, each.")
 @concurrency_option
 @pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
@@ -56,6 +53,7 @@ def compare_command(
 ) -> None:
     """Run the working tree's version of a machine (B) and its version at --ref (A) on the same cases,
     interleaved, both graded with the current rubric, and report the paired difference B - A."""
+    options = measuring(trials, concurrency, pass_score)
     ws = workspace_from(ctx, **spending)
     turns = ws.load(name).counterpart is not None  # a conversation's turns are runs: no total known
 
@@ -69,15 +67,7 @@ def compare_command(
 
         report = ws.call(
             lambda: compare(
-                ws,
-                name,
-                ref=ref,
-                cases=cases_file,
-                trials=trials,
-                concurrency=concurrency,
-                pass_score=pass_score,
-                model=spending["model"],
-                on_start=on_start,
+                ws, name, options, ref=ref, cases=cases_file, model=spending["model"], on_start=on_start
             )
         )
     if as_json:

@@ -15,14 +15,8 @@ from machine.workspace import Conversation, converse, counterpart_of
 
 from ._complete import case_ids, machine_argument
 from ._inert import inert
-from ._options import (
-    handle_errors,
-    pass_score_option,
-    print_spend,
-    spending_options,
-    with_workspace,
-    workspace_from,
-)
+from ._measure_options import pass_score_option
+from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._progress import thinking
 from ._render import dump_json, scorecard_lines
 from ._stop import INTERRUPTED, end, stop_status

@@ -52,4 +52,4 @@ def machinist_command(
     if message is not None:
         send_once(ws, spec, message, resume=resume, model=spending["model"], approver=who)
         return
-    chat(ws, spec, grade=False, resume=resume, pass_score=1.0, model=spending["model"], approver=who)
+    chat(ws, spec, grade=False, resume=resume, model=spending["model"], approver=who)

@@ -18,9 +18,9 @@ import click
 
 import machine.ops as ops  # what spends (the policy, the spend, a harness) loads only for a command that can
 import machine.runs as on_run  # what only an error needs (mask_passwords) loads with the first error
+from machine.budget import Budget, parse_budget, price_of
 from machine.errors import FACE_SPELLING, BadInputError, Fix, MachineError, WorkFailed
 from machine.ops import open_workspace
-from machine.runs import Budget, parse_budget, price_of
 
 from ._inert import inert
 from ._stop import end, stop_status, stopped_word
@@ -34,15 +34,6 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 _SPEND_KEY = "machine.spend"  # in click's ctx.meta, shared by every context of one invocation
-
-
-concurrency_option = click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="Runs (or grades) at once.",
-)
 
 
 def executor_options(fn: F) -> F:
@@ -67,15 +58,6 @@ def executor_options(fn: F) -> F:
             ),
         ],
     )
-
-
-pass_score_option = click.option(
-    "--pass-score",
-    type=click.FloatRange(0, 1),
-    default=1.0,
-    show_default=True,
-    help="The score a run needs to pass, from 0 to 1.",
-)
 
 
 def _apply(fn: F, options: list[Callable[[F], F]]) -> F:
@@ -229,11 +211,16 @@ def spend_id(ctx: click.Context) -> str | None:
 def _elsewhere(ctx: click.Context, ws: Workspace, options: dict[str, Any]) -> Workspace:
     """``ws`` making its runs where ``--executor`` says (started now, closed with the command)."""
     given: int | None = ctx.params.get("concurrency")
-    concurrency = given or int(getattr(ctx.params.get("options"), "concurrency", 4))
+    concurrency = given or getattr(ctx.params.get("options"), "concurrency", None)
     executor = ops.executor_for(
-        ws, options["executor"], address=options.get("ray_address"), concurrency=concurrency,
-        harness=ws.harness.name, script=options.get("script"), base_url=options.get("base_url"),
-    )  # fmt: skip
+        ws,
+        options["executor"],
+        address=options.get("ray_address"),
+        concurrency=concurrency,
+        harness=ws.harness.name,
+        script=options.get("script"),
+        base_url=options.get("base_url"),
+    )
     if executor is None:
         return ws
     ctx.call_on_close(executor.close)

@@ -14,10 +14,10 @@ from machine.runs import RunSummary
 from ._approve import allow_option, approver
 from ._chat import chat
 from ._complete import machine_argument
+from ._measure_options import pass_score_option
 from ._options import (
     grading_options,
     handle_errors,
-    pass_score_option,
     print_spend,
     spend_id,
     spending_options,
@@ -79,9 +79,14 @@ def run(
     who = approver(allow, command=f"machine run {name}", ask=True, within=spend_id(ctx))
     if input is None:
         chat(
-            ws, spec, grade=grade, resume=resume, pass_score=pass_score, model=spending["model"],
+            ws,
+            spec,
+            grade=grade,
+            resume=resume,
+            pass_score=pass_score,
+            model=spending["model"],
             approver=who,
-        )  # fmt: skip
+        )
         return
     result = ws.call(
         lambda: ws.run(spec, input, model=spending["model"], grade=grade, pass_score=pass_score, approver=who)
@@ -131,9 +136,16 @@ def _row(r: RunSummary) -> tuple[str, ...]:
     elif r.passed is False:
         why = f"below full marks: {', '.join(r.failing)}"
     return (
-        r.id, fmt_time(r.created_at), score, verdict, f"${r.cost_usd:.4f}", r.model, r.case_id or "-",
-        ",".join(r.tags) or "-", why,
-    )  # fmt: skip
+        r.id,
+        fmt_time(r.created_at),
+        score,
+        verdict,
+        f"${r.cost_usd:.4f}",
+        r.model,
+        r.case_id or "-",
+        ",".join(r.tags) or "-",
+        why,
+    )
 
 
 @click.command("eval")

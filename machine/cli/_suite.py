@@ -8,18 +8,17 @@ from typing import Any
 import click
 
 from machine.errors import BadInputError, WorkFailed
-from machine.measure import FamilyReport, SuiteReport, run_family
+from machine.measure import FamilyReport, MeasureOptions, SuiteReport, run_family
 from machine.ops import SuitePlan, plan_suite, run_planned
 from machine.runs import Run, counted
 from machine.workspace import Workspace
 
 from ._complete import machine_argument
 from ._inert import inert
+from ._measure_options import concurrency_option, measuring, pass_score_option, trials_option
 from ._options import (
-    concurrency_option,
     executor_options,
     handle_errors,
-    pass_score_option,
     print_spend,
     spending_options,
     with_workspace,
@@ -35,7 +34,7 @@ from ._suite_report import SHOWN, print_family, print_report
 @click.command()
 @machine_argument()
 @click.option("--cases", "cases_file", default=None, metavar="FILE", help="Cases file (default: cases.json).")
-@click.option("--trials", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per case.")
+@trials_option("Runs per case.")
 @concurrency_option
 @pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -89,13 +88,11 @@ def suite(
         )
     ws = workspace_from(ctx, **spending)
     shown = _Shown(as_json=as_json, all_cases=all_cases)
+    options = measuring(trials, concurrency, pass_score)
     if tree:
-        _family(ws, name, trials, concurrency, pass_score, shown, verbose, spending["model"])
+        _family(ws, name, options, shown, verbose, spending["model"])
         return
-    plan = plan_suite(
-        ws, name, cases=cases_file, trials=trials, model=spending["model"], concurrency=concurrency,
-        pass_score=pass_score,
-    )  # fmt: skip
+    plan = plan_suite(ws, name, options, cases=cases_file, model=spending["model"])
     progress = _Progress(plan.runs, verbose=verbose, bar=not as_json and not verbose and progress_wanted())
     report = _run(ctx, ws, plan, progress, resume, shown)
     progress.close()
@@ -207,14 +204,7 @@ class _Progress:
 
 
 def _family(
-    ws: Workspace,
-    name: str,
-    trials: int,
-    concurrency: int,
-    pass_score: float,
-    shown: _Shown,
-    verbose: bool,
-    model: str | None,
+    ws: Workspace, name: str, options: MeasureOptions, shown: _Shown, verbose: bool, model: str | None
 ) -> None:
     done = 0
     member = _Progress(0, verbose=False, bar=False)  # the member running now, for the note if it stops
@@ -232,18 +222,7 @@ def _family(
             _print_verbose(run, done, 0)
 
     try:
-        report = ws.call(
-            lambda: run_family(
-                ws,
-                name,
-                trials=trials,
-                concurrency=concurrency,
-                pass_score=pass_score,
-                model=model,
-                on_run=on_run,
-                on_start=on_start,
-            )
-        )
+        report = ws.call(lambda: run_family(ws, name, options, model=model, on_run=on_run, on_start=on_start))
     except BaseException as error:
         _stopped(click.get_current_context(), ws, member, error)
         raise

@@ -14,14 +14,8 @@ from machine.workspace import observing, set_observing
 
 from ._chat_tags import print_marked
 from ._complete import machine_argument
-from ._options import (
-    handle_errors,
-    pass_score_option,
-    print_spend,
-    spending_options,
-    with_workspace,
-    workspace_from,
-)
+from ._measure_options import pass_score_option
+from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._render import dump_json, print_run
 
 LIMIT = click.option(

@@ -8,8 +8,7 @@ from typing import Any
 import click
 
 from machine.learn import ALL_SOURCES, ChooseSource, TrainingCheck, TrainOptions, check_training, train
-from machine.ops import make_trainer
-from machine.runs import StepMetrics
+from machine.training import StepMetrics
 from machine.versions import Candidate, format_report
 
 from ._complete import machine_argument
@@ -98,7 +97,6 @@ def train_command(
                 name,
                 options,
                 trainer=trainer,
-                make_trainer=make_trainer,
                 on_run=shown.run if loud else None,
                 on_step=shown.step if loud else None,
                 choose_source=_chooser(as_json),
@@ -135,7 +133,6 @@ def _check(
             options,
             smoke=smoke,
             trainer=trainer,
-            make_trainer=make_trainer,
             on_step=_step_echo if smoke and not as_json else None,
             choose_source=_chooser(as_json),
         )

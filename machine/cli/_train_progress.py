@@ -16,7 +16,8 @@ from ._inert import inert
 from ._progress import Bar, verdict
 
 if TYPE_CHECKING:
-    from machine.runs import Phase, Run, StepMetrics
+    from machine.runs import Run
+    from machine.training import Phase, StepMetrics
 
 
 class TrainProgress:

@@ -9,6 +9,7 @@ import click
 from machine.errors import BadInputError, CommitRefused
 from machine.spec import DEFAULT_MIN_Z, UNRECORDED, VERSIONS_FILE, Version, checked_min_z
 from machine.versions import (
+    PROPOSE_TRIALS,
     VersionList,
     commit,
     current,
@@ -22,16 +23,8 @@ from machine.versions import (
 
 from ._complete import machine_argument
 from ._inert import inert
-from ._options import (
-    concurrency_option,
-    fail,
-    handle_errors,
-    pass_score_option,
-    print_spend,
-    spending_options,
-    with_workspace,
-    workspace_from,
-)
+from ._measure_options import concurrency_option, measuring, pass_score_option, trials_option
+from ._options import fail, handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._progress import watching
 from ._render import dump_json
 
@@ -99,9 +92,7 @@ def versions_command(ctx: click.Context, /, name: str, record: bool, note: str, 
 
 @click.command("propose")
 @machine_argument()
-@click.option(
-    "--trials", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per held-out case, each."
-)
+@trials_option("Runs per held-out case, each.", default=PROPOSE_TRIALS)
 @click.option(
     "--min-z",
     type=click.FloatRange(min=0),
@@ -145,6 +136,7 @@ def propose_command(
     if not spending.get("model"):
         raise BadInputError(f"propose needs the candidate's model: machine propose {name} --model MODEL")
     checked_min_z(min_z, allow_weak_gate)  # before the workspace asks for anything
+    options = measuring(trials, concurrency, pass_score)
     ws = workspace_from(ctx, **spending)
     from ._plan import print_plan  # here: the other version commands never import the learning layer
 
@@ -154,14 +146,12 @@ def propose_command(
             lambda: propose(
                 ws,
                 name,
+                options,
                 model=spending["model"],
-                trials=trials,
                 cases=cases_file,
                 min_z=min_z,
                 allow_weak_gate=allow_weak_gate,
                 base_model=spending.get("price_as"),
-                concurrency=concurrency,
-                pass_score=pass_score,
                 note=note,
             )
         )

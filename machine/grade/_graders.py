@@ -21,7 +21,8 @@ from machine.errors import DefinitionError
 from machine.runs import CriterionScore
 
 if TYPE_CHECKING:
-    from machine.runs import Budget, Effort, ModelAccess, Run
+    from machine.budget import Budget
+    from machine.runs import Effort, ModelAccess, Run
 
     from ._rubric import Criterion
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from machine.budget import LOCAL
 from machine.errors import BadInputError, Fix
-from machine.runs import LOCAL, is_free
+from machine.runs import is_free, serves_only
 from machine.spec import Machine
 from machine.workspace import Workspace
 
@@ -51,11 +52,12 @@ async def check_helper_model(
     when it cannot run on the workspace's harness, or, for a local model (which costs nothing to ask),
     when one short request for a reply in ``form`` about ``improved`` gets none."""
     harness = ws.harness.name
-    if harness == "local" and not model.startswith(LOCAL):
+    only = serves_only(harness)
+    if only is not None and not model.startswith(only):
         raise BadInputError(
-            f"the {helper.name} machine's model {model!r} cannot run on the local harness, which runs only "
-            f"local: models; the {helper.name} must write its reply in the form asked for, which a small "
-            "local model rarely does",
+            f"the {helper.name} machine's model {model!r} cannot run on the {harness} harness, which runs "
+            f"only {only} models; the {helper.name} must write its reply in the form asked for, which a "
+            "small local model rarely does",
             fixes=_fixes(helper, model, option),
         )
     if not is_free(harness):

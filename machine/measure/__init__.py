@@ -13,9 +13,10 @@ from machine._lazy import resolver
 if TYPE_CHECKING:
     from . import stats
     from ._agree import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, agree
-    from ._agreement import AgreementReport, AtThreshold, Disagreement, Pair
+    from ._agreement_report import AgreementReport, AtThreshold, Disagreement, Pair
     from ._compare import Comparison, Plan, changes_between, compare
     from ._family import FamilyReport, Skipped, run_family
+    from ._options import MeasureOptions, Options
     from ._pool import BatchWriter, run_pool
     from ._side import Side
     from ._suite import SuiteReport, SuiteSummary, find_suite, is_result, run_suite, suite_key
@@ -27,10 +28,10 @@ _HOMES = {
     "REFERENCE_PASS": "._agree",
     "THRESHOLDS": "._agree",
     "agree": "._agree",
-    "AgreementReport": "._agreement",
-    "AtThreshold": "._agreement",
-    "Disagreement": "._agreement",
-    "Pair": "._agreement",
+    "AgreementReport": "._agreement_report",
+    "AtThreshold": "._agreement_report",
+    "Disagreement": "._agreement_report",
+    "Pair": "._agreement_report",
     "Comparison": "._compare",
     "Plan": "._compare",
     "changes_between": "._compare",
@@ -38,6 +39,8 @@ _HOMES = {
     "FamilyReport": "._family",
     "Skipped": "._family",
     "run_family": "._family",
+    "MeasureOptions": "._options",
+    "Options": "._options",
     "BatchWriter": "._pool",
     "run_pool": "._pool",
     "Side": "._side",
@@ -65,6 +68,8 @@ __all__ = [
     "CriterionResult",
     "Disagreement",
     "FamilyReport",
+    "MeasureOptions",
+    "Options",
     "Pair",
     "Plan",
     "Side",

@@ -27,7 +27,8 @@ from machine.runs import CriterionScore, Run, parse_effort
 from machine.spec import Machine
 from machine.workspace import Workspace
 
-from ._agreement import AgreementReport, AtThreshold, Disagreement, GraderInfo, Pair
+from ._agreement_report import AgreementReport, AtThreshold, Disagreement, GraderInfo, Pair
+from ._options import MeasureOptions
 from .stats import agreement, kept_bad_share, thresholded
 
 REFERENCE_PASS = 0.5
@@ -92,7 +93,7 @@ async def agree(
     candidate: Grader | str,
     limit: int | None = None,
     thresholds: Sequence[float] = THRESHOLDS,
-    concurrency: int = 4,
+    concurrency: int = MeasureOptions.default("concurrency"),
     judge_model: str | None = None,
     judge_effort: str | None = None,
     regrade: bool = True,

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import computed_field
 
-from machine.errors import BadInputError
 from machine.runs import Model, Run
 from machine.spec import Case, Machine, machine_at
 from machine.workspace import Workspace, converse
 
+from ._options import MeasureOptions
 from ._pool import BatchWriter
 from ._side import Side
 from ._tally import CaseResult, CriterionResult
@@ -215,24 +216,22 @@ def changes_between(a: Machine, b: Machine) -> list[str]:
 async def compare(
     workspace: Workspace,
     name: str,
+    options: MeasureOptions | None = None,
     *,
     ref: str = "HEAD",
     cases: str | Path | Sequence[Case] | None = None,
-    trials: int = 1,
-    concurrency: int = 4,
-    pass_score: float = 1.0,
     model: str | None = None,
     on_run: Callable[[Run], None] | None = None,
     on_start: Callable[[Plan], None] | None = None,
+    **fields: Any,
 ) -> Comparison:
     """Run the working tree's ``name`` (B) and ``name`` at ``ref`` (A) on the same cases (a cases file,
-    default cases.json, or the cases), ``trials`` each, interleaved; grade both with the current evaluator;
-    store every run; compare them paired by case. ``on_start`` sees the plan before any run starts;
-    ``on_run`` each finished run (A's record the ref's commit as their revision)."""
-    if trials < 1:
-        raise BadInputError("trials must be at least 1")
-    if concurrency < 1:
-        raise BadInputError("concurrency must be at least 1")
+    default cases.json, or the cases), ``options.trials`` each (``options``, or its fields as keywords),
+    interleaved; grade both with the current evaluator; store every run; compare them paired by case.
+    ``on_start`` sees the plan before any run starts; ``on_run`` each finished run (A's record the ref's
+    commit as their revision)."""
+    o = MeasureOptions.of(options, **fields)
+    trials = o.trials
     current = workspace.load(name)
     chosen = (
         list(cases)
@@ -260,7 +259,7 @@ async def compare(
         jobs = [
             (side, spec, case, trial) for trial in range(trials) for case in chosen for side, spec in versions
         ]
-        comparison.stopped = await _run(workspace, jobs, current, concurrency, model, pass_score, on_run)
+        comparison.stopped = await _run(workspace, jobs, current, o.concurrency, model, o.pass_score, on_run)
     comparison.cost_usd = workspace.budget.spent - spent_before
     a_scores, b_scores = comparison.a.scores, comparison.b.scores
     if any(a_scores[c] and b_scores[c] for c in a_scores):

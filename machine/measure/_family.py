@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from pydantic import Field, computed_field
 
@@ -11,6 +12,7 @@ from machine.errors import Fix, plain_spelling
 from machine.runs import Harness, Model, Run
 from machine.workspace import Workspace
 
+from ._options import MeasureOptions
 from ._suite import SuiteReport, run_suite
 from ._tally import CriterionResult
 
@@ -42,17 +44,18 @@ class FamilyReport(Model):
 async def run_family(
     workspace: Workspace,
     name: str,
+    options: MeasureOptions | None = None,
     *,
-    trials: int = 1,
-    concurrency: int = 4,
-    pass_score: float = 1.0,
     harness: Harness | None = None,
     model: str | None = None,
     on_run: Callable[[Run], None] | None = None,
     on_start: Callable[[SuiteReport, int], None] | None = None,
+    **fields: Any,
 ) -> FamilyReport:
     """Run every family member's own ``cases.json`` (a member without one is skipped with a note),
-    one member after another, then put the root's criteria together across all of their runs."""
+    one member after another, with ``options`` (or its fields as keywords), then put the root's
+    criteria together across all of their runs."""
+    o = MeasureOptions.of(options, **fields)
     root = workspace.load(name)
     report = FamilyReport(root=name, inherited={c: CriterionResult() for c in root.rubric})
     for member in workspace.family(name):
@@ -79,9 +82,7 @@ async def run_family(
             workspace,
             spec,
             workspace.cases(spec),
-            trials=trials,
-            concurrency=concurrency,
-            pass_score=pass_score,
+            o,
             harness=harness,
             model=model,
             on_run=on_run,

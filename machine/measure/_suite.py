@@ -11,7 +11,7 @@ Every invocation is a suite with an id, recorded on each of its runs and (with i
 the store, so a suite that was killed can be resumed: a (case, trial) pair is finished once the store
 holds its result run (failed, or graded), and resuming runs only the other pairs. A run is written
 whole or not at all, so a crash loses at most the runs of the last second, and exactly those are rerun;
-resuming also clears the sandboxes the killed invocation left (``_leftovers``). A store that cannot be
+resuming also clears the sandboxes the killed invocation left (``_suite_sandboxes``). A store that cannot be
 written stops the suite with ``WorkFailed``, which carries the report and names the runs not stored.
 """
 
@@ -21,16 +21,18 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import Field, computed_field
 
 from machine.errors import BadInputError, Fix, NotFoundError, WorkFailed
-from machine.runs import Harness, Model, Run, SuiteRecord, checked_score, counted, new_run_id
+from machine.runs import Harness, Model, Run, SuiteRecord, counted, new_run_id
 from machine.spec import Case, Machine
 from machine.workspace import Workspace, converse
 
-from ._leftovers import suite_sandboxes
+from ._options import MeasureOptions
 from ._pool import BatchWriter, said
+from ._suite_sandboxes import suite_sandboxes
 from ._tally import CaseResult, CriterionResult, tally_criteria
 
 
@@ -165,27 +167,26 @@ async def run_suite(
     workspace: Workspace,
     machine: Machine,
     cases: Sequence[Case],
+    options: MeasureOptions | None = None,
     *,
-    trials: int = 1,
-    concurrency: int = 4,
-    pass_score: float = 1.0,
     harness: Harness | None = None,
     model: str | None = None,
     on_run: Callable[[Run], None] | None = None,
     resume: str | bool = False,
     cases_file: str | None = None,
     on_start: Callable[[SuiteReport, int], None] | None = None,
+    **fields: Any,
 ) -> SuiteReport:
-    """Run every case ``trials`` times, graded, and report (made wherever the workspace makes runs).
+    """Run every case ``options.trials`` times (``options``, or its fields as keywords: ``trials=3``),
+    graded, and report (made wherever the workspace makes runs).
 
     ``resume=True`` continues the newest suite of this machine on the same cases and trials, and a
     suite id continues that suite (with its own cases and trials): only the pairs without a finished
     run are run, and the report covers the runs of both invocations. ``on_start(report, remaining)``
     is called once the plan is known (``report.resumed`` pairs are done already).
     """
-    if concurrency < 1:
-        raise BadInputError("concurrency must be at least 1")
-    checked_score(pass_score)
+    o = MeasureOptions.of(options, **fields)
+    trials, concurrency, pass_score = o.trials, o.concurrency, o.pass_score
     record = _record(workspace, machine, cases, trials, model, cases_file, resume)
     if resume is not False:  # the suite resumed has cases and trials of its own
         cases, trials = [Case.model_validate(data) for data in record.cases], record.trials
@@ -266,8 +267,6 @@ def _record(
     resume: str | bool,
 ) -> SuiteRecord:
     """The suite this invocation continues (``resume``), or a new one, recorded before any run starts."""
-    if trials < 1:
-        raise BadInputError("trials must be at least 1")
     if resume is not False:
         found = find_suite(workspace, machine, cases, trials, resume)
         return found.model_copy(update={"model": model or found.model})

@@ -1,6 +1,15 @@
-"""The operations every face calls (the SDK handle, the ``machine`` command, the MCP server): plan and run
-a suite, describe and list machines, spend under the person's policy, and make harnesses, sandboxes and
-model access and trainers by name (the one place the core meets its adapters).
+"""The operations that span the core, for every face (the SDK handle, the ``machine`` command, the MCP
+server and the machinist through it, the dashboard): plan and run a suite, describe and list machines,
+tags and observed runs, trust, chat sessions, copying a store, spend under the person's policy, and make
+harnesses, sandboxes, model access and trainers by name (the one place the core meets its adapters).
+
+One implementation per operation, in one home. An operation of one concept lives in that concept's
+package, and every face calls it there, as the SDK handle here does (``machine.measure.compare``,
+``machine.versions.propose``, ``commit`` and ``revert``, ``machine.learn.optimize``, ``train``,
+``specialize`` and ``export``); what composes the workspace with adapters, consent and spending, or
+spans concepts, lives here. A face imports this package and the public names of the concept packages
+(their operations, records and types), never a private module or name, and writes no operation of its
+own: it parses, calls, renders (``tests/test_layers.py`` holds the imports to that).
 
 Names resolve on first use (``__getattr__``): a command imports the operations it calls and no more.
 """
@@ -12,16 +21,11 @@ from typing import TYPE_CHECKING
 from machine._lazy import resolver
 
 if TYPE_CHECKING:
+    from machine.runs import default_harness_name, make_harness
+    from machine.training import make_trainer
+
     from ._asking import AskingPolicy
-    from ._compose import (
-        default_harness_name,
-        harness_for,
-        local_sandboxes,
-        make_harness,
-        make_trainer,
-        model_access,
-        open_workspace,
-    )
+    from ._compose import harness_for, local_sandboxes, model_access, open_workspace
     from ._describe import (
         CriterionInfo,
         MachineInfo,
@@ -45,11 +49,11 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "AskingPolicy": "._asking",
-    "default_harness_name": "._compose",
+    "default_harness_name": "machine.runs",
     "harness_for": "._compose",
     "local_sandboxes": "._compose",
-    "make_harness": "._compose",
-    "make_trainer": "._compose",
+    "make_harness": "machine.runs",
+    "make_trainer": "machine.training",
     "model_access": "._compose",
     "open_workspace": "._compose",
     "CriterionInfo": "._describe",

@@ -9,8 +9,9 @@ allowance, lets the call go. Any answer but a yes is a no.
 
 from __future__ import annotations
 
+from machine.budget import Budget
 from machine.errors import ConsentDeclined, ConsentRequired
-from machine.runs import Approver, Budget, Question
+from machine.runs import Approver, Question
 
 from ._policy import Consent, SpendingPolicy
 from ._spending_log import SpendingLog

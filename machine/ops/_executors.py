@@ -1,13 +1,12 @@
-"""Where a command's runs are made: here (the default), or on a Ray cluster's workers."""
+"""Where a command's runs are made: here (the default), or elsewhere by a registered executor (a Ray
+cluster's workers), found by name in ``EXECUTORS``."""
 
 from __future__ import annotations
 
+from machine._backends import build
 from machine.errors import BadInputError, Fix
-from machine.workspace import Executor, Workspace
-
-from ._ray_executor import RayExecutor
-
-EXECUTORS = ("local", "ray")
+from machine.measure import MeasureOptions
+from machine.workspace import EXECUTORS, Executor, ExecutorSetup, Workspace
 
 
 def executor_for(
@@ -15,28 +14,27 @@ def executor_for(
     name: str,
     *,
     address: str | None = None,
-    concurrency: int = 4,
+    concurrency: int | None = None,
     harness: str | None = None,
     script: str | None = None,
     base_url: str | None = None,
 ) -> Executor | None:
-    """The executor named (None for ``local``: runs are made in this process), started and ready; the
-    caller closes it. ``address`` is the Ray head's (``host:port``), for ``ray``."""
-    if name == "local":
-        if address is not None:
+    """The executor named (None for one whose runs are made in this process), started and ready (its
+    factory starts it); the caller closes it. ``address`` is the cluster's (``host:port``), for an
+    executor that takes one."""
+    entry = EXECUTORS.named(name)
+    if address is not None and not entry.address:
+        takers = EXECUTORS.where(lambda other: bool(other.address))
+        if takers:
+            taker = takers[0]
             raise BadInputError(
-                "a Ray cluster's address is for the ray executor", fixes=[Fix("executor", "ray", "to use it")]
+                f"{EXECUTORS[taker].address}'s address is for the {taker} executor",
+                fixes=[Fix("executor", taker, "to use it")],
             )
-        return None
-    if name != "ray":
-        raise BadInputError(f"there is no executor {name!r}: choose one of {', '.join(EXECUTORS)}")
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        raise BadInputError("the ray executor needs Ray: pip install 'machine[ray]'") from None
-    made = RayExecutor(ws.root, address, harness, script, base_url, concurrency, trust=ws.trust.path)
-    made.start()
-    return made
+        raise BadInputError(f"the {name} executor takes no address")
+    at_once = MeasureOptions.default("concurrency") if concurrency is None else concurrency
+    setup = ExecutorSetup(ws.root, address, at_once, harness, script, base_url, trust=ws.trust.path)
+    return build("executor", name, entry, lambda: entry.make(setup))
 
 
 __all__ = ["EXECUTORS", "executor_for"]

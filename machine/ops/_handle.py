@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from machine.budget import LOCAL, Budget
 from machine.errors import BadInputError
 from machine.learn import (
     ChooseSource,
@@ -36,9 +37,10 @@ from machine.learn import (
 from machine.learn import train as train_machine
 from machine.learn.specialize import DraftRubricOptions
 from machine.learn.train import pending as pending_runs
-from machine.measure import Comparison, SuiteReport, compare
-from machine.runs import LOCAL, Approver, Budget, Effort, Harness, Run, Trainer
+from machine.measure import Comparison, MeasureOptions, SuiteReport, compare
+from machine.runs import Approver, Effort, Harness, Run
 from machine.spec import DEFAULT_MIN_Z, Case, Machine, Version
+from machine.training import Trainer
 from machine.versions import Candidate
 from machine.versions import commit as commit_version
 from machine.versions import propose as propose_version
@@ -47,7 +49,7 @@ from machine.versions import update as update_version
 from machine.versions import versions as list_versions
 from machine.workspace import Workspace
 
-from ._compose import harness_for, make_trainer, open_workspace
+from ._compose import harness_for, open_workspace
 from ._plans import plan_learning
 from ._policy import SpendingPolicy
 from ._session import RunStream, Session
@@ -121,47 +123,30 @@ class MachineHandle:
 
     async def suite(
         self,
+        options: MeasureOptions | None = None,
         *,
         cases: str | Path | list[Case] | None = None,
-        trials: int = 1,
-        concurrency: int = 4,
-        pass_score: float = 1.0,
         model: str | None = None,
+        **fields: Any,
     ) -> SuiteReport:
         """The machine's suite (its cases.json, another cases file, or the cases given), as ``machine
-        suite`` plans and runs it."""
-        plan = plan_suite(
-            self.workspace,
-            self.name,
-            cases=cases,
-            trials=trials,
-            model=model,
-            concurrency=concurrency,
-            pass_score=pass_score,
-        )
+        suite`` plans and runs it, measured as ``options`` (a ``MeasureOptions``, or its fields as
+        keywords: ``trials=3, concurrency=4, pass_score=1.0``) say."""
+        plan = plan_suite(self.workspace, self.name, options, cases=cases, model=model, **fields)
         return await self._spending("suite", run_planned(self.workspace, plan))
 
     async def compare(
         self,
+        options: MeasureOptions | None = None,
         *,
         ref: str = "HEAD",
         cases: str | Path | None = None,
-        trials: int = 1,
-        concurrency: int = 4,
-        pass_score: float = 1.0,
         model: str | None = None,
+        **fields: Any,
     ) -> Comparison:
-        """The working tree against the machine at git revision ``ref``, as ``machine compare`` runs it."""
-        work = compare(
-            self.workspace,
-            self.name,
-            ref=ref,
-            cases=cases,
-            trials=trials,
-            concurrency=concurrency,
-            pass_score=pass_score,
-            model=model,
-        )
+        """The working tree against the machine at git revision ``ref``, as ``machine compare`` runs it,
+        measured as ``options`` (a ``MeasureOptions``, or its fields as keywords) say."""
+        work = compare(self.workspace, self.name, options, ref=ref, cases=cases, model=model, **fields)
         return await self._spending("compare", work)
 
     def versions(self) -> list[Version]:
@@ -170,28 +155,31 @@ class MachineHandle:
 
     async def propose(
         self,
+        options: MeasureOptions | None = None,
         *,
         model: str,
-        trials: int = 3,
         cases: str | Path | None = None,
         min_z: float = DEFAULT_MIN_Z,
         base_model: str | None = None,
         note: str = "",
         allow_weak_gate: bool = False,
+        **fields: Any,
     ) -> Candidate:
-        """A pending candidate on ``model``, measured against the live version on held-out cases;
+        """A pending candidate on ``model``, measured against the live version on held-out cases as
+        ``options`` (a ``MeasureOptions``, or its fields as keywords; 3 trials unless they say) say;
         the machine's files stay as they are until ``commit``. A ``min_z`` below 1 is refused unless
         ``allow_weak_gate``."""
         work = propose_version(
             self.workspace,
             self.name,
+            options,
             model=model,
-            trials=trials,
             cases=cases,
             min_z=min_z,
             base_model=base_model,
             note=note,
             allow_weak_gate=allow_weak_gate,
+            **fields,
         )
         return await self._spending("propose", work)
 
@@ -239,9 +227,13 @@ class MachineHandle:
         is one, or its name (default: the one for the model); ``choose_source`` is asked which source to
         learn from when ``any_model`` selects runs of several (without it, that is refused)."""
         work = train_machine(
-            self.workspace, self.name, options, trainer=trainer, make_trainer=make_trainer,
-            choose_source=choose_source, **fields,
-        )  # fmt: skip
+            self.workspace,
+            self.name,
+            options,
+            trainer=trainer,
+            choose_source=choose_source,
+            **fields,
+        )
         return await self._spending("train", work)
 
     async def check_training(
@@ -256,9 +248,13 @@ class MachineHandle:
         train --dry-run``); with ``smoke``, two steps of it trained end to end, the checkpoint sampled once,
         and all of it discarded (``--smoke``: on Tinker the steps cost, under this handle's budget)."""
         work = check_training(
-            self.workspace, self.name, options, smoke=smoke, trainer=trainer, make_trainer=make_trainer,
+            self.workspace,
+            self.name,
+            options,
+            smoke=smoke,
+            trainer=trainer,
             **fields,
-        )  # fmt: skip
+        )
         return await (self._spending("train", work) if smoke else work)
 
     def plan(self, operation: str, options: Options | None = None, **fields: Any) -> Plan:
@@ -339,9 +335,15 @@ def load(
             )
         return MachineHandle(workspace, name)
     opened = open_workspace(
-        workspace, harness=harness, script=script, base_url=base_url, budget=budget, effort=effort,
-        judge_model=judge_model, judge_effort=judge_effort,
-    )  # fmt: skip
+        workspace,
+        harness=harness,
+        script=script,
+        base_url=base_url,
+        budget=budget,
+        effort=effort,
+        judge_model=judge_model,
+        judge_effort=judge_effort,
+    )
     handle = MachineHandle(opened, name)
     if harness is None and handle.spec.model.startswith(LOCAL):  # else the default, made on first use
         handle.workspace = handle.workspace.using(harness=harness_for(handle.workspace, name))

@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal, get_args
 
+from machine.budget import Budget
 from machine.errors import BadInputError, ConsentRequired
-from machine.runs import Budget, now, timestamp
+from machine.runs import now, timestamp
 
 from ._spending_log import FileSpendingLog, SpendingLog
 

@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
+from machine.measure import MeasureOptions
 from machine.runs import Approver, ChatSession, Event, Message, Run, new_run_id, now
 from machine.spec import Machine
 from machine.workspace import Workspace
@@ -100,7 +101,7 @@ class Session:
     conversation_id: str = field(default_factory=new_run_id)
     history: list[Message] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
-    pass_score: float = 1.0
+    pass_score: float = MeasureOptions.default("pass_score")
     model: str | None = None
     approver: Approver | None = None
     """Who approves the calls of the machine's tools that spend or change (None: nobody, so they are

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from machine.runs import Budget
+from machine.budget import Budget
 
 from ._policy import Consent, SpendingPolicy
 

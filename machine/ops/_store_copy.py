@@ -10,7 +10,7 @@ from itertools import islice
 from pathlib import Path
 
 from machine.errors import BadInputError
-from machine.runs import Model, Store, is_postgres, mask_passwords, open_store
+from machine.runs import Model, Store, mask_passwords, open_store, store_claiming
 
 from ._spending_log import log_of
 
@@ -49,8 +49,9 @@ def copy_store(source: str, target: str, *, on_runs: Callable[[int], None] | Non
 
 
 def _existing(source: str) -> str:
-    """A SQLite source must be a file that is there: opening a missing one would make an empty store."""
-    if not is_postgres(source) and not Path(source).expanduser().is_file():
+    """A file source (one no registered store claims by its scheme) must be there: opening a missing one
+    would make an empty store."""
+    if store_claiming(source) is None and not Path(source).expanduser().is_file():
         raise BadInputError(
             f"the source {mask_passwords(source)} is not a store file: name a workspace's "
             ".machine/store.db, or a postgresql:// URL"
@@ -76,8 +77,11 @@ def _copy(source: Store, target: Store, on_runs: Callable[[int], None] | None) -
     return StoreCopy(
         source=mask_passwords(str(getattr(source, "path", ""))),
         target=mask_passwords(str(getattr(target, "path", ""))),
-        runs=runs, suites=suites, sessions=sessions, spending=_copy_spending(source, target),
-    )  # fmt: skip
+        runs=runs,
+        suites=suites,
+        sessions=sessions,
+        spending=_copy_spending(source, target),
+    )
 
 
 def _copy_spending(source: Store, target: Store) -> int:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from machine.errors import BadInputError
-from machine.measure import SuiteReport, run_suite
+from machine.measure import MeasureOptions, SuiteReport, run_suite
 from machine.runs import Model, Run, is_free
 from machine.spec import Case, Machine
 from machine.workspace import CASES_NAME as CASES_NAME  # a file named by a caller that may not name paths
@@ -25,40 +26,43 @@ class SuitePlan(Model):
     model: str | None
     run_model: str
     harness: str
-    concurrency: int = 4
-    pass_score: float = 1.0
+    concurrency: int = MeasureOptions.field("concurrency")
+    pass_score: float = MeasureOptions.field("pass_score")
 
     @property
     def runs(self) -> int:
         """How many runs the suite makes."""
         return len(self.cases) * self.trials
 
+    @property
+    def options(self) -> MeasureOptions:
+        """How the suite measures: its trials, concurrency and pass score."""
+        return MeasureOptions.taken_from(self)
+
 
 def plan_suite(
     ws: Workspace,
     machine: str | Machine,
+    options: MeasureOptions | None = None,
     *,
     cases: str | Path | Sequence[Case] | None = None,
-    trials: int = 1,
     model: str | None = None,
-    concurrency: int = 4,
-    pass_score: float = 1.0,
     in_folder: bool = False,
     max_trials: int | None = None,
+    **fields: Any,
 ) -> SuitePlan:
     """Check a suite of ``machine`` (a name, or the machine itself): its cases (``cases``, else
-    cases.json; with ``in_folder`` only the name of a file in the machine's own folder), ``trials`` (at
-    most ``max_trials``), and that the model has a price under the budget's cap. Raises with what is
-    wrong."""
+    cases.json; with ``in_folder`` only the name of a file in the machine's own folder), its ``options``
+    (or their fields as keywords: ``trials=3``; trials at most ``max_trials``), and that the model has a
+    price under the budget's cap. Raises with what is wrong."""
+    trials = fields.get("trials", options.trials if options is not None else 1)
+    if max_trials is not None and isinstance(trials, int) and not 1 <= trials <= max_trials:  # a face's cap
+        raise BadInputError(f"trials={trials} is not allowed: give 1 to {max_trials}")
+    o = MeasureOptions.of(options, **fields)
     spec = machine if isinstance(machine, Machine) else ws.load(machine)
     name = spec.name
-    if trials < 1 or (max_trials is not None and trials > max_trials):
-        most = f" to {max_trials}" if max_trials is not None else " or more"
-        raise BadInputError(f"trials={trials} is not allowed: give 1{most}")
-    if concurrency < 1:
-        raise BadInputError("concurrency must be at least 1")
     if cases is not None and not isinstance(cases, str | Path):
-        return _plan(ws, spec, list(cases), "(given)", trials, model, concurrency, pass_score)
+        return _plan(ws, spec, list(cases), "(given)", model, o)
     path = _cases_path(ws, name, cases, in_folder)
     try:
         chosen = ws.cases(spec, path)
@@ -72,18 +76,11 @@ def plan_suite(
         raise BadInputError(
             f"the cases file {path.name} of machine {name!r} cannot be read: {error}"
         ) from error
-    return _plan(ws, spec, chosen, str(path), trials, model, concurrency, pass_score)
+    return _plan(ws, spec, chosen, str(path), model, o)
 
 
 def _plan(
-    ws: Workspace,
-    spec: Machine,
-    cases: list[Case],
-    cases_file: str,
-    trials: int,
-    model: str | None,
-    concurrency: int,
-    pass_score: float,
+    ws: Workspace, spec: Machine, cases: list[Case], cases_file: str, model: str | None, o: MeasureOptions
 ) -> SuitePlan:
     run_model = model or spec.model
     if not is_free(ws.harness.name):  # under a cap, an unknown price is refused before anything runs
@@ -92,12 +89,12 @@ def _plan(
         machine=spec.name,
         cases_file=cases_file,
         cases=cases,
-        trials=trials,
+        trials=o.trials,
         model=model,
         run_model=run_model,
         harness=ws.harness.name,
-        concurrency=concurrency,
-        pass_score=pass_score,
+        concurrency=o.concurrency,
+        pass_score=o.pass_score,
     )
 
 
@@ -122,9 +119,7 @@ async def run_planned(
         ws,
         spec or ws.load(plan.machine),
         plan.cases,
-        trials=plan.trials,
-        concurrency=plan.concurrency,
-        pass_score=plan.pass_score,
+        plan.options,
         model=plan.model,
         on_run=on_run,
         resume=resume,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from machine.errors import BadInputError, Fix, NotFoundError
+from machine.measure import MeasureOptions
 from machine.runs import Model, Run, Tag
 from machine.workspace import observed_runs, observing, tagged_runs
 
@@ -39,10 +40,19 @@ class MarkedRun(Model):
     @classmethod
     def of(cls, run: Run) -> MarkedRun:
         return cls(
-            id=run.id, machine=run.machine, created_at=run.created_at, status=run.status, model=run.model,
-            harness=run.harness, input_preview=run.input[:PREVIEW], output_preview=run.output[:PREVIEW],
-            tags=run.tags, observed=run.observed, forked_from=run.forked_from, correction=run.correction,
-        )  # fmt: skip
+            id=run.id,
+            machine=run.machine,
+            created_at=run.created_at,
+            status=run.status,
+            model=run.model,
+            harness=run.harness,
+            input_preview=run.input[:PREVIEW],
+            output_preview=run.output[:PREVIEW],
+            tags=run.tags,
+            observed=run.observed,
+            forked_from=run.forked_from,
+            correction=run.correction,
+        )
 
 
 class WorkspaceData(Model):
@@ -70,12 +80,16 @@ def data(ws: Workspace) -> WorkspaceData:
         verdicts[run.verdict.kind if run.verdict else ""] += 1
         corrections += sum(t.kind == "correction" for t in run.tags)
     return WorkspaceData(
-        workspace=str(ws.root), store=str(ws.data_dir / "store.db"), runs=store.count(),
-        good=verdicts["good"], bad=verdicts["bad"], corrections=corrections,
+        workspace=str(ws.root),
+        store=str(ws.data_dir / "store.db"),
+        runs=store.count(),
+        good=verdicts["good"],
+        bad=verdicts["bad"],
+        corrections=corrections,
         corrected=sum(1 for r in store.iter_newest_with('"forked_from":"') if r.forked_from),
         observed=sum(1 for r in store.iter_newest_with('"observed":true') if r.observed),
         observing=observing(ws.data_dir),
-    )  # fmt: skip
+    )
 
 
 def _known(ws: Workspace, name: str | None) -> None:
@@ -123,7 +137,7 @@ async def fork(
     run_id: str | None = None,
     *,
     grade: bool = False,
-    pass_score: float = 1.0,
+    pass_score: float = MeasureOptions.default("pass_score"),
     model: str | None = None,
 ) -> Run:
     """Run the machine of run ``run_id`` (by default the newest observed run) again, on its input with the
@@ -135,9 +149,15 @@ async def fork(
     spec = ws.load(original.machine)
     files = (original.case or {}).get("files") or None
     made = await ws.run(
-        spec, corrected_input(original, note.strip()), history=list(original.history), files=files,
-        model=model, grade=grade, pass_score=pass_score, store=False,
-    )  # fmt: skip
+        spec,
+        corrected_input(original, note.strip()),
+        history=list(original.history),
+        files=files,
+        model=model,
+        grade=grade,
+        pass_score=pass_score,
+        store=False,
+    )
     linked = made.model_copy(update={"forked_from": original.id, "correction": note.strip()})
     ws.store.put(linked)
     return linked

@@ -228,9 +228,16 @@ def _encoder() -> Callable[[dict[str, Any]], str]:
     sample = {"text": 'é\n"', "score": 0.5, "n": 3, "passed": True, "error": None}
     try:
         made = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
-            None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ",
-            False, False, True,
-        )  # fmt: skip
+            None,
+            json.JSONEncoder().default,
+            json.encoder.encode_basestring_ascii,
+            None,
+            ": ",
+            ", ",
+            False,
+            False,
+            True,
+        )
         if "".join(made(sample, 0)) == json.dumps(sample):
             return lambda entry: "".join(made(entry, 0))
     except (AttributeError, TypeError):

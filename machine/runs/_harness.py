@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from ._records import Usage
+from machine.budget import Usage
 
 if TYPE_CHECKING:
-    from ._budget import Budget
+    from machine.budget import Budget
+
     from ._effort import Effort
     from ._records import Message
     from ._tools import Tool, ToolContext

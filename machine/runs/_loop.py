@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from machine.budget import Usage
 from machine.errors import BudgetExceeded, HarnessError
 
 from ._calls import MAX_RUN_TEXT, checked_turn, kept_result, text_size
 from ._harness import HarnessRequest, HarnessResult, Turn
-from ._records import Message, ToolCall, Usage
+from ._records import Message, ToolCall
 from ._tools import ToolFailure
 
 NextTurn = Callable[[list[Message], int], Awaitable[Turn]]

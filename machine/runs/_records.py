@@ -14,8 +14,10 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import Field, computed_field
 
+from machine._data import Derived, Record
+from machine.budget import Usage
 from machine.errors import BadInputError
 
 PASS_TOLERANCE = 1e-9
@@ -57,28 +59,6 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(8).hex()
 
 
-class Model(BaseModel):
-    """The base of the product's data: its schema is built on first use, not on import, so that a command
-    pays only for the models it uses (``machine --help`` uses none)."""
-
-    model_config = ConfigDict(defer_build=True)
-
-
-class Record(Model):
-    """Strict plain data: an unknown field is an error."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class Derived(Model):
-    """A record with computed fields: its dump carries them, and reading a dump back ignores them.
-
-    Unknown fields are ignored rather than refused here: a validator that dropped only the computed
-    ones would make reading a stored run twice as slow."""
-
-    model_config = ConfigDict(extra="ignore")
-
-
 class ToolCall(Record):
     """One call the model asked for. ``arguments`` is None when the model's JSON did not parse."""
 
@@ -98,25 +78,6 @@ class Message(Record):
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
-
-
-class Usage(Record):
-    """Tokens a model call (or a whole run) used; cached input is part of the input."""
-
-    input_tokens: int = 0
-    cached_input_tokens: int = 0
-    output_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-        )
-
-    @property
-    def is_zero(self) -> bool:
-        return not (self.input_tokens or self.cached_input_tokens or self.output_tokens)
 
 
 class Timings(Record):

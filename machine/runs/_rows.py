@@ -1,16 +1,19 @@
-"""How the store lays runs, sessions and suites out in SQLite: the schema, the statements, the rows."""
+"""How a store lays runs, sessions and suites out: the SQLite schema, and the rows every SQL store
+writes and reads (a run's columns, a listing's summary, timestamps as stored)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
+from machine._data import Model
+
 from ._names import check_name
-from ._records import Message, Model, Run, decided, now
+from ._records import Message, Run, decided, now
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -49,46 +52,33 @@ SUITE_INDEX = (
     "CREATE INDEX IF NOT EXISTS runs_suite ON runs (suite_id, created_at, id) WHERE suite_id IS NOT NULL"
 )
 
-# The statements the store runs, kept here so tests can ask SQLite how it plans them
-# (EXPLAIN QUERY PLAN) and prove that no listing scans the table.
-UPSERT_RUN_SQL = (
-    "INSERT INTO runs (id, machine, created_at, status, case_id, trial, conversation_id, score, data,"
-    " suite_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
-    " machine=excluded.machine, created_at=excluded.created_at, status=excluded.status,"
-    " case_id=excluded.case_id, trial=excluded.trial, conversation_id=excluded.conversation_id,"
-    " score=excluded.score, data=excluded.data, suite_id=excluded.suite_id"
-)
-NEWEST_RUNS_SQL = "SELECT data FROM runs WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT ?"
 INPUT_PREVIEW = 100
 """How many characters of a run's input a ``RunSummary`` keeps."""
 ERROR_PREVIEW = 300
 """How many characters of a failed run's error a ``RunSummary`` keeps (a page of them stays small)."""
-# The same walk as NEWEST_RUNS_SQL, reading only the fields a listing shows. One json_extract with several
-# paths parses a row's JSON once (a second call would parse it again) and answers a small JSON array,
-# which Python parses once. ``rubric_fingerprint`` is a required field of a scorecard: not null iff graded.
-NEWEST_SUMMARIES_SQL = (
-    "SELECT id, status, case_id, trial, suite_id, score,"
-    " json_extract(data, '$.timings.started_at', '$.version', '$.model', '$.harness', '$.cost_usd',"
-    " '$.error', '$.scorecard.rubric_fingerprint', '$.scorecard.pass_score', '$.input',"
-    " '$.scorecard.criteria', '$.tags')"
-    " FROM runs WHERE machine = ? ORDER BY created_at DESC, id DESC LIMIT ?"
-)
-PAGE_SIZE = 500
-PAGE_RUNS_SQL = (
-    "SELECT created_at, id, data FROM runs WHERE (created_at, id) > (?, ?)"
-    f" ORDER BY created_at, id LIMIT {PAGE_SIZE}"
-)
-PAGE_MACHINE_RUNS_SQL = (
-    "SELECT created_at, id, data FROM runs WHERE machine = ? AND (created_at, id) > (?, ?)"
-    f" ORDER BY created_at, id LIMIT {PAGE_SIZE}"
-)
-PAGE_SUITE_RUNS_SQL = (
-    "SELECT created_at, id, data FROM runs WHERE suite_id = ? AND (created_at, id) > (?, ?)"
-    f" ORDER BY created_at, id LIMIT {PAGE_SIZE}"
-)
-LATEST_SUITE_SQL = (
-    "SELECT data FROM suites WHERE machine = ? AND key = ? ORDER BY created_at DESC, id DESC LIMIT 1"
-)
+
+
+Outcome = Literal["pass", "fail", "unscored", "error", "ungraded"]
+
+
+class RunFilter(Model):
+    """Which runs a page lists; each field given narrows it (all of them together)."""
+
+    machine: str | None = None
+    case_id: str | None = None
+    outcome: Outcome | None = None
+    """``pass``/``fail`` (decided, against the run's pass score: a run an UNSCORED criterion could still
+    turn is neither), ``unscored`` (graded with a criterion UNSCORED), ``error`` (the run failed),
+    ``ungraded``."""
+    min_score: float | None = Field(default=None, ge=0, le=1)
+    max_score: float | None = Field(default=None, ge=0, le=1)
+    model: str | None = None
+    version: str | None = None
+    tag: str | None = None
+    """A person's mark on the run: ``good``, ``bad`` or ``correction``."""
+    suite_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
 
 
 class ChatSession(Model):
@@ -205,7 +195,7 @@ def summary_row(
     score: float | None,
     fields: str,
 ) -> RunSummary:
-    """One row of ``NEWEST_SUMMARIES_SQL`` as a ``RunSummary``."""
+    """One row of ``Statements.newest_summaries`` (id, then ``summary_fields``) as a ``RunSummary``."""
     started_at, version, model, harness, cost_usd, error, fingerprint, pass_score, text, criteria, tags = (
         json.loads(fields)
     )

@@ -1,6 +1,7 @@
-"""Which store a workspace keeps its runs in: ``MACHINE_STORE`` (or ``--store``), a ``postgresql://`` URL
-(or libpq's key=value settings) for a team's shared PostgreSQL or a SQLite file's path, else the
-workspace's own ``.machine/store.db``."""
+"""Which store a workspace keeps its runs in: ``MACHINE_STORE`` (or ``--store``), a location a registered
+store claims (a ``postgresql://`` URL, or libpq's key=value settings, for a team's shared PostgreSQL) or a
+SQLite file's path, else the workspace's own ``.machine/store.db``. The SQLite store is the embedded
+default, registered like any other (``SQLITE``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ._pg_store import PostgresStore
+from machine._backends import build
+
+from ._backends import STORES, StoreEntry, default_store, store_claiming
 from ._store import SQLiteStore, Store
 from ._store_url import is_conninfo
 
@@ -35,13 +38,20 @@ class SharedSpending(Protocol):
 def open_store(location: str | Path | None = None, *, data_dir: Path | None = None) -> Store:
     """The store at ``location`` (a URL or a file), else at ``MACHINE_STORE``, else ``data_dir/store.db``."""
     where = str(location) if location is not None else os.environ.get(STORE_ENV, "").strip()
-    if where and is_postgres(where):
-        return PostgresStore(where)
-    if where:
-        return SQLiteStore(Path(where).expanduser())
-    if data_dir is None:
+    if not where and data_dir is None:
         raise ValueError("open_store needs a location, MACHINE_STORE, or the workspace's data folder")
-    return SQLiteStore(data_dir / "store.db")
+    claimed = store_claiming(where) if where else None
+    name, entry = (claimed, STORES[claimed]) if claimed is not None else default_store()
+    where = where or str(Path(data_dir or ".") / "store.db")
+    return build("store", name, entry, lambda: entry.make(where))
 
 
-__all__ = ["STORE_ENV", "SharedSpending", "is_postgres", "open_store"]
+def _sqlite(location: str) -> Store:
+    return SQLiteStore(Path(location).expanduser())
+
+
+SQLITE = StoreEntry(_sqlite, default=True, makes="machine.runs:SQLiteStore")
+"""The embedded default: a SQLite file, for every location no other store claims."""
+
+
+__all__ = ["SQLITE", "STORE_ENV", "SharedSpending", "is_postgres", "open_store"]

@@ -15,8 +15,9 @@ from machine.errors import DefinitionError
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from machine.budget import Budget
+
     from ._approval import Approver
-    from ._budget import Budget
     from ._sandbox import Sandbox
 
 

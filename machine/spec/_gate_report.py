@@ -15,7 +15,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from machine.errors import BadInputError, Fix
-from machine.runs import Record, TrainingPlan, now
+from machine.runs import Record, now
+from machine.training import TrainingPlan
 
 DEFAULT_MIN_Z = 2.0
 WEAK_Z = 1.0

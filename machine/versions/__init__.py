@@ -12,7 +12,7 @@ from machine._lazy import resolver
 
 if TYPE_CHECKING:
     from ._commit import CommitPlan, commit, plan_commit
-    from ._fixed import fix_gate
+    from ._fix_gate import fix_gate
     from ._gate import SideTally, empty_tally, evidence_floor, gate, measured
     from ._lifecycle import (
         RevertPlan,
@@ -25,13 +25,13 @@ if TYPE_CHECKING:
         update,
         versions,
     )
-    from ._propose import Candidate, Job, check_fixed, plan_runs, propose
+    from ._propose import PROPOSE_TRIALS, Candidate, Job, check_fixed, plan_runs, propose
     from ._report import format_report, sparkline, thinned
-    from ._thin import thin_gate
-    from ._written import write_candidate
+    from ._too_few_cases import thin_gate
+    from ._write_candidate import write_candidate
 
 _HOMES = {
-    "fix_gate": "._fixed",
+    "fix_gate": "._fix_gate",
     "SideTally": "._gate",
     "empty_tally": "._gate",
     "evidence_floor": "._gate",
@@ -49,6 +49,7 @@ _HOMES = {
     "texts_of": "._lifecycle",
     "update": "._lifecycle",
     "versions": "._lifecycle",
+    "PROPOSE_TRIALS": "._propose",
     "Candidate": "._propose",
     "Job": "._propose",
     "check_fixed": "._propose",
@@ -57,12 +58,13 @@ _HOMES = {
     "format_report": "._report",
     "sparkline": "._report",
     "thinned": "._report",
-    "thin_gate": "._thin",
-    "write_candidate": "._written",
+    "thin_gate": "._too_few_cases",
+    "write_candidate": "._write_candidate",
 }
 """The module each public name is defined in."""
 
 __all__ = [
+    "PROPOSE_TRIALS",
     "Candidate",
     "CommitPlan",
     "Job",

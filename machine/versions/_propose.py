@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from machine.errors import BadInputError, Fix, NotFoundError
-from machine.measure import BatchWriter
-from machine.runs import Phase, Run, checked_score, setup_of
+from machine.measure import BatchWriter, MeasureOptions
+from machine.runs import Run, setup_of
 from machine.spec import (
     DEFAULT_MIN_Z,
     MODEL_FILE,
@@ -29,9 +30,15 @@ from machine.spec import (
     sha256_text,
     write_book,
 )
+from machine.training import Phase
 from machine.workspace import Workspace, held_out
 
 from ._gate import SideTally, measured, tally_for
+
+PROPOSE_TRIALS = 3
+"""Runs per held-out case, each side, when a proposal's options do not say."""
+PROPOSING = MeasureOptions(trials=PROPOSE_TRIALS)
+"""A proposal's options when none are given: a measurement's, with ``PROPOSE_TRIALS``."""
 
 Job = tuple[str, Case, int, Run | None]
 """One run to make (its side's label, the case, the trial) or, with a stored run, one to grade again."""
@@ -120,31 +127,31 @@ def _reusable(
 async def propose(
     ws: Workspace,
     name: str,
+    options: MeasureOptions | None = None,
     *,
     model: str,
-    trials: int = 3,
     cases: str | Path | Sequence[Case] | None = None,
     min_z: float = DEFAULT_MIN_Z,
     base_model: str | None = None,
-    concurrency: int = 4,
-    pass_score: float = 1.0,
     note: str = "",
     on_run: Callable[[Run], None] | None = None,
     gate: FixedGate | None = None,
     allow_weak_gate: bool = False,
     on_begin: Callable[[Phase], None] | None = None,
+    **fields: Any,
 ) -> Candidate:
     """Make a pending candidate: the live version with ``model``. Run it and the live version on the
-    held-out cases (holdout.json beside the machine, or ``cases``), ``trials`` each, interleaved;
-    stored runs of either version on those cases are reused (graded again with the current evaluator
-    when they were graded under an older rubric), so only the missing trials run. Both are graded with
-    the current evaluator; the report, with the gate's decision, is kept with the candidate in
-    versions.json. The machine's files are not changed. With ``gate`` (fixed before a training), its
-    held-out file (refused if it changed since), trials, ``min_z``, pass score and held criteria are
-    the ones used. A ``min_z`` below 1 is refused unless ``allow_weak_gate``; ``on_begin`` hears the runs.
-    """
-    model = _checked(model, trials, concurrency, min_z, allow_weak_gate)
-    checked_score(pass_score)
+    held-out cases (holdout.json beside the machine, or ``cases``), interleaved, measured as ``options``
+    (or its fields as keywords) say, ``PROPOSE_TRIALS`` trials each unless they say otherwise; stored
+    runs of either version on those cases are reused (graded again with the current evaluator when they
+    were graded under an older rubric), so only the missing trials run. Both are graded with the current
+    evaluator; the report, with the gate's decision, is kept with the candidate in versions.json. The
+    machine's files are not changed. With ``gate`` (fixed before a training), its held-out file (refused
+    if it changed since), trials, ``min_z``, pass score and held criteria are the ones used. A ``min_z``
+    below 1 is refused unless ``allow_weak_gate``; ``on_begin`` hears the runs."""
+    o = MeasureOptions.of(options if options is not None else PROPOSING, **fields)
+    trials, pass_score = o.trials, o.pass_score
+    model = _checked(model, min_z, allow_weak_gate)
     spec = ws.reload(name)
     if spec.counterpart is not None:
         raise BadInputError(
@@ -167,7 +174,7 @@ async def propose(
     jobs = plan_runs(ws, name, chosen, sides, trials, pass_score, live=live.label)
     begun(on_begin, f"measuring {candidate.label} against {live.label} on {cases_file}", jobs)
     spent_before = ws.budget.spent
-    stopped = await run_jobs(ws, spec, sides, jobs, concurrency, pass_score, on_run)
+    stopped = await run_jobs(ws, spec, sides, jobs, o.concurrency, pass_score, on_run)
     held = None if gate is None else gate.held
     report = measured(spec, live, candidate, sides, chosen, cases_file, trials, min_z, stopped, held=held)
     report.gate = gate
@@ -199,12 +206,8 @@ def check_fixed(ws: Workspace, gate: FixedGate, what: str, *, fixes: Sequence[Fi
     return path
 
 
-def _checked(model: str, trials: int, concurrency: int, min_z: float, allow_weak_gate: bool) -> str:
-    """The candidate's model, once every setting is checked."""
-    if trials < 1:
-        raise BadInputError("trials must be at least 1")
-    if concurrency < 1:
-        raise BadInputError("concurrency must be at least 1")
+def _checked(model: str, min_z: float, allow_weak_gate: bool) -> str:
+    """The candidate's model, once the gate's settings are checked."""
     checked_min_z(min_z, allow_weak_gate)
     if not model.strip():
         raise BadInputError("propose needs the candidate's model", fixes=[Fix("model", "MODEL")])

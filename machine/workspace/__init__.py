@@ -13,7 +13,7 @@ from machine._lazy import resolver
 if TYPE_CHECKING:
     from ._adapters import Adapters
     from ._conversation import Conversation, Ending, converse, counterpart_of
-    from ._elsewhere import Executor, RunOrder
+    from ._executor import EXECUTORS, HERE, Executor, ExecutorEntry, ExecutorSetup, RunOrder
     from ._files import CASES_NAME, cases_files, folder_cases_file
     from ._harness import harness_name, made_harness
     from ._holdout import HeldOut, held_out
@@ -26,8 +26,12 @@ _HOMES = {
     "Ending": "._conversation",
     "converse": "._conversation",
     "counterpart_of": "._conversation",
-    "Executor": "._elsewhere",
-    "RunOrder": "._elsewhere",
+    "Executor": "._executor",
+    "EXECUTORS": "._executor",
+    "ExecutorEntry": "._executor",
+    "ExecutorSetup": "._executor",
+    "HERE": "._executor",
+    "RunOrder": "._executor",
     "CASES_NAME": "._files",
     "cases_files": "._files",
     "folder_cases_file": "._files",
@@ -47,10 +51,14 @@ _HOMES = {
 
 __all__ = [
     "CASES_NAME",
+    "EXECUTORS",
+    "HERE",
     "Adapters",
     "Conversation",
     "Ending",
     "Executor",
+    "ExecutorEntry",
+    "ExecutorSetup",
     "HeldOut",
     "RunOrder",
     "Workspace",

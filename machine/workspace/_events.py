@@ -19,9 +19,16 @@ def started(log: EventLog, run: Run, caller: Listener | None) -> Listener:
     a tool call as it starts, its result; not the text as it streams, nor a turn that only calls tools,
     whose calls follow) and every event to the caller's own listener."""
     log.emit(
-        "run_started", run=run.id, machine=run.machine, version=run.version, model=run.model,
-        harness=run.harness, case_id=run.case_id, trial=run.trial, input=event_preview(run.input),
-    )  # fmt: skip
+        "run_started",
+        run=run.id,
+        machine=run.machine,
+        version=run.version,
+        model=run.model,
+        harness=run.harness,
+        case_id=run.case_id,
+        trial=run.trial,
+        input=event_preview(run.input),
+    )
 
     def listen(event: Event) -> None:
         message = event.message
@@ -37,9 +44,15 @@ def started(log: EventLog, run: Run, caller: Listener | None) -> Listener:
 
 def finished(log: EventLog, run: Run) -> None:
     log.emit(
-        "run_finished", run=run.id, machine=run.machine, status=run.status, error=event_preview(run.error),
-        cost_usd=run.cost_usd, score=run.score, output=event_preview(run.output),
-    )  # fmt: skip
+        "run_finished",
+        run=run.id,
+        machine=run.machine,
+        status=run.status,
+        error=event_preview(run.error),
+        cost_usd=run.cost_usd,
+        score=run.score,
+        output=event_preview(run.output),
+    )
 
 
 def graded(log: EventLog, run: Run) -> None:

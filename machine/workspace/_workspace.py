@@ -18,18 +18,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 # showing machines opens no store and loads no harness, tools, provenance or versions.
 import machine.runs as on_run
 import machine.spec as spec_on_run
+from machine.budget import Budget
 from machine.errors import BadInputError, HarnessError
 from machine.grade import GradeContext
-from machine.runs import Budget, Effort, Run, checked_score, kept_out_of_git, parse_effort
+from machine.runs import Effort, Run, checked_score, kept_out_of_git, parse_effort
 from machine.spec import TRUST_FILE, MachineLoader, TrustBook
 
 from ._adapters import Adapters
-from ._drive import drive
-from ._elsewhere import Executor, made_elsewhere
 from ._events import finished as told_finished
 from ._events import graded as told_graded
 from ._events import started as told_started
+from ._executor import Executor, made_elsewhere
 from ._files import hidden_from_runs
+from ._harness_turn import drive
+from ._run_record import starting_run
 from ._tags import tag_run
 
 if TYPE_CHECKING:
@@ -253,16 +255,9 @@ class Workspace:
         before anything starts, so a refused run leaves nothing behind.
         """
         spec = self.load(machine) if isinstance(machine, str) else machine
-        harness = harness or self.harness
-        model = model or spec.model
-        effort = effort or self.effort
-        checked_score(pass_score)
-        self.budget.check()
-        if store:
-            self.store.ready_to_write()  # a store that cannot take the run is refused before it runs
-        if not on_run.is_free(harness.name):
-            self.budget.probe_price(model)  # an unknown price is refused before the call
-        run = self._record(spec, input, harness, model, effort, case, trial, history, conversation_id)
+        harness, model, effort = harness or self.harness, model or spec.model, effort or self.effort
+        self._refuse_early(harness, model, pass_score, store)
+        run = starting_run(self, spec, input, harness, model, effort, case, trial, history, conversation_id)
         folder = workdir.resolve() if workdir is not None else self.project
         starting = dict(case.files) if case else dict(files or {})
         listen = told_started(self.events, run, on_event)
@@ -271,9 +266,15 @@ class Workspace:
             run = await made_elsewhere(self.executor, spec, run, starting, self.budget, self.machines_dir)
         else:
             run = await self.make(
-                spec, run, harness=harness, files=starting, folder=folder, interactive=interactive,
-                approver=approver, on_event=listen,
-            )  # fmt: skip
+                spec,
+                run,
+                harness=harness,
+                files=starting,
+                folder=folder,
+                interactive=interactive,
+                approver=approver,
+                on_event=listen,
+            )
         run.timings.finished_at = on_run.now()
         if grade and run.status == "ok":
             run = await self.grade(run, spec, pass_score=pass_score, store=False, logged=False)
@@ -282,6 +283,16 @@ class Workspace:
         told_finished(self.events, run)
         self._tell("finished", run)
         return run
+
+    def _refuse_early(self, harness: Harness, model: str, pass_score: float, store: bool) -> None:
+        """Refuse a run before it starts: a pass score that is not a score, a spent budget, a store that
+        cannot take the run (when it is stored here), a model without a price under a cap."""
+        checked_score(pass_score)
+        self.budget.check()
+        if store:
+            self.store.ready_to_write()
+        if not on_run.is_free(harness.name):
+            self.budget.probe_price(model)
 
     def _tell(self, what: str, run: Run) -> None:
         for watcher in list(self.watchers):
@@ -304,9 +315,13 @@ class Workspace:
         worker does with each run it is sent."""
         sandbox = self._sandbox(spec, run.id, dict(files or {}), folder)
         context = on_run.ToolContext(
-            run_id=run.id, sandbox=sandbox, budget=self.budget, interactive=interactive,
-            approver=approver, root=self.root,
-        )  # fmt: skip
+            run_id=run.id,
+            sandbox=sandbox,
+            budget=self.budget,
+            interactive=interactive,
+            approver=approver,
+            root=self.root,
+        )
         harness, effort = harness or self.harness, parse_effort(run.effort)
         try:
             return await drive(harness, spec, run, context, effort, on_event, self.budget, self.root)
@@ -314,29 +329,6 @@ class Workspace:
             fresh = sandbox is not None and sandbox.path != folder  # the person's own folder is never removed
             if sandbox is not None and fresh and not self.keep_sandboxes:
                 sandbox.remove()
-
-    def _record(
-        self,
-        spec: Machine,
-        input: str,
-        harness: Harness,
-        model: str,
-        effort: Effort | None,
-        case: Case | None,
-        trial: int | None,
-        history: list[Message] | None,
-        conversation_id: str | None,
-    ) -> Run:
-        """The run as it starts: what it is of, on what, with what provenance."""
-        return Run(
-            machine=spec.name, version=spec_on_run.version_label(spec, model), model=model,
-            harness=harness.name, setup=on_run.setup_of(harness, spec.name, model, self.root),
-            effort=None if effort is None else effort.value, instructions=spec.instructions,
-            input=input, history=list(history or []),
-            case_id=case.id if case else None, case=case.data() if case else None,
-            trial=trial, conversation_id=conversation_id, revision=self.revision,
-            library_version=on_run.library_version(), timings=on_run.Timings(),
-        )  # fmt: skip
 
     def _sandbox(
         self, spec: Machine, run_id: str, files: dict[str, str], folder: Path | None

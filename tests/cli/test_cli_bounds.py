@@ -9,16 +9,17 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from helpers.env import MACHINE_BIN, REPO, clean_env
 from helpers.openai_server import FakeOpenAI, tool_call
 
 from machine import open_workspace
-from machine.dashboard._api import Api
 from machine.runs import EVENTS_FILE, MAX_TOOL_NAME
 
 HUGE_NAME = "n" * 6_000_000
 
 
+@pytest.mark.slow
 def test_a_six_megabyte_tool_name_leaves_the_store_the_log_and_a_page_small(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     shutil.copytree(REPO / "machines" / "red", root / "machines" / "red")
@@ -51,5 +52,7 @@ def test_a_six_megabyte_tool_name_leaves_the_store_the_log_and_a_page_small(tmp_
     log = root / ".machine" / EVENTS_FILE
     assert log.stat().st_size < 100_000
     assert max(len(line) for line in log.read_bytes().splitlines()) < 2_000
+    from machine.dashboard._api import Api  # here: the dashboard imports starlette, slow for a collection
+
     page = Api(ws, None).runs({"machine": "red"})  # type: ignore[arg-type]  # no follower needed
     assert len(page["runs"]) == 3 and len(json.dumps(page)) < 10_000

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
 from helpers.bwrap import bubblewrap_or_fail as bubblewrap_or_fail  # the fixture of needs_bubblewrap
 from helpers.bwrap import needs_bubblewrap
 
@@ -20,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = [m for m in needs_bubblewrap() if m.name != "anyio"]  # a plain test, not async
 
 
+@pytest.mark.slow
 def test_the_shipped_draft_tells_passing_runs_from_failing_ones(tmp_path: Path, machine_cmd: Command) -> None:
     root = tmp_path / "ws"
     shutil.copytree(REPO / "machines" / "signoff", root / "machines" / "signoff")

@@ -74,6 +74,7 @@ FAST_SCRIPT = {"rules": [{"match": ".", "turns": [{"text": "hello"}]}]}
 """A model that answers at once: the suite never waits on anything but the store."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("harness", "script", "cases"),
     [("echo", None, 2000), ("scripted", FAST_SCRIPT, 2000), ("scripted", SLOW_SCRIPT, 400)],
@@ -283,6 +284,7 @@ def test_a_closed_pipe_ends_a_listing_quietly(ws: WorkspaceFolder, tmp_path: Pat
     assert status in (0, 141) and err == ""
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_a_family_suite_names_the_member_suite_to_continue(
     ws: WorkspaceFolder, tmp_path: Path
 ) -> None:

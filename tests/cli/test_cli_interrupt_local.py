@@ -25,7 +25,7 @@ from helpers.tiny_model import needs_local_stack, tiny_model_folder
 
 needs_local_stack()
 
-from machine.clients import _local_models  # noqa: E402
+from machine.clients.local import _models as _local_models  # noqa: E402
 
 LONG = {"MACHINE_LOCAL_MAX_TOKENS": "400"}
 """Replies long enough that a Ctrl-C lands while the model is generating one."""
@@ -90,6 +90,7 @@ def taught(root: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_a_local_suite_ends_with_130_while_the_model_generates(root: Path, tmp_path: Path) -> None:
     started = start(tmp_path, "suite", "signoff", "--verbose", "--workspace", root, env=LONG)
     wait_for(started, "[1/", out=True)  # the first run's line: the model is loaded, generating the next
@@ -108,6 +109,7 @@ def test_ctrl_c_in_a_suite_on_the_bundled_model_ends_with_130(tmp_path: Path) ->
     assert "interrupted: suite " in stopped_cleanly(started)
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_gate_is_fixed_leaves_a_record_resume_finishes(root: Path, tmp_path: Path) -> None:
     taught(root)
     args = ["train", "signoff", "--any-model", "--trials", "1", "--budget", "none", "--workspace", root]
@@ -127,6 +129,7 @@ def test_ctrl_c_while_the_gate_is_fixed_leaves_a_record_resume_finishes(root: Pa
     assert json.loads((record / "record.json").read_text())["status"] == "trained"
 
 
+@pytest.mark.slow
 def test_sigterm_mid_training_records_its_steps_and_resume_says_where_it_goes_on(
     root: Path, tmp_path: Path
 ) -> None:

@@ -15,7 +15,7 @@ from helpers.tiny_model import needs_local_stack, tiny_model_folder
 
 needs_local_stack()
 
-from machine.clients import _local_models  # noqa: E402
+from machine.clients.local import _models as _local_models  # noqa: E402
 
 if TYPE_CHECKING:
     from conftest import Command

@@ -120,6 +120,7 @@ DECLINED = [
 ]
 
 
+@pytest.mark.slow
 def test_whatever_the_person_writes_a_no_to_the_programs_question_spends_nothing(setup: Setup) -> None:
     session = setup.terminal()
     try:
@@ -143,6 +144,7 @@ def test_whatever_the_person_writes_a_no_to_the_programs_question_spends_nothing
     assert command["tool"] == "machinist" and command["spent_usd"] == 0  # the session's own line
 
 
+@pytest.mark.slow
 def test_a_yes_spends_at_most_what_the_question_showed_and_a_smaller_amount_caps_it(setup: Setup) -> None:
     session = setup.terminal("--budget", "none")
     try:
@@ -164,6 +166,7 @@ def test_a_yes_spends_at_most_what_the_question_showed_and_a_smaller_amount_caps
     assert setup.red_runs() == len(setup.endpoint.requests) < 17
 
 
+@pytest.mark.slow
 def test_the_sessions_budget_bounds_the_tools_and_the_footer_counts_them(setup: Setup) -> None:
     session = setup.terminal("--budget", "0.3")
     try:
@@ -187,6 +190,7 @@ def test_the_sessions_budget_bounds_the_tools_and_the_footer_counts_them(setup: 
     assert f"spent ${line['spent_usd']:.4f}" in session.seen
 
 
+@pytest.mark.slow
 def test_the_model_cannot_size_the_question_nor_hide_part_of_its_reply(setup: Setup) -> None:
     session = setup.terminal("--budget", "none")
     try:
@@ -202,6 +206,7 @@ def test_the_model_cannot_size_the_question_nor_hide_part_of_its_reply(setup: Se
     assert setup.red_runs() == 0
 
 
+@pytest.mark.slow
 def test_piped_input_spends_only_within_an_allowance(setup: Setup) -> None:
     piped = subprocess.run(
         setup.argv(), input="yes\n/quit\n", capture_output=True, text=True, env=setup.env(), timeout=120,
@@ -239,6 +244,7 @@ def _candidate(setup: Setup) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_a_commit_and_a_revert_happen_only_after_a_yes_to_that_change(setup: Setup) -> None:
     _candidate(setup)
     versions = setup.root / "machines" / "red" / "versions.json"
@@ -277,6 +283,7 @@ def test_a_commit_and_a_revert_happen_only_after_a_yes_to_that_change(setup: Set
     assert changes == [("commit", "terminal"), ("revert", "terminal")]
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_the_question_stops_the_turn_and_spends_nothing(setup: Setup) -> None:
     session = setup.terminal()
     try:
@@ -308,6 +315,7 @@ machine = define_machine(
 """
 
 
+@pytest.mark.slow
 def test_machine_run_of_a_machine_whose_tools_spend_asks_the_same_question(setup: Setup) -> None:
     """The same confirmation serves ``machine run NAME``, with INPUT as well as in a conversation."""
     (setup.root / "machines" / "steward").mkdir()

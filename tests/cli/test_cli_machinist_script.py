@@ -10,6 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from helpers.env import MACHINE_BIN, REPO, clean_env
 from helpers.pty_session import PtySession
 
@@ -20,6 +21,7 @@ LOG_RECORD = re.compile(r"\b(INFO|DEBUG)\b|\b\w+\.py:\d+\b")
 """What a log record shows: its level, or the source location a rich handler prints beside it."""
 
 
+@pytest.mark.slow
 def test_the_shipped_script_after_a_yes_reports_only_what_the_result_says(tmp_path: Path) -> None:
     shutil.copytree(REPO / "machines" / "red", tmp_path / "ws" / "machines" / "red")
     argv = [str(MACHINE_BIN), "machinist", "--harness", "scripted", "--script", str(SCRIPT),

@@ -59,7 +59,7 @@ def test_every_command_has_examples_and_every_option_a_description() -> None:
     import click
 
     from machine.cli._app import cli
-    from machine.cli._examples import EXAMPLES
+    from machine.cli._help_examples import EXAMPLES
 
     ctx = click.Context(cli, info_name="machine")
     undescribed: list[str] = []
@@ -83,7 +83,7 @@ def test_every_example_parses() -> None:
     import click
 
     from machine.cli._app import cli
-    from machine.cli._examples import EXAMPLES
+    from machine.cli._help_examples import EXAMPLES
 
     for name, lines in EXAMPLES.items():
         for line in lines:

@@ -35,6 +35,7 @@ def ws(tmp_path: Path, machine_cmd: Command) -> Folder:
     return Folder(tmp_path / "ws", machine_cmd)
 
 
+@pytest.mark.slow
 def test_a_kept_proposal_prints_its_report_and_is_left_uncommitted(ws: Folder) -> None:
     out = ws.optimize().stdout
     assert out.startswith(
@@ -86,6 +87,7 @@ def test_a_kept_proposal_prints_its_report_and_is_left_uncommitted(ws: Folder) -
     assert "instructions.md" not in ws.status()
 
 
+@pytest.mark.slow
 def test_revert_before_commit_writes_the_live_instructions_back(ws: Folder) -> None:
     ws.optimize()
     assert ws.instructions.strip() == PROPOSAL

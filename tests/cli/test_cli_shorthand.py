@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import pytest
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -30,6 +32,7 @@ machine = define_machine(
 """
 
 
+@pytest.mark.slow
 def test_a_machines_name_runs_it_as_run_does_with_its_options(
     ws: WorkspaceFolder, machine_cmd: Command
 ) -> None:

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from click.testing import Result
 
 from machine import open_workspace
@@ -89,6 +90,7 @@ def test_runs_has_a_header_the_tags_and_why_each_run_failed(ws: WorkspaceFolder,
     assert listed[0]["tags"] == [] and listed[0]["failing"] == []
 
 
+@pytest.mark.slow
 def test_suite_json_names_each_cases_runs(ws: WorkspaceFolder, machine_cmd: Command) -> None:
     done = machine_cmd("suite", "greet", "--trials", "2", "--json", *scripted(ws))
     assert done.returncode == 0, done.stderr

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from helpers.bwrap import bubblewrap_or_fail as bubblewrap_or_fail  # the fixture of needs_bubblewrap
 from helpers.bwrap import needs_bubblewrap
 
@@ -30,6 +31,7 @@ def script() -> dict[str, Any]:
     return {"rules": author + dev}
 
 
+@pytest.mark.slow
 def test_specialize_dev_keeps_only_cases_whose_tests_hold_and_writes_their_hidden_tests(
     tmp_path: Path, machine_cmd: Command
 ) -> None:

@@ -87,7 +87,7 @@ def test_list_loads_no_learning_no_model_library_and_no_http_client(tmp_path: Pa
         "machine.runs._store",
         "machine.runs._rows",
         "machine.runs._provenance",
-        "machine.runs._trainer",
+        "machine.training._trainer",
     )
     unneeded += ("machine.ops._spend", "machine.ops._policy", "machine.ops._describe", "sqlite3")
     assert not [m for m in found if m.startswith(unneeded)]

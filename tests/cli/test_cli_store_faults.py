@@ -200,6 +200,7 @@ def test_a_suite_that_fills_the_disk_keeps_what_it_wrote_and_names_what_it_lost(
         assert len(stored_ids(ws.db)) == 60
 
 
+@pytest.mark.slow
 def test_finished_runs_reach_the_store_while_the_suite_still_runs(ws: WorkspaceFolder) -> None:
     script = holder_workspace(ws)
     suite = start_holder(ws, script)
@@ -217,6 +218,7 @@ def test_finished_runs_reach_the_store_while_the_suite_still_runs(ws: WorkspaceF
     assert stored_count(ws.db) == 6
 
 
+@pytest.mark.slow
 def test_resume_clears_the_sandboxes_of_a_killed_suite(ws: WorkspaceFolder, machine_cmd: Command) -> None:
     script = holder_workspace(ws)
     sandboxes = ws.root / ".machine" / "sandboxes"
@@ -247,6 +249,7 @@ def test_resume_clears_the_sandboxes_of_a_killed_suite(ws: WorkspaceFolder, mach
     assert stored_count(ws.db) == 6
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_suite_that_is_still_running(ws: WorkspaceFolder, machine_cmd: Command) -> None:
     script = holder_workspace(ws)
     suite = start_holder(ws, script)

@@ -20,7 +20,7 @@ from helpers.tiny_model import needs_local_stack, tiny_model_folder
 
 needs_local_stack()
 
-from machine.clients import _local_models  # noqa: E402
+from machine.clients.local import _models as _local_models  # noqa: E402
 
 WAIT_S = 60.0
 
@@ -77,6 +77,7 @@ def on_a_terminal(root: Path, answer: str) -> tuple[int, str]:
     return process.returncode, said.decode(errors="replace") + out.decode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("answer", "examples"), [("1", 16), ("a", 32)])
 def test_at_a_terminal_train_asks_which_source_to_learn_from(root: Path, answer: str, examples: int) -> None:
     status, said = on_a_terminal(root, answer)

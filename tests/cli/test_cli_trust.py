@@ -51,6 +51,7 @@ rubric = define_rubric({"quiet": "The reply is in small letters."})
     return marker
 
 
+@pytest.mark.slow
 def test_an_untrusted_child_is_refused_until_trusted_and_again_after_a_one_byte_change(
     ws: WorkspaceFolder, machine_cmd: Command
 ) -> None:

@@ -163,6 +163,7 @@ def test_commit_force_and_revert(ws: WorkspaceFolder, invoke: Invoke) -> None:
     assert "--to VERSION" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None and not on_ci(), reason="git is not installed")
 def test_commit_goes_live_where_the_candidate_was_measured(tmp_path: Path, machine_cmd: Command) -> None:
     """The break: getting-started's `machine commit dates` after an optimize on the scripted harness

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from machine.clients._hosts import find_binary, host_environment  # the hosts' plumbing, on purpose
 from machine.clients._routes import Route, route_model
+from machine.clients.hosts._programs import find_binary, host_environment  # the hosts' plumbing, on purpose
 from machine.errors import BadInputError, Fix, HarnessError
 
 

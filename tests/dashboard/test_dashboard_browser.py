@@ -22,7 +22,7 @@ from machine import open_workspace
 from machine.learn import TrainOptions, train
 from machine.runs import EVENTS_FILE, CriterionScore, EventLog, Scorecard, SQLiteStore
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "build" / "test-artifacts" / "dashboard"
 WAIT_MS = 10_000

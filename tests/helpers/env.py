@@ -38,3 +38,21 @@ def on_ci() -> bool:
     """Whether the tests run under CI (``CI=true``, any case or spacing): there a missing tool fails the test
     that needs it instead of skipping it, so a broken install step can never pass silently."""
     return os.environ.get("CI", "").strip().lower() == "true"
+
+
+def installed_or_skip(*names: str, reason: str | None = None) -> None:
+    """``pytest.importorskip`` of each of ``names`` (the calling test module, or test, skips where one is not
+    installed) without the import: the module is only looked up, so a test module that needs a heavy extra
+    (transformers, ray) adds nothing to the collection of the tests."""
+    from importlib.util import find_spec
+
+    import pytest
+
+    for name in names:
+        try:
+            found = find_spec(name) is not None
+        except ModuleNotFoundError:  # a dotted name whose parent is missing
+            found = False
+        if not found:
+            why = reason or f"could not import {name!r}: No module named {name!r}"
+            pytest.skip(why, allow_module_level=True)

@@ -44,7 +44,7 @@ class BundledTokenizer:
 @functools.cache
 def inkling() -> Any:
     """The Rendering the trainer picks for Inkling on its own (cached: building it takes seconds)."""
-    from machine.clients._tinker_render import rendering_for
+    from machine.clients.tinker._render import rendering_for
 
     return rendering_for(INKLING, None)
 

@@ -20,11 +20,13 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import tinker
-from tinker import types
+
+if TYPE_CHECKING:  # imported where used: tinker imports torch, seconds that every test collection would pay
+    import tinker
+    from tinker import types
 
 HANG = "hang"
 
@@ -42,6 +44,8 @@ BASE_URL = "http://127.0.0.1:9/api/v1"
 
 def status_error(status: int, body: dict[str, Any] | None = None) -> tinker.APIStatusError:
     """The SDK's own error for an HTTP status, as its client raises it."""
+    import tinker
+
     request = httpx.Request("POST", f"{BASE_URL}/forward_backward")
     response = httpx.Response(status, json=body or {}, request=request)
     kind = {429: tinker.RateLimitError, 400: tinker.BadRequestError}.get(status)
@@ -214,6 +218,8 @@ class StandInSamplingClient:
     def compute_logprobs(
         self, prompt: types.ModelInput, prompt_logprobs_last_n: int | None = None
     ) -> StandInFuture:
+        from tinker import types
+
         assert isinstance(prompt, types.ModelInput)
         tokens = prompt.to_ints()
         offset = self.offsets.get(tuple(tokens), 0.0)
@@ -234,6 +240,8 @@ class StandInTrainingClient:
         self.failed_backward: object = None
 
     def forward_backward(self, data: list[Any], loss_fn: str, loss_fn_config: Any = None) -> StandInFuture:
+        from tinker import types
+
         assert isinstance(data, list) and data and all(isinstance(d, types.Datum) for d in data)
         assert loss_fn == "cross_entropy"
         loss = self.service.loss()
@@ -257,6 +265,7 @@ class StandInTrainingClient:
         loss_type_input: Any = None,
     ) -> StandInFuture:
         import torch
+        from tinker import types
 
         assert isinstance(data, list) and data and all(isinstance(d, types.Datum) for d in data)
         args = {"sequences": len(data), "tokens": sum(d.model_input.length for d in data)}
@@ -283,6 +292,8 @@ class StandInTrainingClient:
         return future
 
     def optim_step(self, optim_params: Any = None, *, adam_params: Any = None) -> StandInFuture:
+        from tinker import types
+
         params = optim_params or adam_params
         assert isinstance(params, types.AdamParams)
         future = self.service.future("optim_step", {"learning_rate": params.learning_rate}, None)
@@ -305,6 +316,8 @@ class StandInTrainingClient:
         overwrite: bool = False,
         user_metadata: dict[str, str] | None = None,
     ) -> StandInFuture:
+        from tinker import types
+
         future = self.service.future("save_state", {"name": name}, None)
         if future.outcome is None:
             self.service.saved[name] = self.service.applied
@@ -316,6 +329,8 @@ class StandInTrainingClient:
     def save_weights_for_sampler(
         self, name: str, ttl_seconds: int | None = None, user_metadata: dict[str, str] | None = None
     ) -> StandInFuture:
+        from tinker import types
+
         path = f"tinker://run-1/sampler_weights/{name}"
         reply = types.SaveWeightsForSamplerResponse(path=path)
         future = self.service.future("save_weights_for_sampler", {"name": name}, reply)

@@ -15,22 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from machine.budget import TRAINING, Budget
 from machine.errors import BudgetExceeded
-from machine.runs import (
-    TRAINING,
-    Budget,
-    Checkpoint,
-    HarnessRequest,
-    HarnessResult,
-    Message,
-    Prepared,
-    StepMetrics,
-    TrainExample,
-    TrainSettings,
-    Turn,
-    Usage,
-    run_loop,
-)
+from machine.runs import HarnessRequest, HarnessResult, Message, Turn, Usage, run_loop
+from machine.training import Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings
 
 BASE = "thinkingmachines/Inkling"
 """The live model: Tinker prices both its sampling and its training."""

@@ -16,7 +16,7 @@ from helpers.tiny_model import needs_local_stack, restored, steer, tiny_model_fo
 needs_local_stack()
 
 from machine import BadInputError, open_workspace  # noqa: E402
-from machine.clients import _local_models  # noqa: E402
+from machine.clients.local import _models as _local_models  # noqa: E402
 from machine.learn import draft_rubric, optimize, specialize  # noqa: E402
 from machine.learn._helper_model import INSTRUCTIONS_FORM, check_helper_model  # noqa: E402
 

@@ -22,7 +22,7 @@ from pydantic.fields import FieldInfo
 import machine
 from machine import BadInputError
 from machine.cli._export import export_command
-from machine.cli._learn import optimize_command
+from machine.cli._optimize import optimize_command
 from machine.cli._specialize import draft_rubric_command, specialize_command
 from machine.cli._train import train_command
 from machine.learn import (

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers.env import on_ci
 
-from machine import Case, Message, Run, Workspace, open_workspace, run_suite
+from machine import Case, Message, Run, Workspace, run_suite
 from machine.clients.scripted import ScriptedHarness
 from machine.sandboxes import bubblewrap
 
@@ -22,13 +22,6 @@ needs_bubblewrap = pytest.mark.skipif(
     bubblewrap() is None and not ON_CI,
     reason="bubblewrap (bwrap) is missing or cannot make namespaces here; `make test` installs it",
 )
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    for setting in ("MACHINE_JUDGE_MODEL", "TINKER_API_KEY", "OPENROUTER_API_KEY"):
-        monkeypatch.delenv(setting, raising=False)  # the judges stay UNSCORED
-    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 def make_run(output: str) -> Run:

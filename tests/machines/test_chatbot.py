@@ -12,18 +12,13 @@ from types import ModuleType
 import pytest
 from click.testing import CliRunner
 
-from machine import Message, Run, Workspace, open_workspace, run_suite
+from machine import Message, Run, Workspace, run_suite
 from machine.cli import cli
 from machine.clients.scripted import ScriptedHarness
 from machine.grade import CheckGrader
 from machine.workspace import converse
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 def chatbot_module(ws: Workspace) -> ModuleType:

@@ -23,11 +23,6 @@ DATES = REPO / "machines" / "dates"
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
-
-
-@pytest.fixture
 def copy(tmp_path: Path) -> Workspace:
     """A workspace of its own holding a copy of dates' folder, for what writes the machine's files."""
     shutil.copytree(DATES, tmp_path / "copy" / "machines" / "dates")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from helpers.env import on_ci
 
-from machine import Case, Message, Run, ToolCall, ToolContext, Workspace, open_workspace, run_suite
+from machine import Case, Message, Run, ToolCall, ToolContext, Workspace, run_suite
 from machine.clients.scripted import ScriptedHarness
 from machine.sandboxes import LocalSandbox, bubblewrap
 from machine.sandboxes.tools import edit_file
@@ -32,13 +32,6 @@ needs_bubblewrap = pytest.mark.skipif(
 def require_bubblewrap() -> None:
     if bubblewrap() is None:  # reached only under CI=true, where the projects must be run for real
         pytest.fail("CI=true and bubblewrap does not work here: dev's projects must be tested in the sandbox")
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    for setting in ("MACHINE_JUDGE_MODEL", "TINKER_API_KEY", "OPENROUTER_API_KEY"):
-        monkeypatch.delenv(setting, raising=False)  # the judges stay UNSCORED
-    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from helpers.env import on_ci
 
-from machine import Message, Run, ToolCall, ToolContext, ToolFailure, Workspace, open_workspace, run_suite
+from machine import Message, Run, ToolCall, ToolContext, ToolFailure, Workspace, run_suite
 from machine.clients.scripted import ScriptedHarness
 from machine.sandboxes import LocalSandbox, bubblewrap
 
@@ -39,13 +39,6 @@ needs_bubblewrap = pytest.mark.skipif(
 def require_bubblewrap() -> None:
     if bubblewrap() is None:  # reached only under CI=true, where the isolated runs must be tested
         pytest.fail("CI=true and bubblewrap does not work here: run_julia's isolated runs must be tested")
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    for setting in ("MACHINE_JUDGE_MODEL", "TINKER_API_KEY", "OPENROUTER_API_KEY"):
-        monkeypatch.delenv(setting, raising=False)  # the judges stay UNSCORED
-    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 def module_of(ws: Workspace, name: str) -> ModuleType:

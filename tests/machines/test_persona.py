@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from machine import Message, Run, Workspace, open_workspace
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
+from machine import Message, Run, Workspace
 
 
 def last_turn(*said: str) -> Run:

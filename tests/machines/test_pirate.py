@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from machine import Message, Run, Workspace, open_workspace
+from machine import Message, Run, Workspace
 from machine.grade import CheckGrader
 
 REPO = Path(__file__).resolve().parents[2]
@@ -16,11 +16,6 @@ FLAG = "\U0001f3f4\u200d\u2620\ufe0f"  # 🏴‍☠️: black flag, ZWJ, skull a
 SKULL = "\u2620\ufe0f"  # ☠️
 BARE_SKULL = "\u2620"  # ☠ without the variation selector
 SWORDS = "\u2694\ufe0f"  # ⚔️
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 def pirate_module(ws: Workspace) -> ModuleType:

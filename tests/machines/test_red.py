@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from machine import Message, Run, ToolCall, ToolContext, Workspace, open_workspace, run_suite
+from machine import Message, Run, ToolCall, ToolContext, Workspace, run_suite
 from machine.clients.echo import EchoHarness
 from machine.clients.scripted import ScriptedHarness
 from machine.grade import CheckGrader
@@ -47,11 +47,6 @@ TABLE = [
     ("", False),
     ("   ", False),
 ]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 def red_module(ws: Workspace) -> ModuleType:

@@ -17,11 +17,6 @@ REPO = Path(__file__).resolve().parents[2]
 SIGNOFF = REPO / "machines" / "signoff"
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
-
-
 def graded(
     ws: Workspace, output: str, criterion: str = "signs_off", case: dict[str, object] | None = None
 ) -> tuple[float | None, str]:

@@ -9,17 +9,12 @@ from types import ModuleType
 
 import pytest
 
-from machine import Message, Run, Workspace, open_workspace, run_suite
+from machine import Message, Run, Workspace, run_suite
 from machine.clients.scripted import ScriptedHarness
 from machine.grade import CheckGrader
 
 REPO = Path(__file__).resolve().parents[2]
 WORDMATH = REPO / "machines" / "wordmath"
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return open_workspace(REPO, data_dir=tmp_path / ".machine")  # never writes into the repository
 
 
 def module_of(ws: Workspace, machine: str, criterion: str) -> ModuleType:

@@ -16,8 +16,9 @@ import pytest
 from helpers.env import REPO
 
 from machine import Workspace, open_workspace, run_suite
+from machine.budget import Budget
 from machine.ops import Session
-from machine.runs import Answer, Approver, Budget, Question, Run
+from machine.runs import Answer, Approver, Question, Run
 
 ASK = "Rehearsing red on its 17 cases costs at most $0.50. Shall I?"
 REHEARSE = {"name": "rehearse", "arguments": {"name": "red", "budget_usd": 0.5, "harness": "echo"}}

@@ -144,6 +144,7 @@ class _SlowStore(SQLiteStore):
         super().put_many(batch)
 
 
+@pytest.mark.slow
 async def test_jobs_faster_than_the_store_wait_for_it_so_memory_stays_flat(tmp_path: Path) -> None:
     store = _SlowStore(tmp_path / "store.db")
     writer = BatchWriter(store, every_s=60, batch=8, limit=16)

@@ -283,6 +283,7 @@ def stored_count(db: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_completes_the_missing_pairs_only(tmp_path: Path) -> None:
     root = nap_workspace(tmp_path / "ws")
     db = root / ".machine" / "store.db"

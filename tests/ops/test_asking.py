@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from machine.budget import Budget
 from machine.errors import BudgetExceeded, ConsentDeclined, ConsentRequired
 from machine.ops import AskingPolicy, Spend
-from machine.runs import Answer, Approver, Budget, Question
+from machine.runs import Answer, Approver, Question
 
 SPEND = Question("Rehearse machine 'red': ... spending at most $0.50.", 0.5)
 FORCE = Question("Commit machine 'red' by force: ... although it was refused: ...", None, force=True)

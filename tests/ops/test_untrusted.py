@@ -67,6 +67,7 @@ def write_child(ws: WorkspaceFolder, marker: Path, *, extra: str = "", tools: st
     )
 
 
+@pytest.mark.slow
 async def test_a_stand_in_runs_with_trusted_parts_and_grades_its_checks_in_the_sandbox(
     folder: WorkspaceFolder, tmp_path: Path
 ) -> None:

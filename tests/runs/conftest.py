@@ -11,7 +11,7 @@ from helpers.postgres import fresh_schema
 
 from machine.runs import SQLiteStore, Store
 
-STORES = ["sqlite", "postgres"]
+STORES = ["sqlite", pytest.param("postgres", marks=pytest.mark.server)]
 
 
 @pytest.fixture(params=STORES)
@@ -20,7 +20,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "sqlite":
         opened: Store = SQLiteStore.in_workspace(tmp_path)
     else:
-        from machine.runs import PostgresStore
+        from machine.clients.postgres import PostgresStore
 
         opened = PostgresStore(fresh_schema(request.getfixturevalue("postgres_url")))
     yield opened

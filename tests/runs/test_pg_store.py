@@ -14,17 +14,17 @@ import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import psycopg
 import pytest
 from helpers.env import MACHINE_BIN, clean_env
 from helpers.postgres import fresh_schema
 
 from machine import open_workspace
+from machine.clients.postgres import PostgresStore
+from machine.clients.postgres._schema import MIGRATIONS
+from machine.clients.postgres._sql import NEWEST_RUNS, NEWEST_SUMMARIES
 from machine.errors import StoreError
 from machine.ops import WorkspaceSpendingLog
-from machine.runs import ChatSession, PostgresStore, Run, SQLiteStore, SuiteRecord, Timings
-from machine.runs._pg_schema import MIGRATIONS
-from machine.runs._pg_sql import NEWEST_RUNS, NEWEST_SUMMARIES
+from machine.runs import ChatSession, Run, SQLiteStore, SuiteRecord, Timings
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -41,6 +41,8 @@ def url(postgres_url: str) -> str:
 
 
 def test_migrations_are_numbered_and_applied_once(url: str) -> None:
+    import psycopg  # here, as in each test that talks to the server: not an import of every collection
+
     PostgresStore(url).close()
     PostgresStore(url).close()  # a second opening applies nothing
     with psycopg.connect(url) as db:
@@ -51,13 +53,15 @@ def test_migrations_are_numbered_and_applied_once(url: str) -> None:
 OPENER = textwrap.dedent(
     """
     import sys
-    from machine.runs import PostgresStore
+    from machine.clients.postgres import PostgresStore
     PostgresStore(sys.argv[1]).close()
     """
 )
 
 
 def test_two_processes_opening_a_new_database_at_once_migrate_it_once(url: str) -> None:
+    import psycopg
+
     command = [sys.executable, "-c", OPENER, url]
     openers = [subprocess.Popen(command, stderr=subprocess.PIPE) for _ in range(3)]
     for opener in openers:
@@ -68,6 +72,8 @@ def test_two_processes_opening_a_new_database_at_once_migrate_it_once(url: str) 
 
 
 def test_the_newest_runs_walk_the_index(url: str) -> None:
+    import psycopg
+
     store = PostgresStore(url)
     store.put_many(make_run(i, machine=f"m{i % 10}") for i in range(3000))
     store.close()
@@ -84,7 +90,8 @@ WRITER = textwrap.dedent(
     """
     import sys
     from datetime import UTC, datetime, timedelta
-    from machine.runs import PostgresStore, Run, Timings
+    from machine.clients.postgres import PostgresStore
+    from machine.runs import Run, Timings
     url, prefix, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     store = PostgresStore(url)
     start = datetime(2026, 1, 1, tzinfo=UTC)

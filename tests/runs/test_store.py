@@ -31,14 +31,14 @@ from machine.runs import (
     ToolCall,
     Usage,
 )
-from machine.runs._rows import (  # the store's SQL, planned by SQLite on purpose
-    INPUT_PREVIEW,
-    NEWEST_RUNS_SQL,
-    NEWEST_SUMMARIES_SQL,
-    PAGE_MACHINE_RUNS_SQL,
-    PAGE_RUNS_SQL,
-    PAGE_SIZE,
-)
+from machine.runs._rows import INPUT_PREVIEW
+from machine.runs._statements import PAGE_SIZE
+
+# the store's SQL, planned by SQLite on purpose
+NEWEST_RUNS_SQL = SQLiteStore.sql.newest_runs
+NEWEST_SUMMARIES_SQL = SQLiteStore.sql.newest_summaries
+PAGE_MACHINE_RUNS_SQL = SQLiteStore.sql.page_machine_runs
+PAGE_RUNS_SQL = SQLiteStore.sql.page_runs
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from machine.clients.postgres import PostgresStore
 from machine.errors import StoreError
-from machine.runs import PostgresStore, is_postgres, mask_passwords
+from machine.runs import is_postgres, mask_passwords
 
 FORMS = [
     ("postgresql://bob:hunter22@127.0.0.1:1/runs", "postgresql://bob:***@127.0.0.1:1/runs"),

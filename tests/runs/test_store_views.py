@@ -10,18 +10,18 @@ from typing import Any
 
 import pytest
 
+from machine.clients.postgres import PostgresStore
 from machine.runs import (
     CriterionScore,
-    PostgresStore,
     Run,
     RunFilter,
     Scorecard,
     SQLiteStore,
     Store,
+    SuiteRecord,
     Tag,
     Timings,
 )
-from machine.runs import _pg_sql as pg_sql
 from machine.runs import _views as views
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -129,7 +129,6 @@ def test_pages_follow_their_cursor_to_the_end(filled: Store) -> None:
 
 def test_a_page_reads_no_further_than_its_window(filled: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     store = filled
-    monkeypatch.setattr(pg_sql, "WINDOW", 2)
     monkeypatch.setattr(views, "WINDOW", 2)
     chosen = RunFilter(machine="red", case_id="b")
     page = store.page(chosen)  # reads r005 and r004, neither of case b
@@ -148,12 +147,17 @@ def test_a_page_walks_the_index(sqlite_store: SQLiteStore) -> None:
     store = sqlite_store
     store.put_many(RUNS)
     chosen = RunFilter(machine="red", case_id="a", outcome="pass")
-    conditions, values = chosen.where()
-    walk = views.WALK.format(scope="machine = ? AND ")
-    where = " AND ".join(conditions)
-    sql = f"SELECT created_at, id, {views.FIELDS} FROM ({walk} LIMIT 10) WHERE {where} LIMIT 5"
+    statements: list[str] = []
+
+    def query(statement: str, params: Any) -> list[Any]:
+        statements.append(statement)
+        return store._rows(statement, params)
+
+    views.page(query, store.sql, chosen, cursor=None, limit=5)  # the statement the store runs, planned
+    _, values = store.sql.where(chosen)
     with sqlite3.connect(store.path) as db:
-        steps = [row[3] for row in db.execute("EXPLAIN QUERY PLAN " + sql, ["red", "\uffff", "", *values])]
+        plan = db.execute("EXPLAIN QUERY PLAN " + statements[0], ["red", "\uffff", "", *values, 6])
+        steps = [row[3] for row in plan]
     assert any("USING INDEX runs_newest" in s for s in steps), steps
     assert not any("TEMP B-TREE" in s for s in steps), steps  # no sort: the index gives the order
 
@@ -183,3 +187,21 @@ def test_data_version_changes_when_another_process_writes(filled: Store) -> None
     other.put(run(20))
     other.close()
     assert store.data_version() != before
+
+
+def test_choices_and_counts_are_read_alike_in_every_store(filled: Store) -> None:
+    store = filled
+    store.put_suite(SuiteRecord(id="s1", machine="red", key="k", trials=1, cases=[]))
+    chosen = store.choices("red")
+    assert (chosen.cases, chosen.models, chosen.versions) == (["a", "b", "c"], ["m1", "m2"], ["v1", "v2"])
+    assert [suite["id"] for suite in chosen.suites] == ["s1"]
+    assert store.machine_counts() == {"red": 6, "other": 1}
+    assert (store.count(), store.count("red"), store.count("nobody")) == (7, 6, 0)
+
+
+def test_a_search_of_the_stored_text_finds_the_same_runs_in_every_store(filled: Store) -> None:
+    store = filled
+    assert [r.id for r in store.iter_newest_with('"kind":"good"')] == ["r004"]
+    assert [r.id for r in store.iter_newest_with('"case_id":"a"', "red")] == ["r004", "r001", "r000"]
+    assert [r.id for r in store.iter_newest_with('"case_id":"a"')] == ["r006", "r004", "r001", "r000"]
+    assert list(store.iter_newest_with('"kind":"', "other")) == []

@@ -95,6 +95,7 @@ time.sleep(1.5)  # hold them while the host counts
 """
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("cgroups")
 async def test_a_fork_storm_stops_at_the_process_cap(tmp_path: Path) -> None:
     box = LocalSandbox.create(tmp_path, "storm", limits=Limits(processes=64))

@@ -287,6 +287,7 @@ DAEMONS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", list(DAEMONS))
 async def test_the_timeout_kills_every_process_the_command_started(sandbox: LocalSandbox, form: str) -> None:
     duration = marker()

@@ -116,6 +116,7 @@ def _one_line_gib(path: Path) -> None:
     assert path.stat().st_size == GIB
 
 
+@pytest.mark.slow
 async def test_a_one_line_gib_file_costs_memory_in_proportion_to_the_limit(sandbox: LocalSandbox) -> None:
     _one_line_gib(sandbox.path / "huge.txt")
     tracemalloc.start()
@@ -211,6 +212,7 @@ print(json.dumps({"lines": text.splitlines(), "peak": tracemalloc.get_traced_mem
 """The listing measured in a process of its own: no other test's threads allocate while it is traced."""
 
 
+@pytest.mark.slow
 def test_list_files_in_a_huge_folder_keeps_only_what_it_shows(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", LISTING, str(tmp_path)],

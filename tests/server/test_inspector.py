@@ -22,7 +22,7 @@ from helpers.hosts import host_binary
 from helpers.server_workspace import TOOLS, Folder, make_server
 from mcp import Client
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.server]  # MCP Inspector, from npm
 LIMIT = 60  # seconds any one Inspector call may take
 QUIET = {  # nothing to open, nothing to fetch: the Inspector only speaks to the server under test
     "MCP_AUTO_OPEN_ENABLED": "false",

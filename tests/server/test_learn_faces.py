@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from helpers.env import MACHINE_BIN, clean_env
 from helpers.learn_server import author_script
 from helpers.server_workspace import Folder, copy_red, make_server
@@ -32,6 +33,7 @@ def steady(value: Any) -> Any:
     return value
 
 
+@pytest.mark.slow
 async def test_specialize_tool_and_command_give_the_same_report(folder: Folder, tmp_path: Path) -> None:
     script = author_script(tmp_path / "author.json")
     server, _ = make_server(folder, allowance=1, script=script)

@@ -23,10 +23,10 @@ from helpers.tiny_model import needs_local_stack, tiny_model_folder
 needs_local_stack()
 
 from machine import open_workspace, run_suite  # noqa: E402
-from machine.clients._hosts import host_environment  # noqa: E402
-from machine.clients.opencode._server import SWITCHES  # noqa: E402
+from machine.clients.hosts._programs import host_environment  # noqa: E402
+from machine.clients.hosts.opencode._server import SWITCHES  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.server]  # opencode, from npm
 SPECIALIZE = {"parent": "red", "focus": "noting red", "slug": "noted", "cases": 4, "budget_usd": 1}
 SPECIALIZE |= {"harness": "scripted"}
 TRAIN = {"name": "red", "budget_usd": 1, "any_model": True, "trials": 1, "epochs": 1, "batch_size": 4}

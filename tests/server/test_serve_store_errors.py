@@ -29,6 +29,7 @@ def _answer(server: subprocess.Popen[str]) -> dict[str, Any]:
     return dict(json.loads(server.stdout.readline()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("location", "shown"),
     [

@@ -35,6 +35,7 @@ def test_help_does_not_import_the_sdk() -> None:
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_misuse_is_a_clear_error(folder: Folder) -> None:
     def serve(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -64,6 +65,7 @@ def test_misuse_is_a_clear_error(folder: Folder) -> None:
     assert "short\n" not in short.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("host", ["claude-desktop", "cursor", "opencode"])
 async def test_the_printed_config_starts_a_server_a_client_can_use(folder: Folder, host: str) -> None:
     """What --print-config prints is what the host runs: started as the host would, it serves red."""
@@ -91,6 +93,7 @@ async def test_the_printed_config_starts_a_server_a_client_can_use(folder: Folde
     assert [m["name"] for m in listed.structured_content["machines"]] == ["red"]
 
 
+@pytest.mark.slow
 async def test_no_trust_over_mcp_leaves_trust_machine_out_of_the_server(folder: Folder) -> None:
     """A client that answers the host's form by itself trusts on the person's behalf: with
     --no-trust-over-mcp (carried into the printed configuration) the server started as a host starts it

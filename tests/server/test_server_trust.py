@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from helpers.bwrap import needs_bubblewrap
 from helpers.learn_server import CHILD, CHILD_RUBRIC, author_script
 from helpers.server_workspace import Folder, make_server
@@ -49,6 +50,7 @@ async def specialized(folder: Folder, tmp_path: Path, client: Client) -> Path:
     return folder.root / "machines" / "red" / "noted"
 
 
+@pytest.mark.slow
 async def test_an_untrusted_child_is_listed_refused_and_rehearsed_only_in_the_sandbox(
     folder: Folder, tmp_path: Path
 ) -> None:
@@ -105,6 +107,7 @@ async def test_trusting_needs_the_persons_approval_in_the_form(folder: Folder, t
     assert imported_from(child)  # trusted, it is imported like any machine
 
 
+@pytest.mark.slow
 async def test_code_too_long_for_the_form_is_never_trusted_there(folder: Folder, tmp_path: Path) -> None:
     server, _ = make_server(folder, allowance=5, script=author_script(tmp_path / "author.json"))
     asked: list[str] = []

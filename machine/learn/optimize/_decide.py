@@ -10,7 +10,7 @@ from __future__ import annotations
 from machine.spec import GateOutcome, GateReport
 from machine.versions import measured
 
-from ._arms import Arm
+from ._measured_instructions import Arm
 from ._report import Measured, Proposal
 from ._state import SearchState
 

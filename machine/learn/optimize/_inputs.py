@@ -14,7 +14,7 @@ from machine.errors import BadInputError, Fix
 from machine.spec import INSTRUCTIONS_FILE, Case, Machine, Version, load_cases, open_book, require_live
 from machine.workspace import Workspace, folder_cases_file, held_out
 
-from .._near import Inputs
+from .._near_duplicates import Inputs
 
 HOLDOUT_FILE = "holdout.json"
 

@@ -9,6 +9,7 @@ from typing import Self
 
 from pydantic import Field, model_validator
 
+from machine.measure import MeasureOptions
 from machine.spec import DEFAULT_MIN_Z, Case, checked_min_z
 
 from .._options import MAX_TRIALS, Options
@@ -45,8 +46,8 @@ class OptimizeOptions(Options):
         None, description="The optimizer machine's model (default: its own, thinkingmachines/Inkling)."
     )
     allow_overlap: bool = Field(False, description="Keep a proposal that copies case text word for word.")
-    concurrency: int = Field(4, ge=1, strict=True, description="Runs at once.")
-    pass_score: float = Field(1.0, ge=0, le=1, description="Score a run needs to pass.")
+    concurrency: int = MeasureOptions.field("concurrency")
+    pass_score: float = MeasureOptions.field("pass_score")
     seed: int = Field(0, strict=True, description="Seeds which failures each proposal sees.")
     model: str | None = Field(
         None, description="Measure the machine on this model instead of its live version's."

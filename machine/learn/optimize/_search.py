@@ -19,17 +19,17 @@ from machine.runs import Run
 from machine.workspace import Workspace
 
 from .._helper_model import INSTRUCTIONS_FORM, check_helper_model
-from ._arms import Arm, Measure, with_instructions
 from ._ask import ask
 from ._brief import brief
 from ._decide import decide_cases, decide_holdout, promising
-from ._examples import examples, samples
-from ._inputs import cases_of, checked_cases, checked_machine, holdout_of, no_holdout
+from ._inputs import Chosen, cases_of, checked_cases, checked_machine, holdout_of, no_holdout
+from ._measured_instructions import Arm, Measure, with_instructions
 from ._options import OptimizeOptions
 from ._overlap import overlaps
 from ._plan import thin_warnings
 from ._report import Calls, Copied, OptimizeReport, Proposal, Round
 from ._result import Optimization, keep
+from ._shown_cases import examples, samples
 from ._state import SearchState
 
 OPTIMIZER = "optimizer"
@@ -207,16 +207,49 @@ async def optimize(
     opt_model = (o.optimizer_model or "").strip() or optimizer.model
     # before the live version is measured
     await check_helper_model(ws, optimizer, opt_model, "optimizer_model", INSTRUCTIONS_FORM, spec)
+    report = _report(name, o, live.label, optimizer.name, opt_model, spec.model, taught, withheld)
+    measure = Measure(ws, name, o.trials, o.concurrency, o.pass_score, report.calls, live.label, on_run)
+    search = Search(
+        ws,
+        spec,
+        live,
+        optimizer,
+        opt_model,
+        chosen,
+        held,
+        measure,
+        report,
+        o.candidates,
+        SHOWN,
+        PASSES_SHOWN,
+        o.allow_overlap,
+        o.seed,
+    )
+    await search.run(o.rounds)
+    return keep(search)
+
+
+def _report(
+    name: str,
+    o: OptimizeOptions,
+    live: str,
+    optimizer: str,
+    opt_model: str,
+    model: str,
+    taught: Chosen,
+    withheld: Chosen | None,
+) -> OptimizeReport:
+    """The report a search fills in, begun with what was asked and warned as the plan was."""
     report = OptimizeReport(
         machine=name,
-        live=live.label,
-        optimizer=optimizer.name,
+        live=live,
+        optimizer=optimizer,
         optimizer_model=opt_model,
-        model=spec.model,
+        model=model,
         cases_file=taught.label,
-        cases=len(chosen),
+        cases=len(taught.cases),
         holdout_file=None if withheld is None else withheld.label,
-        holdout_cases=len(held or []),
+        holdout_cases=0 if withheld is None else len(withheld.cases),
         trials=o.trials,
         rounds_asked=o.rounds,
         candidates=o.candidates,
@@ -224,13 +257,7 @@ async def optimize(
         allow_overlap=o.allow_overlap,
         calls=Calls(),
     )
-    if held is None:
+    if withheld is None:
         report.warnings.append(no_holdout(name))
     report.warnings += thin_warnings(taught, withheld, o.min_z)  # as the plan said before the call
-    measure = Measure(ws, name, o.trials, o.concurrency, o.pass_score, report.calls, live.label, on_run)
-    search = Search(
-        ws, spec, live, optimizer, opt_model, chosen, held, measure, report,
-        o.candidates, SHOWN, PASSES_SHOWN, o.allow_overlap, o.seed,
-    )  # fmt: skip
-    await search.run(o.rounds)
-    return keep(search)
+    return report

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from machine.spec import Case, Machine, Version
 from machine.workspace import Workspace
 
-from ._arms import Arm, Measure
+from ._measured_instructions import Arm, Measure
 from ._report import OptimizeReport
 
 

@@ -18,8 +18,8 @@ from machine.versions import evidence_floor, thin_gate
 
 from .._replies import read_cases, read_topics
 from ._brief import cases_brief, shape_lines, topics_brief
-from ._job import Specializer
 from ._shape import CaseShape, case_shape
+from ._specializer import Specializer
 from ._split import split_cases
 from .vetting import CaseVerdict, Vetting, hidden_tests_grader, vet_cases
 
@@ -73,10 +73,15 @@ class CaseWriter:
             topics = self._deal(report.topics, number)
             job.where = f"asking the author for cases (batch {number + 1} of at most {batches})"
             text = cases_brief(
-                job.parent, job.child, files, focus=report.focus, topics=topics,
-                count=min(BATCH, self.wanted - len(self.kept)), shape=said,
+                job.parent,
+                job.child,
+                files,
+                focus=report.focus,
+                topics=topics,
+                count=min(BATCH, self.wanted - len(self.kept)),
+                shape=said,
                 avoid=[str(c.get("input", "")) for c in self.kept],
-            )  # fmt: skip
+            )
             run = await self.author.ask(text, [], new_run_id())
             if run.status == "error":
                 report.stopped = f"{job.where}: the author's call failed ({run.error})"

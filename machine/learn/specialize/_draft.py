@@ -17,7 +17,7 @@ from machine.workspace import Workspace
 from .._helper_model import FILE_FORM, check_helper_model
 from ._authoring import AUTHOR, Authoring, sample_runs
 from ._brief import draft_brief
-from ._files import file_text, read_files
+from ._files import AuthoredFiles, file_text, read_files
 from ._options import DraftRubricOptions
 from ._report import Attempt
 from .vetting import DRAFT_FILE, CheckResult, Vetting, vet_rubric
@@ -86,10 +86,8 @@ async def draft_rubric(
                 ws.root, name, files[DRAFT_FILE], samples=samples, sandboxes=ws.sandboxes, timeout_s=timeout_s
             )
 
-        authoring = Authoring(
-            ws, author, chosen, f"the rubric draft of {name!r}", retries,
-            lambda text: read_files(text, allowed=(DRAFT_FILE,), required=(DRAFT_FILE,)), vet, charge, at,
-        )  # fmt: skip
+        what = f"the rubric draft of {name!r}"
+        authoring = Authoring(ws, author, chosen, what, retries, _draft_files, vet, charge, at)
         try:
             accepted = await authoring.until_accepted(
                 draft_brief(spec, samples=samples, draft_file=DRAFT_FILE)
@@ -104,6 +102,11 @@ async def draft_rubric(
         report.stopped = f"{where}: {refused.explain(plain_spelling)}"
     report.seconds = time.monotonic() - started
     return report
+
+
+def _draft_files(text: str) -> AuthoredFiles:
+    """The rubric draft in the author's reply: that one file, and no other."""
+    return read_files(text, allowed=(DRAFT_FILE,), required=(DRAFT_FILE,))
 
 
 def _write(ws: Workspace, report: RubricDraft, text: str, vetting: Vetting) -> None:

@@ -73,9 +73,14 @@ def case_shape(parent: Machine, parent_cases: Sequence[Case], hidden: bool) -> C
     commands = sorted({d["tests"] for d in datas}) if project else []
     answers = project and not hidden and any(not d.get("reference") for d in datas)
     return CaseShape(
-        machine=parent.name, required=required, types=types, project=project, commands=commands,
-        hidden=hidden, answers=answers,
-    )  # fmt: skip
+        machine=parent.name,
+        required=required,
+        types=types,
+        project=project,
+        commands=commands,
+        hidden=hidden,
+        answers=answers,
+    )
 
 
 @dataclass

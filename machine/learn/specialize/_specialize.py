@@ -22,9 +22,9 @@ from machine.workspace import Workspace
 from .._helper_model import FILE_FORM, check_helper_model
 from ._authoring import AUTHOR
 from ._cases import CaseWriter
-from ._job import Specializer
 from ._options import SpecializeOptions
 from ._report import Specialization
+from ._specializer import Specializer
 
 
 def slug_of(focus: str) -> str:
@@ -86,9 +86,15 @@ async def specialize(
     chosen_model = (o.author_model or "").strip() or author.model
     await check_helper_model(ws, author, chosen_model, "author_model", FILE_FORM, spec)  # before any spending
     report = Specialization(
-        parent=parent, child=f"{parent}/{chosen}", folder=f"machines/{parent}/{chosen}", focus=focus.strip(),
-        author=author.name, author_model=chosen_model, model=model, reused_cases=reuse_cases,
-    )  # fmt: skip
+        parent=parent,
+        child=f"{parent}/{chosen}",
+        folder=f"machines/{parent}/{chosen}",
+        focus=focus.strip(),
+        author=author.name,
+        author_model=chosen_model,
+        model=model,
+        reused_cases=reuse_cases,
+    )
     job = Specializer(ws, spec, chosen, author, chosen_model, model, report, o.retries, o.timeout_s)
     writer = CaseWriter(job, wanted=o.cases, holdout_share=o.holdout_share)
     started = time.monotonic()

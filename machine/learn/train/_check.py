@@ -17,17 +17,11 @@ from typing import Any
 
 from pydantic import Field
 
+from machine.budget import TRAINING
 from machine.errors import BadInputError, MachineError, plain_spelling
-from machine.runs import (
-    TRAINING,
-    Model,
-    Prepared,
-    StepMetrics,
-    Trainer,
-    TrainingPlan,
-    TrainSettings,
-)
+from machine.runs import Model
 from machine.spec import Case
+from machine.training import Prepared, StepMetrics, Trainer, TrainingPlan, TrainSettings
 from machine.versions import thin_gate
 from machine.workspace import Workspace
 
@@ -105,7 +99,7 @@ async def check_training(
     o = TrainOptions.of(options, **fields)
     at = target(ws, name)
     settings = o.settings(at.base, None if ws.effort is None else ws.effort.value, at.start)
-    chosen = trainer_for(trainer, make_trainer, settings, ws.root)
+    chosen = trainer_for(trainer, make_trainer, settings, ws)
     if smoke:
         ws.budget.probe_price(TRAINING + at.base)  # an unknown training price is refused before a step
     got = ready(ws, at, o, chosen, settings, refuse=False, choose=choose_source)

@@ -5,7 +5,7 @@ version before the first step, the checkpoint after the last). A plan that count
 
 from __future__ import annotations
 
-from machine.runs import Prepared, TrainingPlan
+from machine.training import Prepared, TrainingPlan
 
 from ._options import TrainOptions
 

@@ -19,12 +19,12 @@ from machine.runs import Redactor, Run, atomic_text, openai_tools, to_openai
 from machine.spec import Machine
 from machine.workspace import Workspace
 
+from ._export_report import ExportReport, FunnelStep, held_out_cases, unwritable
 from ._marks import answered
 from ._options import ExportOptions
 from ._pairs import export_pairs
 from ._select import Funnel, Selection, source_of
 from ._targets import target_steps, weighted
-from ._written import ExportReport, FunnelStep, held_out_cases, unwritable
 
 
 def rows_of(
@@ -85,12 +85,7 @@ def _members(
     return [(ws.load(member), None) for member in names]
 
 
-def export(
-    ws: Workspace,
-    name: str,
-    options: ExportOptions | None = None,
-    **fields: Any,
-) -> ExportReport:
+def export(ws: Workspace, name: str, options: ExportOptions | None = None, **fields: Any) -> ExportReport:
     """Write the selected runs of machine ``name`` (of its family with ``tree``; of machine ``source``
     exported as ``name`` with ``source``) to ``out``, as ``options`` (or its fields given as keywords)
     say; an empty selection is an error that says which filter emptied it, and leaves no file. The runs
@@ -106,9 +101,14 @@ def export(
     members = _members(ws, name, tree, source)
     path = Path(o.out)
     report = ExportReport(
-        machine=name, out=str(path), runs=0, rows=0, per_turn=per_turn, source=source,
+        machine=name,
+        out=str(path),
+        runs=0,
+        rows=0,
+        per_turn=per_turn,
+        source=source,
         include_holdout=include_holdout,
-    )  # fmt: skip
+    )
     totals: list[list[Any]] = []
     exported: Counter[str] = Counter()
     redactor = Redactor.here(ws.root)
@@ -125,9 +125,12 @@ def export(
                 )
                 for run in selection.from_store(ws.store, spec.name, funnel):
                     rows = rows_of(
-                        run, target or spec, per_turn=per_turn, source=spec if target else None,
+                        run,
+                        target or spec,
+                        per_turn=per_turn,
+                        source=spec if target else None,
                         redactor=redactor,
-                    )  # fmt: skip
+                    )
                     handle.writelines(_line(row, tools) for row in rows)
                     exported[source_of(run)] += 1
                     report.runs += 1

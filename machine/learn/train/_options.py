@@ -10,8 +10,9 @@ from typing import Annotated, Self
 from pydantic import Field, model_validator
 
 from machine.errors import BadInputError
-from machine.runs import Checkpoint, LrSchedule, Method, TrainSettings
+from machine.measure import MeasureOptions
 from machine.spec import DEFAULT_MIN_Z, Case, checked_min_z
+from machine.training import Checkpoint, LrSchedule, Method, TrainSettings
 
 from .._options import MAX_TRIALS, Options
 from ._select import TagFilter
@@ -128,8 +129,8 @@ class TrainOptions(Options):
         False,
         description="Accept a min_z below 1: a gate that passes gains chance alone often gives.",
     )
-    concurrency: int = Field(4, ge=1, strict=True, description="Runs at once.")
-    pass_score: float = Field(1.0, ge=0, le=1, description="Score a run needs to pass.")
+    concurrency: int = MeasureOptions.field("concurrency")
+    pass_score: float = MeasureOptions.field("pass_score")
     effort: float | None = Field(
         None,
         ge=0,

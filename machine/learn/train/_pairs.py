@@ -19,10 +19,10 @@ from machine.runs import Message, Redactor, Run, atomic_text, to_openai
 from machine.spec import Case, Machine
 from machine.workspace import Workspace
 
-from .._near import Inputs
+from .._near_duplicates import Inputs
+from ._export_report import ExportReport, held_out_cases, unwritable
 from ._marks import answered, good_mark
 from ._options import ExportOptions
-from ._written import ExportReport, held_out_cases, unwritable
 
 
 @dataclass
@@ -77,10 +77,13 @@ class Pair:
             "chosen": [{"role": "assistant", "content": self.chosen[1]}],
             "rejected": [{"role": "assistant", "content": self.rejected[1]}],
             "metadata": {
-                "kind": self.kind, "machine": machine, "case_id": self.prompt.case_id,
-                "chosen_run_id": self.chosen[0], "rejected_run_id": self.rejected[0],
+                "kind": self.kind,
+                "machine": machine,
+                "case_id": self.prompt.case_id,
+                "chosen_run_id": self.chosen[0],
+                "rejected_run_id": self.rejected[0],
             },
-        }  # fmt: skip
+        }
 
 
 def export_pairs(ws: Workspace, name: str, o: ExportOptions) -> ExportReport:

@@ -11,7 +11,7 @@ from machine.versions import thin_gate
 from machine.workspace import Workspace
 
 from .._plan import Plan
-from ._live import live_checkpoint_of
+from ._live_checkpoint import live_checkpoint_of
 from ._options import TrainOptions
 from ._prepare import held_out_cases
 from ._schedule import DPO_EPOCHS

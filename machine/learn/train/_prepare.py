@@ -10,30 +10,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from machine.budget import TRAINING, price_of
 from machine.errors import BadInputError, Fix
-from machine.runs import (
-    TRAINING,
+from machine.runs import Redactor, Run, openai_tools
+from machine.spec import VERSIONS_FILE, Case, Machine, read_book
+from machine.training import (
     Checkpoint,
     Prepared,
-    Redactor,
-    Run,
     Trainer,
     TrainExample,
     TrainingPlan,
     TrainSettings,
-    openai_tools,
-    price_of,
+    make_trainer,
     refuse_untaken,
 )
-from machine.spec import VERSIONS_FILE, Case, Machine, read_book
 from machine.workspace import Workspace, held_out
 
 from ._estimate import with_runs
-from ._examples import example_of
-from ._live import live_checkpoint
+from ._live_checkpoint import live_checkpoint
 from ._options import TrainOptions
 from ._pairs import iter_pairs, no_pairs
 from ._record import Chosen
+from ._run_example import example_of
 from ._schedule import applied, refuse_short, schedule
 from ._select import Funnel, Selection, sources
 
@@ -58,7 +56,8 @@ class Target:
     held: list[Case]
     held_path: Path
     start: Checkpoint | None = None
-    """The live version's checkpoint, when it is a fine-tune of ``base`` (``_live``): DPO starts there."""
+    """The live version's checkpoint, when it is a fine-tune of ``base`` (``_live_checkpoint``): DPO starts
+    there."""
 
 
 @dataclass(frozen=True)
@@ -104,17 +103,14 @@ def target(ws: Workspace, name: str) -> Target:
 
 
 def trainer_for(
-    trainer: Trainer | str | None, make: MakeTrainer | None, settings: TrainSettings, root: Path
+    trainer: Trainer | str | None, make: MakeTrainer | None, settings: TrainSettings, ws: Workspace
 ) -> Trainer:
-    """The trainer given, else the one ``make(name, base, root)`` makes (``machine.ops.make_trainer``:
-    the trainers are adapters); one that cannot honour the settings is refused."""
+    """The trainer given, else the one ``make(name, base, root)`` makes, else the workspace's (as it
+    supplies its harness: ``Adapters.trainer``, by default the registered trainers' ``make_trainer``);
+    one that cannot honour the settings is refused."""
     if not isinstance(trainer, Trainer):
-        if make is None:
-            raise BadInputError(
-                "train needs a trainer object or a way to make one by name: pass "
-                "make_trainer=machine.ops.make_trainer"
-            )
-        trainer = make(trainer, settings.base_model, root)
+        made = make or ws.adapters.trainer or make_trainer
+        trainer = made(trainer, settings.base_model, ws.root)
     refuse_untaken(trainer, settings)
     return trainer
 
@@ -201,19 +197,28 @@ def _pair_examples(
         )
         examples.append(
             TrainExample(
-                messages=redactor.data([*prompt, chosen]), tools=tools, targets=[len(prompt)],
-                rejected=redactor.data([rejected]), run_id=pair.chosen[0], case_id=pair.prompt.case_id,
+                messages=redactor.data([*prompt, chosen]),
+                tools=tools,
+                targets=[len(prompt)],
+                rejected=redactor.data([rejected]),
+                run_id=pair.chosen[0],
+                case_id=pair.prompt.case_id,
                 effort=pair.prompt.effort,
             )
-        )  # fmt: skip
+        )
         prompts[pair.prompt.id] = pair.prompt
     if not examples:
         raise no_pairs(at.spec.name, read["stored"])
     chose = Chosen(
-        samples=o.samples, min_score=o.min_score, best_of=None, any_model=True, own_model=None,
-        sources={"preference pairs": len(examples)}, held_out=sorted(c.id for c in at.held),
+        samples=o.samples,
+        min_score=o.min_score,
+        best_of=None,
+        any_model=True,
+        own_model=None,
+        sources={"preference pairs": len(examples)},
+        held_out=sorted(c.id for c in at.held),
         run_ids=[e.run_id for e in examples],
-    )  # fmt: skip
+    )
     return list(prompts.values()), examples, chose, redactor.count
 
 

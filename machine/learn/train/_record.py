@@ -17,19 +17,9 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from machine.errors import BadInputError, Fix, MachineError, NotFoundError, plain_spelling
-from machine.runs import (
-    Checkpoint,
-    Model,
-    StepMetrics,
-    TrainExample,
-    TrainingPlan,
-    TrainSettings,
-    new_run_id,
-    now,
-    open_new,
-    write_atomic,
-)
+from machine.runs import Model, new_run_id, now, open_new, write_atomic
 from machine.spec import FixedGate
+from machine.training import Checkpoint, StepMetrics, TrainExample, TrainingPlan, TrainSettings
 
 TRAINING_DIR = "training"
 """The folder under the workspace's data folder that holds a record per training."""

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import math
 
+from machine.budget import Price
 from machine.errors import BadInputError, Fix
-from machine.runs import Prepared, Price, TrainingPlan, TrainSettings, Usage
+from machine.runs import Usage
+from machine.training import Prepared, TrainingPlan, TrainSettings
 
 from ._options import MAX_EPOCHS, TrainOptions
 

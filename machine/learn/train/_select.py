@@ -1,8 +1,8 @@
 """Which stored runs are good examples to learn from: graded under the machine's current rubric, scoring at
 least ``min_score`` (or marked good by a person), never marked bad, never a held-out case (by id, or by
-input: compared without case, spacing or punctuation, near duplicates too; see ``_near``), optionally
-only the runs a given model produced itself, and each case's best ``best`` runs. Every filter's count is
-kept, so an empty selection says which filter emptied it."""
+input: compared without case, spacing or punctuation, near duplicates too; see ``_near_duplicates``),
+optionally only the runs a given model produced itself, and each case's best ``best`` runs. Every filter's
+count is kept, so an empty selection says which filter emptied it."""
 
 from __future__ import annotations
 
@@ -14,14 +14,12 @@ from datetime import datetime
 from typing import Literal
 
 from machine.errors import BadInputError, Fix
-from machine.runs import Run, Scorecard, Store
+from machine.runs import Run, Scorecard, TrainingStore, is_replayed
 from machine.spec import Case
 
-from .._near import Inputs
+from .._near_duplicates import Inputs
 
 TagFilter = Literal["good", "bad", "all"]
-REPLAYED = ("scripted", "echo")
-"""Harnesses whose runs no model produced: replays, never a model's own."""
 
 
 @dataclass
@@ -137,7 +135,7 @@ class Selection:
         end)."""
         yield from self._select(runs, funnel, None)
 
-    def from_store(self, store: Store, machine: str, funnel: Funnel) -> Iterator[Run]:
+    def from_store(self, store: TrainingStore, machine: str, funnel: Funnel) -> Iterator[Run]:
         """The runs kept of ``machine``'s stored runs; the store leaves out, before parsing them, the
         runs that cannot pass the score rule (the funnel's first counts come from it)."""
         marks = ("good",) if self.tags == "all" else (self.tags,)
@@ -187,7 +185,7 @@ class Selection:
             if self.from_model:
                 checks.append(run.model == self.from_model)
             if self.own_model:
-                checks.append(run.model == self.own_model and run.harness not in REPLAYED)
+                checks.append(run.model == self.own_model and not is_replayed(run.harness))
             step = 2
             for ok in checks:
                 if not ok:

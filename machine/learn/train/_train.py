@@ -13,21 +13,10 @@ from typing import Any
 
 import anyio
 
+from machine.budget import TRAINING
 from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError
-from machine.runs import (
-    TRAINING,
-    Checkpoint,
-    Phase,
-    Prepared,
-    Run,
-    StepMetrics,
-    Trainer,
-    TrainExample,
-    TrainSettings,
-    counted,
-    git_revision,
-    library_version,
-)
+from machine.measure import MeasureOptions
+from machine.runs import Run, counted, git_revision, library_version
 from machine.spec import (
     MAX_LOSSES,
     VERSIONS_FILE,
@@ -39,11 +28,12 @@ from machine.spec import (
     require_live,
     write_book,
 )
+from machine.training import Checkpoint, Phase, Prepared, StepMetrics, Trainer, TrainExample, TrainSettings
 from machine.versions import Candidate, check_fixed, fix_gate, propose, thinned
 from machine.workspace import Workspace
 
 from ._options import TrainOptions
-from ._prepare import ChooseSource, MakeTrainer, Target, chosen_before, ready, target, trainer_for
+from ._prepare import ChooseSource, MakeTrainer, Ready, Target, chosen_before, ready, target, trainer_for
 from ._record import (
     TRAINING_DIR,
     Pin,
@@ -76,17 +66,17 @@ async def train(
     **fields: Any,
 ) -> Candidate:
     """Train ``name``'s model with ``options`` (or its fields given as keywords) and propose the checkpoint
-    (see the module); ``trainer`` is one, or its name for ``make_trainer`` to make. Told: ``on_phase``, lines;
+    (see the module); ``trainer`` is one, or its name (default: the one for the base model), made by
+    ``make_trainer``, else by the workspace's trainers. Told: ``on_phase``, lines;
     ``on_begin``, each counted phase (sampling, measuring a side, the steps); ``on_run``, ``on_step``."""
     o = TrainOptions.of(options, **fields)
     at = target(ws, name)
     settings = o.settings(at.base, None if ws.effort is None else ws.effort.value, at.start)
-    chosen = trainer_for(trainer, make_trainer, settings, ws.root)
+    chosen = trainer_for(trainer, make_trainer, settings, ws)
     ws.budget.probe_price(TRAINING + at.base)  # an unknown training price is refused before anything runs
     root = ws.data_dir / TRAINING_DIR
     earlier = _earlier(root, o.resume, name)
-    if earlier is not None:
-        o = chosen_before(o, earlier.read().selection)
+    o = o if earlier is None else chosen_before(o, earlier.read().selection)
     live = _live(ws, at.spec)
     say, begin = on_phase or (lambda _line: None), on_begin or (lambda _phase: None)
     spent_before = ws.budget.spent
@@ -94,11 +84,7 @@ async def train(
     got = ready(ws, at, o, chosen, settings, choose=choose_source)
     for line in got.plan.lines():
         say(line)
-    fresh = TrainingRecord(
-        id="", machine=name, trainer=chosen.name, base_model=at.base, settings=got.settings,
-        selection=got.chose, sampled=sampled, redacted=got.redacted, plan=got.plan,
-        library_version=library_version(), revision=git_revision(ws.root),
-    )  # fmt: skip
+    fresh = _fresh_record(ws, name, chosen.name, at.base, got, sampled)
     folder, record, done = _open_record(ws, root, earlier, fresh, got.examples, at.held_path)
     went_in = _went_in(len(got.examples), len(got.runs), got.redacted, got.chose.sources)
     say(f"training record {folder.id}: {went_in}")
@@ -108,18 +94,42 @@ async def train(
     record.renderer, record.status = prepared.renderer, "training"
     folder.write(record)
     checkpoint, took = await _fit(ws, folder, record, chosen, prepared, settings, done, on_step, say, begin)
-    spent_training = ws.budget.spent - gate.cost_usd
+    summary = _summary(folder, record, prepared, settings, len(got.runs), took, resumed_at)
+    summary.cost_usd = ws.budget.spent - gate.cost_usd - spent_before  # the comparison's is the report's own
     say(f"proposing {checkpoint.model} against {live.label} on {at.held_path.name}")
     candidate = await propose(
-        ws, name, model=checkpoint.model, base_model=at.base, concurrency=o.concurrency,
-        note=f"trained {folder.id}", on_run=on_run, gate=gate, on_begin=begin,
-    )  # fmt: skip
-    summary = _summary(folder, record, prepared, settings, record.sampled, len(got.runs), took)
-    summary.resumed_at = resumed_at
-    summary.cost_usd = spent_training - spent_before  # the held-out comparison's cost is the report's own
+        ws,
+        name,
+        MeasureOptions.taken_from(o),
+        model=checkpoint.model,
+        base_model=at.base,
+        note=f"trained {folder.id}",
+        gate=gate,
+        on_run=on_run,
+        on_begin=begin,
+    )
     record.candidate = candidate.label
     folder.write(record)
     return _with_training(ws, name, at.spec, candidate, summary)
+
+
+def _fresh_record(
+    ws: Workspace, name: str, trainer: str, base: str, got: Ready, sampled: int
+) -> TrainingRecord:
+    """The record of a training begun now (no id yet: opening its folder gives it one)."""
+    return TrainingRecord(
+        id="",
+        machine=name,
+        trainer=trainer,
+        base_model=base,
+        settings=got.settings,
+        selection=got.chose,
+        sampled=sampled,
+        redacted=got.redacted,
+        plan=got.plan,
+        library_version=library_version(),
+        revision=git_revision(ws.root),
+    )
 
 
 async def _gate(
@@ -140,11 +150,11 @@ async def _gate(
     held = ", ".join(at.spec.rubric.held)
     fixing = f"{at.held_path.name}, {counted(o.trials, 'trial')}, min_z {o.min_z:g}, no worse on {held}"
     say(f"fixing the gate before training ({fixing}): measuring the live version")
+    measuring = MeasureOptions.taken_from(o)
     try:
         record.gate = await fix_gate(
-            ws, at.spec.name, at.held, at.held_path, trials=o.trials, min_z=o.min_z,
-            pass_score=o.pass_score, concurrency=o.concurrency, on_run=on_run, on_begin=begin,
-        )  # fmt: skip
+            ws, at.spec.name, at.held, at.held_path, measuring, min_z=o.min_z, on_run=on_run, on_begin=begin
+        )
     except BudgetExceeded as refused:
         raise _stopped(folder, record, refused) from refused
     except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):  # stopped before its first step
@@ -304,15 +314,18 @@ async def _fit(
         folder.saved(checkpoint)
         told(checkpoint)
 
-    folder.log(
-        f"{trainer.name} on {record.base_model}: {prepared.sequences} sequences, {prepared.tokens} tokens"
-    )
-
+    sizes = f"{prepared.sequences} sequences, {prepared.tokens} tokens"
+    folder.log(f"{trainer.name} on {record.base_model}: {sizes}")
     try:
         checkpoint = await trainer.train(
-            prepared, settings, folder=folder.folder, budget=ws.budget, on_step=step, resume=done,
+            prepared,
+            settings,
+            folder=folder.folder,
+            budget=ws.budget,
+            on_step=step,
+            resume=done,
             on_saved=saved,
-        )  # fmt: skip
+        )
     except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
         _interrupted(folder, record, say)
         raise
@@ -335,9 +348,9 @@ def _summary(
     record: TrainingRecord,
     prepared: Prepared,
     settings: TrainSettings,
-    sampled: int,
     runs: int,
     seconds: float,
+    resumed_at: int | None,
 ) -> TrainingSummary:
     steps = folder.metrics()
     losses = [m.loss for m in steps if m.loss is not None]
@@ -346,7 +359,7 @@ def _summary(
         trainer=record.trainer,
         base_model=record.base_model,
         renderer=prepared.renderer,
-        sampled=sampled,
+        sampled=record.sampled,
         runs=runs,
         examples=prepared.examples,
         sequences=prepared.sequences,
@@ -364,6 +377,7 @@ def _summary(
         plan=record.plan,
         epoch_losses=epoch_means(steps),
         losses=thinned(losses, MAX_LOSSES),
+        resumed_at=resumed_at,
     )
 
 

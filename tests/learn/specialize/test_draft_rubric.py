@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers.optimize import Keyed, make_kid, make_shout
+from helpers.optimize import Keyed, make_kid
 
-from machine import Workspace, load, open_workspace, run_suite
+from machine import Workspace, load, open_workspace
 from machine.learn import draft_rubric
 from machine.learn.specialize import format_rubric_draft
 
@@ -37,19 +37,6 @@ ONE_CRITERION = DRAFT.replace(
 
 def reply(text: str, path: str = "rubric_draft.py") -> str:
     return f'A first rubric.\n<file path="{path}">\n{text}</file>'
-
-
-@pytest.fixture
-def harness() -> Keyed:
-    return Keyed()
-
-
-@pytest.fixture
-async def ws(tmp_path: Path, harness: Keyed) -> Workspace:
-    make_shout(tmp_path)
-    ws = open_workspace(tmp_path, harness=harness)
-    await run_suite(ws, ws.load("shout"), ws.cases("shout"))
-    return ws
 
 
 async def test_a_draft_is_vetted_and_written_beside_the_machine_which_is_graded_as_before(

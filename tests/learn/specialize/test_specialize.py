@@ -12,7 +12,7 @@ import pytest
 from helpers.optimize import MODEL, Keyed, make_shout
 
 import machine
-from machine import BadInputError, Budget, NotTrusted, Workspace, open_workspace, run_suite
+from machine import BadInputError, Budget, NotTrusted, Workspace, open_workspace
 from machine.learn import specialize
 from machine.learn.specialize import format_specialization
 from machine.runs import Usage
@@ -71,20 +71,6 @@ MARKED = (
     "# Written by a model (specialize shout (author thinkingmachines/Inkling)): nothing imports this "
     "file until you review and trust machine shout/loud.\n"
 )
-
-
-@pytest.fixture
-def harness() -> Keyed:
-    return Keyed()
-
-
-@pytest.fixture
-async def ws(tmp_path: Path, harness: Keyed) -> Workspace:
-    make_shout(tmp_path)
-    ws = open_workspace(tmp_path, harness=harness)
-    spec = ws.load("shout")
-    await run_suite(ws, spec, ws.cases("shout"))  # the sample runs: "ANN" passes, the rest say "no idea"
-    return ws
 
 
 async def test_a_good_child_is_accepted_first_time_and_its_cases_are_split(

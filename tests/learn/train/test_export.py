@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from helpers.learn_runs import CASES, START, calc_workspace, graded, read_rows
+from helpers.learn_runs import CASES, START, graded, read_rows
 
 from machine import Workspace, open_workspace
 from machine.errors import BadInputError
@@ -22,11 +22,6 @@ from machine.runs import Tag, Timings
 from machine.spec import Case
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return calc_workspace(tmp_path)
 
 
 async def suite(ws: Workspace, name: str = "calc", trials: int = 1) -> str:

@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from helpers.learn_runs import calc_workspace, graded, read_rows, write_calc
+from helpers.learn_runs import graded, read_rows, write_calc
 
 from machine import Workspace, open_workspace
 from machine.errors import BadInputError
@@ -22,11 +22,6 @@ PROMPT = [
     {"role": "system", "content": "Use the tools, then give the number alone."},
     {"role": "user", "content": "add 2 and 3"},
 ]
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return calc_workspace(tmp_path)
 
 
 def pairs(ws: Workspace, tmp_path: Path, **options: object) -> list[dict[str, object]]:

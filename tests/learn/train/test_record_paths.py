@@ -12,10 +12,11 @@ import pytest
 from helpers.training import Counting, Tutored, make_caps
 
 from machine import BadInputError, NotFoundError, Workspace, open_workspace
+from machine.budget import Budget
 from machine.clients.tinker import TinkerTrainer
 from machine.learn import TrainOptions, train
 from machine.learn.train._record import RecordFolder, TrainingRecord
-from machine.runs import Budget, Checkpoint, Prepared, TrainSettings
+from machine.training import Checkpoint, Prepared, TrainSettings
 
 SETTINGS = TrainOptions(batch_size=2)
 

@@ -4,10 +4,8 @@ the run's assistant steps except those whose tool calls all failed."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from helpers.learn_runs import HOLDOUT, calc_workspace, graded
+from helpers.learn_runs import HOLDOUT, graded
 
 from machine import Workspace
 from machine.learn import Selection
@@ -17,11 +15,6 @@ from machine.runs import Message, Run, Tag, ToolCall
 from machine.spec import Case
 
 LIVE = "Qwen/Qwen3.8-27B"
-
-
-@pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return calc_workspace(tmp_path)
 
 
 def selected(ws: Workspace, selection: Selection, funnel: Funnel | None = None) -> list[Run]:

@@ -13,8 +13,9 @@ from helpers.training import BASE, TRAIN_CASES, Counting, Tutored, make_caps
 
 import machine
 from machine import BadInputError, BudgetExceeded, CommitRefused, UnknownPriceError, open_workspace
+from machine.budget import price_of
 from machine.learn import TrainingRecord, TrainOptions, train
-from machine.runs import StepMetrics, price_of
+from machine.training import StepMetrics
 from machine.versions import commit, format_report, revert
 
 SETTINGS = TrainOptions(batch_size=2)

@@ -16,16 +16,8 @@ from machine import open_workspace
 from machine.clients.tinker import TinkerTrainer
 from machine.learn import TrainOptions, train
 from machine.learn.train import plan_train, training_shown
-from machine.runs import (
-    HarnessRequest,
-    HarnessResult,
-    Message,
-    StepMetrics,
-    Tag,
-    Turn,
-    new_run_id,
-    run_loop,
-)
+from machine.runs import HarnessRequest, HarnessResult, Message, Tag, Turn, new_run_id, run_loop
+from machine.training import StepMetrics
 from machine.versions import commit, revert
 from machine.workspace import Workspace
 

@@ -14,8 +14,9 @@ from helpers.training import BASE, TRAIN_CASES, Counting, Tutored, make_caps
 
 from machine import BadInputError, BudgetExceeded, NotFoundError, Workspace, open_workspace
 from machine.learn import TrainingRecord, TrainOptions, train
-from machine.runs import Checkpoint, StepMetrics, TrainExample, library_version
+from machine.runs import library_version
 from machine.spec import Case
+from machine.training import Checkpoint, StepMetrics, TrainExample
 from machine.versions import versions
 
 SETTINGS = TrainOptions(batch_size=2, epochs=1, force=True)

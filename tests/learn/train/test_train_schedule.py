@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from machine import BadInputError
+from machine.budget import Price
 from machine.learn import TrainOptions
 from machine.learn.train._schedule import MIN_STEPS, TOKEN_CAP, refuse_short, refuse_unreachable, schedule
-from machine.runs import Prepared, Price
+from machine.training import Prepared
 
 
 def prepared(sequences: int, tokens: int = 100) -> Prepared:

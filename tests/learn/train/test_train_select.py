@@ -15,8 +15,9 @@ from helpers.training import BASE, HELD_OUT, TRAIN_CASES, Counting, Tutored, mak
 from machine import BadInputError, BudgetExceeded, Workspace, open_workspace
 from machine.clients.scripted import ScriptedHarness
 from machine.learn import ALL_SOURCES, TrainingRecord, TrainOptions, train
-from machine.runs import Run, StepMetrics, TrainExample
+from machine.runs import Run
 from machine.spec import Case
+from machine.training import StepMetrics, TrainExample
 from machine.versions import update
 
 SETTINGS = TrainOptions(batch_size=4, epochs=1, force=True)  # the selection is under test, not the plan

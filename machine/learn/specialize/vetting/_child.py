@@ -51,9 +51,14 @@ async def vet_child(
         return Vetting(ok=False, problems=refused, model=model, seconds=time.monotonic() - started)
     request = {"parent": parent, "slug": slug, "model": model}
     vetting = await _vetted(
-        machines, request, samples, CHILD, sandboxes, Limits(timeout_s, check_timeout_s, memory_bytes),
+        machines,
+        request,
+        samples,
+        CHILD,
+        sandboxes,
+        Limits(timeout_s, check_timeout_s, memory_bytes),
         lambda copy: write_child(copy / parent / slug, files, model=model),
-    )  # fmt: skip
+    )
     return vetting.model_copy(update={"model": model, "seconds": time.monotonic() - started})
 
 

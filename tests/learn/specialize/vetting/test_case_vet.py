@@ -183,6 +183,7 @@ except OSError:
 HOARD = "HOARD = bytearray(3 * 1024**3)\n"
 
 
+@pytest.mark.slow
 @sandboxed
 @pytest.mark.parametrize(
     ("hostile", "cap"),

@@ -204,6 +204,7 @@ def test_a_child_on_another_model_than_the_one_asked_for_is_refused(root: Path) 
     assert vet(root, child(child_py(model='"org/other"')), model=None).ok
 
 
+@pytest.mark.slow
 def test_a_child_that_sleeps_forever_at_import_is_stopped_within_the_limit(root: Path) -> None:
     before = set(sys.modules)
     started = time.monotonic()
@@ -233,6 +234,7 @@ def _alive(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_a_child_that_ignores_the_alarm_is_killed_with_everything_it_started(root: Path) -> None:
     marker = f"vet-helper-{os.getpid()}-{time.monotonic_ns()}"
     extra = f"""import signal, subprocess, sys, time
@@ -255,6 +257,7 @@ time.sleep(10_000)
     assert _alive(marker) == [], "the process the child started outlived it"
 
 
+@pytest.mark.slow
 def test_a_check_that_hangs_on_a_sample_is_stopped_and_named(root: Path) -> None:
     extra = """
 def spins(run):
@@ -270,6 +273,7 @@ def spins(run):
     assert [s.score for s in vetting.checks[0].samples] == [1.0, None, 1.0]
 
 
+@pytest.mark.slow
 def test_a_check_that_blocks_the_alarm_is_killed_and_the_criterion_it_was_grading_named(root: Path) -> None:
     extra = """import signal, time
 
