@@ -10,13 +10,15 @@ trainers, ``machine.workspace``: executors); this module holds what they share a
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from machine.errors import BadInputError, MachineError
+
+if TYPE_CHECKING:
+    import importlib.metadata
 
 HARNESS_GROUP = "machine.harnesses"
 TRAINER_GROUP = "machine.trainers"
@@ -54,6 +56,8 @@ groups: a pass costs some milliseconds at start-up, whatever the group)."""
 
 def entry_points(group: str) -> importlib.metadata.EntryPoints:
     """The entry points of ``group`` of every installed package, this package's own first."""
+    import importlib.metadata  # what start-up needs no registry for does not load it (20 ms)
+
     if not _INSTALLED:
         _INSTALLED.append(importlib.metadata.entry_points())
     points: importlib.metadata.EntryPoints = _INSTALLED[0].select(group=group)  # 3.11: SelectableGroups
