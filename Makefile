@@ -181,15 +181,13 @@ test: $(STAMP_DEV) bwrap chromium postgres hosts
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi; \
 	echo "make test: ruff, mypy and pytest passed"
 
-# The markers test-fast leaves out, and the folder for the bytecode of its collection (MACHINE_TEST_PYCACHE,
-# read by tests/conftest.py).
+# The markers test-fast leaves out.
 FAST_DESELECT := not slow and not browser and not server
-FAST_PYCACHE := $(CURDIR)/$(VENV)/pycache
 
 test-fast: | $(PY)
 	@$(PY) -c 'import machine, pytest, xdist' 2>/dev/null || $(MAKE) --no-print-directory install-dev
 	@echo '== pytest -q -n auto --dist loadfile -m "$(FAST_DESELECT)"'
-	@MACHINE_TEST_PYCACHE='$(FAST_PYCACHE)' $(BIN)/pytest -q -n auto --dist loadfile -m '$(FAST_DESELECT)' --durations=10
+	@$(BIN)/pytest -q -n auto --dist loadfile -m '$(FAST_DESELECT)' --durations=10
 
 lint: $(STAMP_DEV)
 	@failed=""; \

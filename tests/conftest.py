@@ -15,13 +15,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 BYTECODE = (sys.pycache_prefix, sys.dont_write_bytecode)
 """The process's own bytecode settings, which the tests run under."""
-if os.environ.get("MACHINE_TEST_PYCACHE"):
-    # make test-fast names a folder: while the tests are collected, this process keeps there the bytecode
-    # of what it imports, whatever PYTHONDONTWRITEBYTECODE says (the test modules pytest rewrote above
-    # all), so the next run reads it instead of rewriting every test module again. Nothing is written
-    # beside the sources (machine folders stay free of __pycache__); the tests themselves run under the
+COLLECTION_PYCACHE = os.environ.get("MACHINE_TEST_PYCACHE", str(Path(sys.prefix) / "pycache"))
+"""Where collection keeps the bytecode of what it imports (the test modules pytest rewrote above all), so
+the next run reads it instead of rewriting every test module again: the environment's folder (``.venv``)
+unless ``MACHINE_TEST_PYCACHE`` names another, or is empty to keep none."""
+if COLLECTION_PYCACHE:
+    # Whatever PYTHONDONTWRITEBYTECODE says, and only while the tests are collected: nothing is written
+    # beside the sources (machine folders stay free of __pycache__), the tests themselves run under the
     # process's own settings (pytest_collection_finish), and the processes they start under theirs.
-    sys.pycache_prefix = os.environ["MACHINE_TEST_PYCACHE"]
+    sys.pycache_prefix = COLLECTION_PYCACHE
     sys.dont_write_bytecode = False
 
 from helpers.bwrap import bubblewrap_or_fail as bubblewrap_or_fail  # noqa: E402  # the fixture of needs_bubblewrap

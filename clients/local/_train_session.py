@@ -12,9 +12,10 @@ from __future__ import annotations
 import copy
 import json
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from machine.errors import BadInputError
 from machine.training import epoch_batches
@@ -73,9 +74,20 @@ def plan(count: int, batch_size: int, epochs: int, seed: int) -> list[Batch]:
     return steps
 
 
-def micro_batches(sequences: list[TrainSequence], max_tokens: int) -> list[list[TrainSequence]]:
-    """The step's sequences in groups whose padded size stays within ``max_tokens`` (one at least)."""
-    groups: list[list[TrainSequence]] = []
+class _Tokens(Protocol):
+    """What a micro-batch is sized by: a sequence's token ids."""
+
+    @property
+    def input_ids(self) -> list[int]: ...
+
+
+Tokens = TypeVar("Tokens", bound=_Tokens)
+
+
+def micro_batches(sequences: Sequence[Tokens], max_tokens: int) -> list[list[Tokens]]:
+    """The step's sequences (SFT's, or RL's samples) in groups whose padded size stays within
+    ``max_tokens`` (one at least)."""
+    groups: list[list[Tokens]] = []
     for sequence in sequences:
         if groups:
             group = groups[-1]
@@ -85,6 +97,20 @@ def micro_batches(sequences: list[TrainSequence], max_tokens: int) -> list[list[
                 continue
         groups.append([sequence])
     return groups
+
+
+def kept_logits(model: Any, ids: Any, attention: Any, keep: Any) -> Any:
+    """The next-token logits at the ``keep`` positions (``keep[:, t]``: position t predicts token t + 1),
+    the head run on those only; in float32 at least (float64 stays float64)."""
+    import torch
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if getattr(inner.config, "final_logit_softcapping", None):  # the head alone would skip the cap
+        logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1][keep]
+    else:
+        hidden = inner.get_decoder()(input_ids=ids, attention_mask=attention).last_hidden_state
+        logits = inner.get_output_embeddings()(hidden[:, :-1][keep])
+    return logits.to(torch.promote_types(logits.dtype, torch.float32))
 
 
 class Session:
@@ -243,11 +269,7 @@ class Session:
 
     def _logits(self, ids: Any, mask: Any, keep: Any) -> Any:
         """The next-token logits at the ``keep`` positions, in float32."""
-        inner = self.model.get_base_model()
-        if getattr(inner.config, "final_logit_softcapping", None):  # the head alone would skip the cap
-            return self.model(input_ids=ids, attention_mask=mask).logits[:, :-1][keep].float()
-        hidden = inner.get_decoder()(input_ids=ids, attention_mask=mask).last_hidden_state
-        return inner.get_output_embeddings()(hidden[:, :-1][keep]).float()
+        return kept_logits(self.model, ids, mask, keep)
 
     def save_adapter(self, folder: Path, base_model: str) -> Path:
         """The adapter (peft's files), naming ``base_model`` so ``local:FOLDER`` alone finds its base."""

@@ -1,7 +1,9 @@
 """Learning from runs, one room per learner: ``optimize`` rewrites a machine's instructions and keeps a
 rewrite only when it measures better; ``train`` exports good runs and fine-tunes on them through a
 trainer; ``specialize`` has the author machine write a child machine and its cases, vetted before any of
-it is trusted. Each produces a pending candidate or a report; one gate and one commit serve them all."""
+it is trusted; ``rl`` holds the pieces of reinforcement learning with the rubric as the reward (rewards,
+group advantages, options, the priced plan), not yet a command. Each produces a pending candidate or a
+report; one gate and one commit serve them all."""
 
 from ._options import Options
 from ._plan import Plan
