@@ -33,6 +33,7 @@ SUBPACKAGES = [
     "machine.versions",
     "machine.learn",
     "machine.learn.optimize",
+    "machine.learn.rl",
     "machine.learn.train",
     "machine.learn.specialize",
     "machine.learn.specialize.vetting",
