@@ -11,6 +11,9 @@ prompt, calls read back from the reply) through the tokenizer's chat template. S
 run and step (a suite's runs are seeded from their case and trial), at the request's temperature (0:
 greedy). Concurrent runs' steps are generated together in batches. ``effort`` means nothing to these
 models: it is ignored, and the first run given one says so once on stderr. Local runs cost nothing.
+
+``LocalHarness(rl=RLSampling(...))`` samples for reinforcement learning: no top-k, each turn's tokens and
+their log-probabilities kept for the trainer (``_rl_sampling``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from ._chat_format import prompt_text as local_prompt_text
 from ._digest import files_digest, forget_digests
 from ._models import LocalModel, load, resolve
 from ._models import forget as forget_models
+from ._rl_sampling import RLSampling, TurnRecord, rl_seed
 
 DEFAULT_TEMPERATURE = 0.7
 """The temperature of a run whose request names none."""
@@ -78,7 +82,8 @@ def note_once(key: str, text: str) -> None:
 
 
 class LocalHarness:
-    """The agent loop on a model in this process; steps of concurrent runs are batched."""
+    """The agent loop on a model in this process; steps of concurrent runs are batched. ``rl``: sample
+    for reinforcement learning, recording each turn's tokens (``_rl_sampling``)."""
 
     name = "local"
 
@@ -89,10 +94,12 @@ class LocalHarness:
         temperature: float = DEFAULT_TEMPERATURE,
         window_s: float = 0.005,
         max_batch: int = 8,
+        rl: RLSampling | None = None,
     ) -> None:
         self.max_new_tokens = max_new_tokens or _max_new_tokens()
         self.temperature = temperature
         self.window_s, self.max_batch = window_s, max_batch
+        self.rl = rl
 
     def setup(self, machine: str, model: str, root: Path | None = None) -> str | None:
         """The model's files, by one sha256 (worked out once a process, as the model is loaded once): a
@@ -107,7 +114,10 @@ class LocalHarness:
     async def model(self, model_id: str, root: Path | None = None) -> LocalModel:
         """The loaded model, its relative paths read from the workspace ``root`` (loading it, in a worker
         thread, on first use in this process)."""
-        loaded = await anyio.to_thread.run_sync(load, model_id, root)
+        if self.rl is not None and self.rl.policy is not None:
+            loaded = self.rl.policy
+        else:
+            loaded = await anyio.to_thread.run_sync(load, model_id, root)
         if loaded.batcher is None:
             loaded.batcher = Batcher(loaded)
         # One batcher per model, shared by every harness: the one that runs last sets how it gathers.
@@ -115,16 +125,15 @@ class LocalHarness:
         return loaded
 
     async def run(self, request: HarnessRequest) -> HarnessResult:
-        """Run the request's agent loop on its local model."""
+        """Run the request's agent loop on its local model (in RL mode, on the policy, recorded)."""
         loaded = await self.model(request.model, request.root)
         if request.effort is not None:
             note_once("effort", "the local harness ignores the reasoning effort: local models have none")
-        temperature = self.temperature if request.temperature is None else request.temperature
-        if temperature < 0:
-            raise BadInputError(f"temperature {temperature} is below 0; give 0 (greedy) or more")
+        temperature = self._temperature(request)
         tools = openai_tools(request.tools)
         limit = getattr(loaded.model.config, "max_position_embeddings", None)
         cut: list[bool] = []
+        rl = self.rl
 
         async def reply(messages: list[Message], step: int) -> Turn:
             wire = to_openai(request.instructions, messages, send_reasoning=False)
@@ -139,7 +148,12 @@ class LocalHarness:
                 )
             if limit is not None:
                 most = min(most, limit - len(ids))
-            job = await loaded.batcher.generate(ids, most, temperature, step_seed(request.seed, step))
+            seed = (
+                step_seed(request.seed, step) if rl is None else rl_seed(rl.seed, rl.step, request.seed, step)
+            )
+            job = await loaded.batcher.generate(ids, most, temperature, seed, records=rl is not None)
+            if rl is not None:
+                rl.records.add(request.run_id, TurnRecord(ids, job.tokens, job.logprobs, job.stopped))
             text = loaded.tokenizer.decode(job.tokens, skip_special_tokens=True)
             content, calls = parse_local_reply(text, id_prefix=f"call_{step}")
             cut.append(not job.stopped)
@@ -151,6 +165,17 @@ class LocalHarness:
             result.stop_reason = "max_tokens"  # the last reply was cut at the token limit, not finished
         return result
 
+    def _temperature(self, request: HarnessRequest) -> float:
+        """The request's temperature, else the harness's (RL mode's own); RL samples above 0 only, where
+        log q is defined."""
+        default = self.temperature if self.rl is None else self.rl.temperature
+        temperature = default if request.temperature is None else request.temperature
+        if temperature < 0:
+            raise BadInputError(f"temperature {temperature} is below 0; give 0 (greedy) or more")
+        if self.rl is not None and temperature <= 0:
+            raise BadInputError("RL samples at a temperature above 0 (1.0 by default), not greedily")
+        return temperature
+
 
 def forget() -> None:
     """Drop every loaded model and the digests of their files (tests that build models of their own
@@ -159,4 +184,11 @@ def forget() -> None:
     forget_digests()
 
 
-__all__ = ["DEFAULT_MAX_NEW_TOKENS", "DEFAULT_TEMPERATURE", "LocalHarness", "forget", "step_seed"]
+__all__ = [
+    "DEFAULT_MAX_NEW_TOKENS",
+    "DEFAULT_TEMPERATURE",
+    "LocalHarness",
+    "RLSampling",
+    "forget",
+    "step_seed",
+]

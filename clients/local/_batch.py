@@ -4,6 +4,11 @@ token limit, so a suite's concurrent runs share the model rather than queue for 
 
 A worker thread per model does the generating, so the event loop stays free; a run that is cancelled
 while it waits marks its row, and a stopping criterion checked after every token ends that row.
+
+A job that ``records`` (RL's sampling) is drawn from the whole distribution at its temperature, no top-k,
+and gets each generated token's log q = log_softmax(logits / T)[token]: the distribution the RL loss
+differentiates. The row's log-softmax is kept one step and read at the token that step actually appended
+(the next call's last input id, or the output's last column), so log q is that of the token generated.
 """
 
 from __future__ import annotations
@@ -25,6 +30,21 @@ TOP_K = 50
 tail of unlikely tokens does not derail a reply."""
 
 
+NEUTRAL: dict[str, Any] = {
+    "repetition_penalty": 1.0,
+    "encoder_repetition_penalty": 1.0,
+    "no_repeat_ngram_size": 0,
+    "encoder_no_repeat_ngram_size": 0,
+    "min_length": 0,
+    "min_new_tokens": 0,
+    "suppress_tokens": [],
+    "begin_suppress_tokens": [],
+}
+"""A model's own generation settings that reshape the logits before the sampler sees them (transformers
+fills what a config leaves unset from the model's: Qwen2.5 ships a repetition penalty), set off in a batch
+with a recording row, so its log q is of the logits the RL loss computes."""
+
+
 @dataclass
 class Job:
     """One generation step of one run: its prompt and how to sample it; ``tokens`` is what came back."""
@@ -40,6 +60,9 @@ class Job:
     stopped: bool = False
     """Whether the reply ended at a stop token (rather than at its token limit)."""
     error: BaseException | None = None
+    records: bool = False
+    """Sample without top-k and record each token's log q in ``logprobs`` (RL)."""
+    logprobs: list[float] = field(default_factory=list)
 
     def finish(self) -> None:
         self.finished.set()
@@ -74,21 +97,37 @@ class _RowSampler:
             generator = torch.Generator(device=device)
             generator.manual_seed(job.seed if job.seed is not None else int.from_bytes(os.urandom(4), "big"))
             self.generators.append(generator)
+        self.pending: list[Any] = [None] * len(jobs)
+        """Each recording row's log-softmax at the step just sampled, read once its token is known."""
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
 
+        self.settle(input_ids)
         chosen = torch.full_like(scores, float("-inf"))
         for row, job in enumerate(self.jobs):
             logits = scores[row].float()
             if job.temperature <= 0:
                 token = logits.argmax()
+            elif job.records:
+                logq = torch.log_softmax(logits / job.temperature, dim=-1)  # the whole vocabulary
+                token = torch.multinomial(logq.exp(), 1, generator=self.generators[row])[0]
+                self.pending[row] = logq
             else:
                 top = torch.topk(logits, min(TOP_K, logits.shape[-1]))
                 probs = torch.softmax(top.values / job.temperature, dim=-1)
                 token = top.indices[torch.multinomial(probs, 1, generator=self.generators[row])[0]]
             chosen[row, token] = 0.0
         return chosen
+
+    def settle(self, input_ids: Any) -> None:
+        """Record, for each recording row, log q of the token its last step appended (``input_ids``'
+        last column): the token generated, whatever ran after this sampler."""
+        last = input_ids[:, -1].tolist()
+        for row, logq in enumerate(self.pending):
+            if logq is not None:
+                self.jobs[row].logprobs.append(float(logq[last[row]]))
+                self.pending[row] = None
 
 
 class Batcher:
@@ -112,9 +151,16 @@ class Batcher:
         self.queue.put(job)
 
     async def generate(
-        self, prompt: list[int], max_new_tokens: int, temperature: float, seed: int | None
+        self,
+        prompt: list[int],
+        max_new_tokens: int,
+        temperature: float,
+        seed: int | None,
+        *,
+        records: bool = False,
     ) -> Job:
-        """One step's tokens; cancelling the caller ends its row after the next token."""
+        """One step's tokens (with their log q when ``records``); cancelling the caller ends its row
+        after the next token."""
         loop = asyncio.get_running_loop()
         woken = asyncio.Event()
 
@@ -122,7 +168,7 @@ class Batcher:
             with contextlib.suppress(RuntimeError):  # the caller's loop is gone: nobody waits for this row
                 loop.call_soon_threadsafe(woken.set)
 
-        job = Job(prompt, max_new_tokens, temperature, seed, notify)
+        job = Job(prompt, max_new_tokens, temperature, seed, notify, records=records)
         self.submit(job)
         try:
             while not job.finished.is_set():
@@ -182,9 +228,11 @@ class Batcher:
             max_new_tokens=max(job.max_new_tokens for job in jobs),
             pad_token_id=loaded.pad_id,
             eos_token_id=loaded.stop_ids,
+            **(NEUTRAL if any(job.records for job in jobs) else {}),
         )
         sampled = any(job.temperature > 0 for job in jobs)
-        processors = LogitsProcessorList([_RowSampler(jobs, loaded.device)] if sampled else [])
+        sampler = _RowSampler(jobs, loaded.device) if sampled else None
+        processors = LogitsProcessorList([sampler] if sampler is not None else [])
         with torch.inference_mode():
             out = loaded.model.generate(
                 input_ids=torch.tensor(ids, device=loaded.device),
@@ -193,6 +241,8 @@ class Batcher:
                 logits_processor=processors,
                 stopping_criteria=StoppingCriteriaList([_RowStop(jobs, width)]),
             )
+        if sampler is not None:
+            sampler.settle(out)
         self.batches += 1
         self.rows += len(jobs)
         stops = set(loaded.stop_ids)
@@ -201,3 +251,4 @@ class Batcher:
             end = next((i for i, token in enumerate(tokens) if token in stops), None)
             job.stopped = end is not None
             job.tokens = tokens if end is None else tokens[: end + 1]
+            job.logprobs = job.logprobs[: len(job.tokens)]

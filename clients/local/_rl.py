@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._train_session import kept_logits, micro_batches
+from ._train_pass import kept_logits, micro_batches
 
 LossKind = Literal["importance_sampling", "ppo"]
 LOSSES: tuple[LossKind, ...] = ("importance_sampling", "ppo")

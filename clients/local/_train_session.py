@@ -10,18 +10,21 @@ Blocking torch work: the trainer calls each method in a worker thread. torch and
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from machine.errors import BadInputError
 from machine.training import epoch_batches
 
+from ._batch import Batcher
 from ._models import LocalModel
+from ._rl import RLLoss, RLMetrics, RLSequence, rl_step
 from ._train_data import IGNORE, PairSequence, TrainSequence
+from ._train_pass import kept_logits, micro_batches
 
 STATE_FILE = "trainer_state.json"
 
@@ -74,49 +77,11 @@ def plan(count: int, batch_size: int, epochs: int, seed: int) -> list[Batch]:
     return steps
 
 
-class _Tokens(Protocol):
-    """What a micro-batch is sized by: a sequence's token ids."""
-
-    @property
-    def input_ids(self) -> list[int]: ...
-
-
-Tokens = TypeVar("Tokens", bound=_Tokens)
-
-
-def micro_batches(sequences: Sequence[Tokens], max_tokens: int) -> list[list[Tokens]]:
-    """The step's sequences (SFT's, or RL's samples) in groups whose padded size stays within
-    ``max_tokens`` (one at least)."""
-    groups: list[list[Tokens]] = []
-    for sequence in sequences:
-        if groups:
-            group = groups[-1]
-            longest = max(len(sequence.input_ids), *(len(s.input_ids) for s in group))
-            if longest * (len(group) + 1) <= max_tokens:
-                group.append(sequence)
-                continue
-        groups.append([sequence])
-    return groups
-
-
-def kept_logits(model: Any, ids: Any, attention: Any, keep: Any) -> Any:
-    """The next-token logits at the ``keep`` positions (``keep[:, t]``: position t predicts token t + 1),
-    the head run on those only; in float32 at least (float64 stays float64)."""
-    import torch
-
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    if getattr(inner.config, "final_logit_softcapping", None):  # the head alone would skip the cap
-        logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1][keep]
-    else:
-        hidden = inner.get_decoder()(input_ids=ids, attention_mask=attention).last_hidden_state
-        logits = inner.get_output_embeddings()(hidden[:, :-1][keep])
-    return logits.to(torch.promote_types(logits.dtype, torch.float32))
-
-
 class Session:
     """A peft model training on one device, with its optimizer; ``done`` steps are behind it. ``start``
     is an adapter to train on from where it is (the live one), instead of a new one; ``rpo_alpha`` weighs
-    the chosen answers' own loss in DPO's."""
+    the chosen answers' own loss in DPO's. ``rl``: a session for RL, with no dropout anywhere (the LoRA's
+    set to 0, the model in eval mode), so the policy trained is exactly the policy that sampled (ratio 1)."""
 
     def __init__(
         self,
@@ -128,10 +93,12 @@ class Session:
         kl: float = 0.0,
         start: Path | None = None,
         rpo_alpha: float = 0.0,
+        rl: bool = False,
     ) -> None:
         import torch
         from peft import PeftModel, get_peft_model
 
+        lora = dataclasses.replace(lora, dropout=0.0) if rl else lora
         torch.manual_seed(seed)  # the adapter's initial weights
         base = copy.deepcopy(loaded.model).to(loaded.device)
         if start is None:
@@ -139,7 +106,9 @@ class Session:
         else:
             config = lora.config(start)
             self.model = PeftModel.from_pretrained(base, str(start), config=config, is_trainable=True)
-        self.model.train()
+        self.model.train(not rl)  # gradients flow in eval mode too; RL's must see no dropout
+        self.loaded, self.rl = loaded, rl
+        self._policy: LocalModel | None = None
         self.device, self.pad_id = loaded.device, loaded.pad_id
         self.learning_rate = learning_rate
         self.kl, self.rpo_alpha = kl, rpo_alpha
@@ -165,6 +134,30 @@ class Session:
         self.optimizer.step()
         self.done += 1
         return total / targets
+
+    def rl_step(self, batch: list[RLSequence], loss: RLLoss, max_tokens: int, rate: float) -> RLMetrics:
+        """One RL optimizer step (``_rl.rl_step``) at learning rate ``rate``; a batch with nothing to
+        train moves no weight but is a step all the same, so a resumed training counts as this one did."""
+        metrics = rl_step(self.model, self.optimizer, batch, loss, max_tokens=max_tokens, rate=rate)
+        self.done += 1
+        return metrics
+
+    def policy(self) -> LocalModel:
+        """The model as it trains, as the local harness samples it (``RLSampling.policy``): the same
+        weights, so each step samples the policy it then trains; one per session, with its batcher. Sample
+        between steps, never during one: the step changes the weights the sampler reads."""
+        if self._policy is None:
+            loaded = self.loaded
+            self._policy = LocalModel(
+                loaded.model_id, self.model, loaded.tokenizer, self.device, loaded.stop_ids, loaded.pad_id
+            )
+            self._policy.batcher = Batcher(self._policy)
+        return self._policy
+
+    def close(self) -> None:
+        """Stop the policy's generation thread, if it was started."""
+        if self._policy is not None:
+            self._policy.batcher.close()
 
     def _loss_sum(self, group: list[TrainSequence]) -> tuple[Any, Any]:
         """The summed cross-entropy of the group's target tokens (the head runs on those positions only,
