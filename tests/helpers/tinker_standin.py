@@ -13,10 +13,23 @@ sampler weights, and ``forward_backward_custom``: the model's log-probability of
 base's (``base_logprob``) plus one learned offset per sequence, the loss function is run on those as leaf
 tensors as the SDK runs it, and ``optim_step`` moves each offset against its gradient's sign by the
 learning rate, as Adam's first steps do. The offsets are the weights a saved state, and saved sampler
-weights, keep."""
+weights, keep.
+
+As the real client does, a training client whose ``forward_backward_custom`` failed refuses every later
+request (its ``optim_step`` submitted with it included) with the SDK's ``RuntimeError``: it is poisoned.
+
+For reinforcement learning, ``forward_backward`` also takes the built-in ``importance_sampling`` and
+``ppo`` losses and checks each Datum as the service does (the loss's input names and no others, each as
+long as the model input, in its dtype), refusing a wrong one with a 400; the policy's log-probability of a
+target is the base's plus the sequence's offset, the loss is the service's token sum, and its gradient by
+each offset moves the weights at the next ``optim_step``. Samplers of the latest weights
+(``save_weights_and_get_sampling_client``) and of saved ones ``sample`` seeded tokens, each with its
+log-probability under those weights."""
 
 from __future__ import annotations
 
+import math
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,6 +48,18 @@ def base_logprob(token: int) -> float:
     """The base model's log-probability of a token, in the stand-in: fixed, and different by token."""
     return -1.0 - (token % 5) / 10
 
+
+LOSS_INPUTS: dict[str, dict[str, str]] = {
+    "cross_entropy": {"target_tokens": "int64", "weights": "float32"},
+    "importance_sampling": {"target_tokens": "int64", "logprobs": "float32", "advantages": "float32"},
+    "ppo": {"target_tokens": "int64", "logprobs": "float32", "advantages": "float32"},
+}
+"""The ``loss_fn_inputs`` each built-in loss reads, and their dtypes (Tinker's loss documentation)."""
+PPO_CONFIG = {"clip_low_threshold", "clip_high_threshold"}
+POISONED = "A previous request failed; this TrainingClient is poisoned and cannot accept further requests."
+"""The real client's refusal of every request after a failed custom-loss call."""
+SAMPLED_VOCAB = range(100, 200)
+"""The token ids a stand-in sampler draws from (apart from the stop token it is given)."""
 
 HANG_CAP_S = 20.0
 """The longest a hung future blocks its thread, should a test forget to release it."""
@@ -116,7 +141,9 @@ class StandInService:
     sampler_offsets: dict[str, dict[tuple[int, ...], float]] = field(default_factory=dict)
     """The offsets each ``save_weights_for_sampler`` kept, by its path: what a sampler of it reads."""
     gradients: dict[tuple[int, ...], float] = field(default_factory=dict)
-    """The last forward_backward_custom's gradient of the loss by each offset, for the next optim_step."""
+    """The last forward_backward(_custom)'s gradient of the loss by each offset, for the next optim_step."""
+    sent: list[list[types.Datum]] = field(default_factory=list)
+    """The Datums of every forward_backward, in order, as the service received them."""
     release: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -226,6 +253,59 @@ class StandInSamplingClient:
         reply: list[float | None] = [None, *(base_logprob(t) + offset for t in tokens[1:])]
         return self.service.future("compute_logprobs", {"tokens": len(tokens)}, reply)
 
+    def sample(
+        self,
+        prompt: types.ModelInput,
+        num_samples: int,
+        sampling_params: types.SamplingParams,
+        include_prompt_logprobs: bool = False,
+        topk_prompt_logprobs: int = 0,
+        topk_sample_logprobs: int = 0,
+        target_prompt_logprobs: types.TensorData | None = None,
+        prompt_alt_tokens_k: int = 0,
+        prompt_logprobs_last_n: int | None = None,
+    ) -> StandInFuture:
+        """Seeded draws (the params' seed, else the prompt's): each a few ids from ``SAMPLED_VOCAB``, ended
+        by the first stop token given when it stops before ``max_tokens``; each id's log-probability is the
+        base's plus the offset these weights hold for the whole sequence (as training reads it)."""
+        import numpy as np
+        from tinker import types
+
+        assert isinstance(prompt, types.ModelInput) and isinstance(sampling_params, types.SamplingParams)
+        assert isinstance(num_samples, int) and num_samples >= 1
+        ids = prompt.to_ints()
+        limit = sampling_params.max_tokens or 16
+        stop = sampling_params.stop
+        stop_ids = (
+            [int(t) for t in stop] if isinstance(stop, list) and stop and isinstance(stop[0], int) else []
+        )
+        sequences = []
+        for index in range(num_samples):
+            draw = random.Random(f"{sampling_params.seed}:{ids}:{index}")
+            size = draw.randint(1, limit)
+            tokens = [draw.choice(SAMPLED_VOCAB) for _ in range(size)]
+            stopped = bool(stop_ids) and size < limit
+            tokens = [*tokens, stop_ids[0]] if stopped else tokens
+            offset = self.offsets.get((*ids, *tokens), 0.0)
+            logprobs = [base_logprob(t) + offset for t in tokens]
+            sequences.append(
+                types.SampledSequence(
+                    stop_reason="stop" if stopped else "length",
+                    sequence_id=f"seq-{len(self.service.calls)}-{index}",
+                    tokens_np=np.asarray(tokens, dtype=np.int32),
+                    logprobs_np=np.asarray(logprobs, dtype=np.float32),
+                )
+            )
+        args = {
+            "tokens": len(ids),
+            "num_samples": num_samples,
+            "temperature": sampling_params.temperature,
+            "top_k": sampling_params.top_k,
+            "top_p": sampling_params.top_p,
+            "max_tokens": sampling_params.max_tokens,
+        }
+        return self.service.future("sample", args, types.SampleResponse(sequences=sequences))
+
 
 def _key(datum: types.Datum) -> tuple[int, ...]:
     targets = datum.loss_fn_inputs["target_tokens"].data
@@ -238,24 +318,85 @@ class StandInTrainingClient:
     def __init__(self, service: StandInService) -> None:
         self.service = service
         self.failed_backward: object = None
+        self.poisoned: object = None
+        """The failure of a custom-loss call, after which this client refuses every request."""
 
     def forward_backward(self, data: list[Any], loss_fn: str, loss_fn_config: Any = None) -> StandInFuture:
         from tinker import types
 
         assert isinstance(data, list) and data and all(isinstance(d, types.Datum) for d in data)
-        assert loss_fn == "cross_entropy"
+        args = {"sequences": len(data), "tokens": sum(d.model_input.length for d in data), "loss_fn": loss_fn}
+        if loss_fn_config is not None:
+            args["loss_fn_config"] = dict(loss_fn_config)
+        if self.poisoned is not None:
+            return self._refused("forward_backward", args)
+        problem = datum_problem(data, loss_fn, loss_fn_config)
+        if problem is not None:  # the service refuses a request it cannot read
+            self.service.calls.append(Call("forward_backward", args))
+            future = StandInFuture(status_error(400, {"detail": problem}), None, self.service.release)
+            self.failed_backward = future.outcome
+            return future
+        self.service.sent.append(list(data))
+        if loss_fn == "cross_entropy":
+            reply = self._cross_entropy(data)
+        else:
+            reply = self._policy_gradient(data, loss_fn, loss_fn_config)
+        future = self.service.future("forward_backward", args, reply)
+        self.failed_backward = None if isinstance(future.outcome, Late) else future.outcome
+        if self.failed_backward is not None:
+            self.service.gradients.clear()
+        return future
+
+    def _cross_entropy(self, data: list[Any]) -> Any:
+        from tinker import types
+
         loss = self.service.loss()
         outputs = [
             {"logprobs": types.TensorData(data=[-loss] * d.model_input.length, dtype="float32")} for d in data
         ]
         total = sum(loss * sum(d.loss_fn_inputs["weights"].data) for d in data)
-        reply = types.ForwardBackwardOutput(
+        return types.ForwardBackwardOutput(
             loss_fn_output_type="ArrayRecord", loss_fn_outputs=outputs, metrics={"loss:sum": total}
         )
-        args = {"sequences": len(data), "tokens": sum(d.model_input.length for d in data)}
-        future = self.service.future("forward_backward", args, reply)
-        self.failed_backward = None if isinstance(future.outcome, Late) else future.outcome
-        return future
+
+    def _policy_gradient(self, data: list[Any], loss_fn: str, config: Any) -> Any:
+        """Tinker's ``importance_sampling`` (-sum r A) or ``ppo`` (-sum min(r A, clip(r) A)), r = p / q
+        token-wise, with the policy's log p of each target the base's plus the sequence's offset; the
+        gradient by each offset is kept for the next optim_step."""
+        from tinker import types
+
+        low, high = 0.8, 1.2
+        if config:
+            low, high = float(config["clip_low_threshold"]), float(config["clip_high_threshold"])
+        total = 0.0
+        outputs = []
+        for datum in data:
+            key = _key(datum)
+            offset = self.service.offsets.get(key, 0.0)
+            targets = datum.loss_fn_inputs["target_tokens"].data
+            sampler = datum.loss_fn_inputs["logprobs"].data
+            advantages = datum.loss_fn_inputs["advantages"].data
+            policy = [base_logprob(int(t)) + offset for t in targets]
+            gradient = 0.0
+            for p, q, a in zip(policy, sampler, advantages, strict=True):
+                ratio = math.exp(p - q)
+                if loss_fn == "ppo" and min(max(ratio, low), high) * a < ratio * a:
+                    total -= min(max(ratio, low), high) * a  # clipped: no gradient
+                    continue
+                total -= ratio * a
+                gradient -= ratio * a
+            self.service.gradients[key] = self.service.gradients.get(key, 0.0) + gradient
+            outputs.append({"logprobs": types.TensorData(data=policy, dtype="float32")})
+        return types.ForwardBackwardOutput(
+            loss_fn_output_type="ArrayRecord", loss_fn_outputs=outputs, metrics={"loss:sum": total}
+        )
+
+    def _refused(self, method: str, args: dict[str, Any], reply: Any = None) -> StandInFuture:
+        """A request on a poisoned client: recorded, and failing as the SDK fails it."""
+        self.service.calls.append(Call(method, args))
+        error = RuntimeError(POISONED)
+        error.__cause__ = self.poisoned if isinstance(self.poisoned, BaseException) else None
+        return StandInFuture(error, reply, self.service.release)
 
     def forward_backward_custom(
         self,
@@ -269,8 +410,12 @@ class StandInTrainingClient:
 
         assert isinstance(data, list) and data and all(isinstance(d, types.Datum) for d in data)
         args = {"sequences": len(data), "tokens": sum(d.model_input.length for d in data)}
+        if self.poisoned is not None:
+            return self._refused("forward_backward_custom", args)
         future = self.service.future("forward_backward_custom", args, None)
         self.failed_backward = None if isinstance(future.outcome, Late) else future.outcome
+        if isinstance(self.failed_backward, BaseException):
+            self.poisoned = self.failed_backward
         if self.failed_backward is not None:
             return future
         rows = []
@@ -296,6 +441,8 @@ class StandInTrainingClient:
 
         params = optim_params or adam_params
         assert isinstance(params, types.AdamParams)
+        if self.poisoned is not None:
+            return self._refused("optim_step", {"learning_rate": params.learning_rate})
         future = self.service.future("optim_step", {"learning_rate": params.learning_rate}, None)
         if future.outcome is None and self.failed_backward is not None:
             future.outcome = self.failed_backward
@@ -318,6 +465,8 @@ class StandInTrainingClient:
     ) -> StandInFuture:
         from tinker import types
 
+        if self.poisoned is not None:
+            return self._refused("save_state", {"name": name})
         future = self.service.future("save_state", {"name": name}, None)
         if future.outcome is None:
             self.service.saved[name] = self.service.applied
@@ -333,7 +482,56 @@ class StandInTrainingClient:
 
         path = f"tinker://run-1/sampler_weights/{name}"
         reply = types.SaveWeightsForSamplerResponse(path=path)
+        if self.poisoned is not None:
+            return self._refused("save_weights_for_sampler", {"name": name})
         future = self.service.future("save_weights_for_sampler", {"name": name}, reply)
         if future.outcome is None or isinstance(future.outcome, Late):
             self.service.sampler_offsets[path] = dict(self.service.offsets)
         return future
+
+    def save_weights_and_get_sampling_client(
+        self,
+        name: str | None = None,
+        retry_config: Any = None,
+        record_stability_info: bool = False,
+        kind: str = "snapshot",
+    ) -> StandInFuture:
+        """A sampler of the weights now (an ephemeral save: no path is kept)."""
+        assert name is None, "the name is deprecated and has no effect"
+        if self.poisoned is not None:
+            return self._refused("save_weights_and_get_sampling_client", {"kind": kind})
+        sampler = StandInSamplingClient(self.service, dict(self.service.offsets))
+        return self.service.future("save_weights_and_get_sampling_client", {"kind": kind}, sampler)
+
+    def create_sampling_client(
+        self, model_path: str, retry_config: Any = None, record_stability_info: bool = False
+    ) -> StandInFuture:
+        assert model_path in self.service.sampler_offsets, f"no sampler weights saved at {model_path}"
+        sampler = StandInSamplingClient(self.service, self.service.sampler_offsets[model_path])
+        return self.service.future("create_sampling_client", {"model_path": model_path}, sampler)
+
+
+def datum_problem(data: list[Any], loss_fn: str, config: Any) -> str | None:
+    """Why the service would refuse these Datums for ``loss_fn``, or None: an unknown loss, a missing or
+    extra input, a length other than the model input's, a dtype other than the loss's, a config the loss
+    does not take."""
+    inputs = LOSS_INPUTS.get(loss_fn)
+    if inputs is None:
+        return f"unknown loss {loss_fn!r}"
+    if config is not None and (loss_fn != "ppo" or set(config) != PPO_CONFIG):
+        return f"loss_fn_config {dict(config)!r} is not one {loss_fn} takes"
+    for i, datum in enumerate(data):
+        names = set(datum.loss_fn_inputs)
+        if names != set(inputs):
+            return f"datum {i}: {loss_fn} takes loss_fn_inputs {sorted(inputs)}, got {sorted(names)}"
+        for name, dtype in inputs.items():
+            tensor = datum.loss_fn_inputs[name]
+            if tensor.dtype != dtype:
+                return f"datum {i}: {name} is {tensor.dtype}, not {dtype}"
+            if len(tensor.data) != datum.model_input.length:
+                return (
+                    f"datum {i}: {name} has {len(tensor.data)} entries for {datum.model_input.length} inputs"
+                )
+            if dtype == "float32" and not all(math.isfinite(v) for v in tensor.data):
+                return f"datum {i}: {name} is not finite"
+    return None

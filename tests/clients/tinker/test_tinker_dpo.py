@@ -198,6 +198,19 @@ async def test_a_timed_out_step_is_waited_on_never_trained_twice(
     assert [s.step for s in steps] == [1, 2]
 
 
+async def test_a_failed_step_poisons_the_client_so_the_training_stops_there(
+    service: StandInService, tmp_path: Path
+) -> None:
+    """The real client refuses every request after a failed custom-loss call: the retry of the step is
+    refused, and the training stops with an error naming the step, nothing trained twice."""
+    service.script["forward_backward_custom"] = [status_error(500)]
+    with pytest.raises(TrainingError, match="poisoned") as caught:
+        await train(service, tmp_path)
+    assert caught.value.step == 1
+    assert service.methods().count("forward_backward_custom") == 2  # the first failed, the retry refused
+    assert service.applied == 0
+
+
 async def test_a_refused_base_measurement_stops_before_any_step(
     service: StandInService, tmp_path: Path
 ) -> None:

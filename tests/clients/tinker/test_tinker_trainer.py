@@ -19,6 +19,7 @@ from helpers.tinker_standin import (
     HANG,
     Late,
     StandInFuture,
+    StandInSamplingClient,
     StandInService,
     StandInServiceClient,
     StandInTrainingClient,
@@ -96,6 +97,9 @@ def shape(function: Any) -> list[tuple[str, Any, Any]]:
         (StandInTrainingClient, "TrainingClient", "optim_step"),
         (StandInTrainingClient, "TrainingClient", "save_state"),
         (StandInTrainingClient, "TrainingClient", "save_weights_for_sampler"),
+        (StandInTrainingClient, "TrainingClient", "save_weights_and_get_sampling_client"),
+        (StandInTrainingClient, "TrainingClient", "create_sampling_client"),
+        (StandInSamplingClient, "SamplingClient", "sample"),
         (StandInFuture, "APIFuture", "result"),
     ],
 )
