@@ -239,11 +239,16 @@ def part(name: str) -> Any:
     return _PARTS[name]
 
 
-def free_names() -> frozenset[str]:
-    """The harnesses that declare their runs cost nothing (read by pricing: their names, used as model
-    ids, cost nothing too)."""
+def declared_free(name: str) -> bool:
+    """Whether ``name`` is a harness that declares its runs cost nothing (read by pricing: such a name,
+    used as a model id, costs nothing too). One lookup: pricing asks on every model call."""
     harnesses = registry(HARNESS_GROUP, Backend, "harness")
-    return frozenset(harnesses.where(lambda entry: bool(getattr(entry, "free", False))))
+    if name not in harnesses:
+        return False
+    try:
+        return bool(getattr(harnesses[name], "free", False))
+    except BrokenBackend:
+        return False
 
 
 __all__ = [
@@ -257,8 +262,8 @@ __all__ = [
     "Registry",
     "build",
     "check_extra",
+    "declared_free",
     "entry_points",
-    "free_names",
     "installed",
     "part",
     "registry",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from machine._backends import free_names
+from machine._backends import declared_free
 from machine._data import Record
 
 
@@ -100,7 +100,7 @@ def price_of(model: str) -> Price | None:
     """The price of ``model``, or None when it is unknown (a checkpoint is priced as its base model). The
     name of a harness that declares itself free (one with no model, or one in this process), used as a
     model id, costs nothing."""
-    if model.endswith(":free") or model.startswith((LOCAL, TRAINING + LOCAL)) or model in free_names():
+    if model.endswith(":free") or model.startswith((LOCAL, TRAINING + LOCAL)) or declared_free(model):
         return FREE
     if model.startswith(TRAINING):
         rate = TINKER_TRAIN_PRICES.get(model.removeprefix(TRAINING).split(":peft:")[0])

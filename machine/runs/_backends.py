@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from machine._backends import HARNESS_GROUP, STORE_GROUP, Backend, build, registry
+from machine._backends import HARNESS_GROUP, STORE_GROUP, Backend, build, declared_free, registry
 from machine.errors import BadInputError
 
 if TYPE_CHECKING:
@@ -85,8 +85,7 @@ def make_harness(
 
 def is_free(harness: str) -> bool:
     """Whether runs of this harness cost nothing (so no price is needed for them), as it declares."""
-    entry = HARNESSES.get(harness)
-    return entry is not None and entry.free
+    return declared_free(harness)
 
 
 def is_replayed(harness: str) -> bool:

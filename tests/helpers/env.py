@@ -43,7 +43,8 @@ def on_ci() -> bool:
 def installed_or_skip(*names: str, reason: str | None = None) -> None:
     """``pytest.importorskip`` of each of ``names`` (the calling test module, or test, skips where one is not
     installed) without the import: the module is only looked up, so a test module that needs a heavy extra
-    (transformers, ray) adds nothing to the collection of the tests."""
+    (transformers, ray) adds nothing to the collection of the tests. Under CI (``on_ci``) a missing one is
+    a failure, never a skip: ``make test`` installs every extra the tests use."""
     from importlib.util import find_spec
 
     import pytest
@@ -53,6 +54,8 @@ def installed_or_skip(*names: str, reason: str | None = None) -> None:
             found = find_spec(name) is not None
         except ModuleNotFoundError:  # a dotted name whose parent is missing
             found = False
-        if not found:
-            why = reason or f"could not import {name!r}: No module named {name!r}"
-            pytest.skip(why, allow_module_level=True)
+        if found:
+            continue
+        if on_ci():
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        pytest.skip(reason or f"could not import {name!r}: No module named {name!r}", allow_module_level=True)

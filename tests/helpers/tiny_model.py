@@ -153,14 +153,6 @@ def needs_local_stack() -> None:
     """Skip the calling test module where torch and transformers are not installed, except under CI
     (``make test`` installs them there, so their absence is a failure). They are looked up, not imported:
     importing them takes seconds, which every collection of the tests would pay."""
-    import os
-    from importlib.util import find_spec
+    from helpers.env import installed_or_skip
 
-    import pytest
-
-    for name in ("torch", "transformers"):
-        if find_spec(name) is not None:
-            continue
-        if os.environ.get("CI") == "true":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        pytest.skip(f"could not import {name!r}: No module named {name!r}", allow_module_level=True)
+    installed_or_skip("torch", "transformers")
