@@ -37,13 +37,14 @@ from machine.runs import (
     to_openai,
 )
 
+from .._rl_turns import TurnRecord, rl_seed
 from ._batch import Batcher
 from ._chat_format import parse_reply as parse_local_reply
 from ._chat_format import prompt_text as local_prompt_text
 from ._digest import files_digest, forget_digests
 from ._models import LocalModel, load, resolve
 from ._models import forget as forget_models
-from ._rl_sampling import RLSampling, TurnRecord, rl_seed
+from ._rl_sampling import RLSampling
 
 DEFAULT_TEMPERATURE = 0.7
 """The temperature of a run whose request names none."""

@@ -35,8 +35,7 @@ NEUTRAL: dict[str, Any] = {
     "encoder_repetition_penalty": 1.0,
     "no_repeat_ngram_size": 0,
     "encoder_no_repeat_ngram_size": 0,
-    "min_length": 0,
-    "min_new_tokens": 0,
+    "min_new_tokens": 0,  # overrides a model's min_length too (transformers sets it from this)
     "suppress_tokens": [],
     "begin_suppress_tokens": [],
 }

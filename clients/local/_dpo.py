@@ -22,9 +22,9 @@ phrase."""
 
 
 def start_adapter(settings: TrainSettings, root: Path | None) -> Path | None:
-    """The adapter folder DPO starts from: the live checkpoint's (``local:BASE+ADAPTER``) on this
+    """The adapter folder DPO and RL start from: the live checkpoint's (``local:BASE+ADAPTER``) on this
     base; None for SFT, or when the settings name no checkpoint with an adapter."""
-    if settings.method != "dpo" or settings.start is None:
+    if settings.method == "sft" or settings.start is None:
         return None
     source = resolve(settings.start.model, root)
     if source.adapter is None:
@@ -32,7 +32,7 @@ def start_adapter(settings: TrainSettings, root: Path | None) -> Path | None:
     if source.base != resolve(settings.base_model, root).base:
         raise BadInputError(
             f"the live checkpoint {settings.start.model} is not an adapter on the base model "
-            f"{settings.base_model}, so DPO cannot start from it"
+            f"{settings.base_model}, so {settings.method.upper()} cannot start from it"
         )
     return Path(source.adapter)
 
@@ -60,7 +60,8 @@ def live_shape(adapter: Path, settings: TrainSettings, dropout: float) -> Lora:
     ]
     if differs:
         raise BadInputError(
-            f"DPO goes on from the live adapter {adapter}, in its shape: {'; '.join(differs)}; leave them out"
+            f"{settings.method.upper()} goes on from the live adapter {adapter}, in its shape: "
+            f"{'; '.join(differs)}; leave them out"
         )
     return shape
 

@@ -22,41 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._rl_turns import RLSequence
 from ._train_pass import kept_logits, micro_batches
 
 LossKind = Literal["importance_sampling", "ppo"]
 LOSSES: tuple[LossKind, ...] = ("importance_sampling", "ppo")
-
-
-@dataclass
-class RLSequence:
-    """One sampled sequence: its token ids, which tokens the model wrote (the ones trained), the sampling
-    policy's log-probability of each token as recorded when it was sampled, and the advantage (the reward
-    minus its group's mean; None where the run had nothing scored)."""
-
-    input_ids: list[int]
-    mask: list[bool]
-    sampler_logprobs: list[float]
-    advantage: float | None
-
-    def __post_init__(self) -> None:
-        size = len(self.input_ids)
-        if len(self.mask) != size or len(self.sampler_logprobs) != size:
-            raise ValueError(
-                f"a sampled sequence of {size} tokens needs a mask and a log-probability per token "
-                f"(got {len(self.mask)} and {len(self.sampler_logprobs)})"
-            )
-        if size and self.mask[0]:
-            raise ValueError("the first token of a sequence has no context to be sampled from: mask it out")
-
-    @property
-    def target_tokens(self) -> int:
-        return sum(self.mask)
-
-    @property
-    def trained(self) -> bool:
-        """Whether it carries a gradient: an advantage other than 0 and a token of the model's own."""
-        return bool(self.advantage) and self.target_tokens > 0
 
 
 @dataclass(frozen=True)

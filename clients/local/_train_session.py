@@ -20,13 +20,18 @@ from typing import Any
 from machine.errors import BadInputError
 from machine.training import epoch_batches
 
+from .._rl_turns import RLSequence
 from ._batch import Batcher
 from ._models import LocalModel
-from ._rl import RLLoss, RLMetrics, RLSequence, rl_step
+from ._rl import RLLoss, RLMetrics, rl_step
 from ._train_data import IGNORE, PairSequence, TrainSequence
 from ._train_pass import kept_logits, micro_batches
 
 STATE_FILE = "trainer_state.json"
+ADAPTER_DIR = "adapter"
+"""The training folder's subfolder the final adapter (the checkpoint) is saved in."""
+STATES_DIR = "states"
+"""The training folder's subfolder each saved state (``step-N``) is saved in."""
 
 
 @dataclass(frozen=True)
@@ -135,10 +140,14 @@ class Session:
         self.done += 1
         return total / targets
 
-    def rl_step(self, batch: list[RLSequence], loss: RLLoss, max_tokens: int, rate: float) -> RLMetrics:
-        """One RL optimizer step (``_rl.rl_step``) at learning rate ``rate``; a batch with nothing to
-        train moves no weight but is a step all the same, so a resumed training counts as this one did."""
-        metrics = rl_step(self.model, self.optimizer, batch, loss, max_tokens=max_tokens, rate=rate)
+    def rl_step(
+        self, batch: list[RLSequence], loss: RLLoss, max_tokens: int, rate: float, passes: int = 1
+    ) -> RLMetrics:
+        """One RL step (``_rl.rl_step``) at learning rate ``rate``: ``passes`` optimizer steps over the
+        batch (PPO's epochs), the last one's metrics; a batch with nothing to train moves no weight but is
+        a step all the same, so a resumed training counts as this one did."""
+        for _ in range(passes):
+            metrics = rl_step(self.model, self.optimizer, batch, loss, max_tokens=max_tokens, rate=rate)
         self.done += 1
         return metrics
 

@@ -31,13 +31,22 @@ import anyio
 import anyio.to_thread
 
 from machine.budget import Budget
-from machine.errors import BadInputError, MachineError, TrainingError
-from machine.runs import confined
-from machine.training import Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings, learning_rate_at
+from machine.errors import BadInputError
+from machine.training import (
+    Checkpoint,
+    Prepared,
+    RLSettings,
+    StepMetrics,
+    TrainExample,
+    TrainSettings,
+    learning_rate_at,
+)
 
 from ._dpo import DPO_LEARNING_RATE, live_shape, render_pairs, start_adapter
 from ._light import light
 from ._models import LocalModel, load, portable
+from ._rl_session import LocalRLSession, Shape, open_rl_session
+from ._stepping import off_loop, resume_state, waited
 from ._train_data import (
     PairSequence,
     Renderer,
@@ -46,7 +55,7 @@ from ._train_data import (
     renderer_name,
     truncated,
 )
-from ._train_session import Batch, Lora, Session, plan
+from ._train_session import ADAPTER_DIR, STATES_DIR, Batch, Lora, Session, plan
 
 DEFAULT_LEARNING_RATE = 2e-4
 """AdamW's learning rate for LoRA on a small model, unless the settings give one."""
@@ -66,10 +75,6 @@ DEFAULT_RANK = 16
 """The LoRA rank, unless the settings or the trainer give one."""
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj")
 """The attention projections (their names in Llama, Qwen, Mistral and SmolLM models)."""
-ADAPTER_DIR = "adapter"
-STATES_DIR = "states"
-RECORDED_IN = "checkpoints.jsonl"
-"""The training record's file a state to resume from is read from (``train`` reads it there)."""
 
 
 @dataclass
@@ -90,8 +95,9 @@ class LocalTrainer:
     """The workspace root: the checkpoint's paths inside it are recorded relative to it, and relative
     paths (a base, a state to resume from) are read from it. None: the current folder, paths absolute."""
     name: str = field(default="local", init=False)
-    takes: ClassVar[tuple[str, ...]] = ("lora_alpha", "lora_dropout", "target_modules", "kl", "dpo")
-    """The settings beyond the common ones this trainer honours (the adapter's shape, a KL penalty, DPO)."""
+    takes: ClassVar[tuple[str, ...]] = ("lora_alpha", "lora_dropout", "target_modules", "kl", "dpo", "rl")
+    """The settings beyond the common ones this trainer honours (the adapter's shape, a KL penalty, DPO,
+    RL)."""
 
     def lora(self, settings: TrainSettings) -> Lora:
         """The adapter's shape: each part from the settings, else this trainer's, else the default; the
@@ -171,8 +177,8 @@ class LocalTrainer:
         steps = plan(len(data), settings.batch_size, settings.epochs, settings.seed)
         if not steps:
             raise BadInputError("nothing to train: the examples rendered to no sequence with a target")
-        state = _resume_state(resume, len(steps), self.root, folder)
-        session = await _off_loop(
+        state = resume_state(resume, len(steps), self.root, folder)
+        session = await off_loop(
             lambda: self._open(settings, prepared.learning_rate, state, data), "starting", 0, resume
         )
         told = on_saved or (lambda _checkpoint: None)
@@ -188,7 +194,7 @@ class LocalTrainer:
         try:
             for batch in steps[session.done :]:
                 rate = learning_rate_at(lr, batch.number, len(steps), settings.lr_schedule)
-                metrics = await _off_loop(functools.partial(step, batch, rate), "step", batch.number, saved)
+                metrics = await off_loop(functools.partial(step, batch, rate), "step", batch.number, saved)
                 untold.clear()  # told once, even where telling it stops the training
                 on_step(metrics)
                 if self.save_every and batch.number % self.save_every == 0 and batch.number < len(steps):
@@ -202,7 +208,7 @@ class LocalTrainer:
         if saved is None or saved.step != last:
             saved = await self._save(session, lock, folder, settings, saved)
             told(saved)
-        adapter = await _off_loop(
+        adapter = await off_loop(
             lambda: session.save_adapter(folder / ADAPTER_DIR, settings.base_model), "saving", last, saved
         )
         return Checkpoint(
@@ -211,6 +217,20 @@ class LocalTrainer:
             step=last,
             state=saved.state,
         )
+
+    async def rl(
+        self,
+        settings: TrainSettings,
+        rl: RLSettings,
+        *,
+        folder: Path,
+        budget: Budget,
+        resume: Checkpoint | None = None,
+    ) -> LocalRLSession:
+        """An RL session on the base (or the live adapter), restored from ``resume``'s saved state; free,
+        so ``budget`` is neither reserved on nor charged."""
+        shape = Shape(self.lora(settings), self.root, self.max_batch_tokens, self.save_every)
+        return await open_rl_session(settings, rl, shape, folder=folder, resume=resume)
 
     def _open(
         self, settings: TrainSettings, learning_rate: float, state: Path | None, data: list[Any]
@@ -270,7 +290,7 @@ class LocalTrainer:
     ) -> None:
         """On the way out: a cancelled await leaves its thread going, so the step in flight ends first,
         then it is told and the steps done since the last save are saved."""
-        await anyio.to_thread.run_sync(_waited, lock)
+        await anyio.to_thread.run_sync(waited, lock)
         for metrics in untold:
             on_step(metrics)
         if session.done > (saved.step if saved else 0):
@@ -291,16 +311,10 @@ class LocalTrainer:
                 where = folder / STATES_DIR / f"step-{session.done}"
                 return session.done, session.save_state(where, settings.base_model)
 
-        step, path = await _off_loop(save, "saving", session.done, saved)
+        step, path = await off_loop(save, "saving", session.done, saved)
         named = portable(path, self.root)
         model = f"{settings.base_model}+{named}"
         return Checkpoint(model=model, base_model=settings.base_model, step=step, state=named)
-
-
-def _waited(lock: threading.Lock) -> None:
-    """Returns once no step or save holds ``lock``."""
-    with lock:
-        return
 
 
 def _default_rate(settings: TrainSettings) -> float:
@@ -343,35 +357,6 @@ def _is_linear(module: Any) -> bool:
     import torch
 
     return isinstance(module, torch.nn.Linear)
-
-
-def _resume_state(resume: Checkpoint | None, total: int, root: Path | None, folder: Path) -> Path | None:
-    """The saved state to resume from, which must lie in the workspace (the training's folder when the
-    workspace is not known): a record naming a state elsewhere is refused, not loaded."""
-    if resume is None:
-        return None
-    if resume.state is None:
-        raise BadInputError(f"checkpoint {resume.model!r} saved no training state to resume from")
-    if resume.step > total:
-        raise BadInputError(f"cannot resume at step {resume.step}: this training has {total} steps")
-    named_in = folder / RECORDED_IN
-    return confined(resume.state, root or folder, named_in=named_in, what="the training state")
-
-
-async def _off_loop(work: Callable[[], Any], what: str, step: int, saved: Checkpoint | None) -> Any:
-    """``work`` in a worker thread (a cancel waits for it, then stops the training there); a failure that is
-    not the person's to fix becomes a TrainingError carrying the last saved state."""
-    try:
-        return await anyio.to_thread.run_sync(work)
-    except MachineError:
-        raise
-    except Exception as error:
-        label = {"starting": "starting the local training", "step": f"training step {step}"}.get(
-            what, f"saving the training state after step {step}"
-        )
-        raise TrainingError(
-            f"{label} failed: {type(error).__name__}: {error}", step=step, checkpoint=saved
-        ) from error
 
 
 __all__ = ["DEFAULT_LEARNING_RATE", "DEFAULT_RANK", "TARGET_MODULES", "LocalTrainer"]

@@ -10,11 +10,11 @@ names the step; a failed step reports nothing and charges nothing. After the las
 the checkpoint a harness samples. Preference pairs (``method="dpo"``) train from the live checkpoint's
 state when the settings name one (its weights, a fresh optimizer), on DPO's loss as a custom loss against
 that model's log-probabilities (else the base's), measured once before the first step (``_tinker_dpo``).
+Reinforcement learning (``method="rl"``) is a session the loop drives step by step (``_rl_session``).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +30,7 @@ from machine.runs import Usage
 from machine.training import (
     Checkpoint,
     Prepared,
+    RLSettings,
     StepMetrics,
     TrainExample,
     TrainSettings,
@@ -50,12 +51,12 @@ from ._dpo import (
     weight_sum,
 )
 from ._render import Rendering, learning_rate_for, render, rendering_for, template_check
+from ._rl_session import RL_LEARNING_RATE, TinkerRLSession
+from ._saves import STATE_SCHEME, save_sampler, save_state
 
 LOSS = "cross_entropy"
 DEFAULT_RANK = 32
 """The LoRA rank unless the settings give one."""
-STATE_SCHEME = "tinker://"
-"""Where every state Tinker saves lives: the only states this trainer resumes from."""
 
 
 def _service() -> Any:
@@ -125,12 +126,6 @@ def loss_of(output: Any, batch: Batch) -> float | None:
     return float(found[0]) if found else None
 
 
-def checkpoint_name(folder: Path, step: int) -> str:
-    """A name Tinker accepts for a save: the training's folder name and the step."""
-    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", folder.name).strip("-.") or "machine"
-    return f"{base}-step{step}"
-
-
 @dataclass
 class TinkerTrainer:
     """Trains on Tinker. ``service`` makes the SDK's ServiceClient (it reads ``TINKER_API_KEY``);
@@ -147,8 +142,9 @@ class TinkerTrainer:
     save_every: int = 0
     """Also save the state every this many steps (0: only at the end), so a stopped training resumes."""
     name: str = field(default="tinker", init=False)
-    takes: ClassVar[tuple[str, ...]] = ("dpo",)
-    """The settings beyond the common ones this trainer honours (DPO on preference pairs)."""
+    takes: ClassVar[tuple[str, ...]] = ("dpo", "rl", "rl:kl")
+    """The settings beyond the common ones this trainer honours (DPO on preference pairs, RL, and with RL
+    alone a KL penalty to the base, ``_rl_kl``)."""
 
     def prepare(self, examples: Sequence[TrainExample], settings: TrainSettings) -> Prepared:
         """Render every example (whole or per step, checked on its tokens) into Tinker Datums; a
@@ -226,21 +222,37 @@ class TinkerTrainer:
         for batch in steps[done:]:
             on_step(await self._step(client, batch, len(steps), prepared, settings, budget, saved))
             if self.save_every and batch.number % self.save_every == 0 and batch.number < len(steps):
-                saved = await self._save_state(client, folder, settings, batch.number, saved)
+                saved = await save_state(self, client, folder, settings.base_model, batch.number, saved)
                 told(saved)
         last = len(steps)
         state = saved if saved is not None and saved.step == last else None
         if state is None:
-            state = await self._save_state(client, folder, settings, last, saved)
+            state = await save_state(self, client, folder, settings.base_model, last, saved)
             told(state)
-        name = checkpoint_name(folder, last)
-        (reply,) = await self._call(
-            f"saving the sampler weights after step {last}",
-            lambda: [client.save_weights_for_sampler(name)],
-            step=last,
-            saved=state,
+        return await save_sampler(self, client, folder, settings.base_model, last, state)
+
+    async def rl(
+        self,
+        settings: TrainSettings,
+        rl: RLSettings,
+        *,
+        folder: Path,
+        budget: Budget,
+        resume: Checkpoint | None = None,
+    ) -> TinkerRLSession:
+        """An RL session (``_rl_session``) on a training client opened as ``train`` opens one, at the
+        settings' learning rate else ``RL_LEARNING_RATE``; a spent budget, or a price of training or
+        sampling the base unknown under a cap, is refused before anything starts."""
+        done = self._done(resume, rl.steps)
+        budget.check()
+        budget.probe_price(TRAINING + settings.base_model)
+        budget.probe_price(settings.base_model)
+        rendering = self.rendering or rendering_for(settings.base_model, settings.effort)
+        client = await self._open(settings, resume)
+        rate = settings.learning_rate or RL_LEARNING_RATE
+        return TinkerRLSession(
+            self, client, settings, rl, rendering, folder, budget, rate, done, resume, self.save_every
         )
-        return Checkpoint(model=str(reply.path), base_model=settings.base_model, step=last, state=state.state)
 
     def _done(self, resume: Checkpoint | None, total: int) -> int:
         if resume is None:
@@ -258,7 +270,7 @@ class TinkerTrainer:
 
     async def _open(self, settings: TrainSettings, resume: Checkpoint | None) -> Any:
         """A training client: a new LoRA on the base model, one loaded from a saved state to resume, or
-        (DPO) one with the live checkpoint's weights and a fresh optimizer."""
+        (DPO, RL) one with the live checkpoint's weights and a fresh optimizer."""
         start = start_state(settings)
 
         def create() -> list[Any]:
@@ -341,19 +353,6 @@ class TinkerTrainer:
             hold.settle(usage)
         for i, pair in enumerate(pairs):
             pair.reference = (scored(pair.chosen, replies[2 * i]), scored(pair.rejected, replies[2 * i + 1]))
-
-    async def _save_state(
-        self, client: Any, folder: Path, settings: TrainSettings, step: int, saved: Checkpoint | None
-    ) -> Checkpoint:
-        name = checkpoint_name(folder, step)
-        (reply,) = await self._call(
-            f"saving the training state after step {step}",
-            lambda: [client.save_state(name)],
-            step=step,
-            saved=saved,
-        )
-        path = str(reply.path)
-        return Checkpoint(model=path, base_model=settings.base_model, step=step, state=path)
 
     async def _call(
         self, what: str, submit: Callable[[], list[Any]], *, step: int, saved: Checkpoint | None

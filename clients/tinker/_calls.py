@@ -3,7 +3,9 @@
 Tinker pauses work when it is out of capacity or over a rate limit (429, or a 408 that carries the queue
 state), fails now and then on its side (5xx, a request failed in the server's category), and connections
 drop; each of those may pass. A refused request (bad data, a missing key, a model it does not serve)
-will not, and is reported at once. A call with no reply yet is never sent again (``Flight``).
+will not, and is reported at once. A call with no reply yet is never sent again (``Flight``). Whatever
+calls the service does so through a ``Caller`` (the trainer), so every call is timed, retried and
+reported alike.
 """
 
 from __future__ import annotations
@@ -12,7 +14,24 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from machine.training import Checkpoint
+
+
+class Caller(Protocol):
+    """What makes the calls of a training (``TinkerTrainer`` is one): ``service`` makes the SDK's
+    ServiceClient, and ``_call`` submits requests and waits for their replies, retrying those worth it."""
+
+    @property
+    def service(self) -> Callable[[], Any]:
+        """Makes the SDK's ServiceClient."""
+        ...
+
+    async def _call(
+        self, what: str, submit: Callable[[], list[Any]], *, step: int, saved: Checkpoint | None
+    ) -> list[Any]: ...
 
 
 def retry_reason(error: BaseException, timeout_s: float) -> str | None:

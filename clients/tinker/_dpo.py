@@ -32,11 +32,11 @@ SAMPLER_PATH = re.compile(r"^(tinker://[^/]+)/sampler_weights/([^/]+)$")
 
 
 def start_state(settings: TrainSettings) -> str | None:
-    """The saved state DPO starts from: the live checkpoint's (its training record's), else the state
-    this trainer saved beside its sampler weights (both under one name: ``…/weights/NAME`` beside
+    """The saved state DPO and RL start from: the live checkpoint's (its training record's), else the
+    state this trainer saved beside its sampler weights (both under one name: ``…/weights/NAME`` beside
     ``…/sampler_weights/NAME``); None for SFT or a training from the base. A live checkpoint with no
     state Tinker can load is refused before anything is spent."""
-    start = settings.start if settings.method == "dpo" else None
+    start = settings.start if settings.method in ("dpo", "rl") else None
     if start is None:
         return None
     if start.state is not None and start.state.startswith("tinker://"):
@@ -45,8 +45,9 @@ def start_state(settings: TrainSettings) -> str | None:
     if beside is not None:
         return f"{beside.group(1)}/weights/{beside.group(2)}"
     raise BadInputError(
-        f"DPO starts from the live checkpoint {start.model!r}, and no state Tinker can load it from is "
-        "known (its training record names none): train with sft, or make the base model live first"
+        f"{settings.method.upper()} starts from the live checkpoint {start.model!r}, and no state Tinker "
+        "can load it from is known (its training record names none): train with sft, or make the base "
+        "model live first"
     )
 
 

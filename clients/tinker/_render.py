@@ -155,24 +155,33 @@ def _message(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "content": parts}
 
 
-def conversation(example: TrainExample, renderer: Any) -> tuple[list[dict[str, Any]], list[int]]:
-    """The example as the cookbook's messages (the renderer's own prefix for the system prompt and any
-    tools, then the rest converted from OpenAI's shape), and the positions of its targets in them."""
+def to_cookbook(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]], renderer: Any
+) -> tuple[list[dict[str, Any]], int]:
+    """OpenAI chat messages (system first) and tools as the cookbook's messages: the renderer's own
+    prefix for the system prompt and any tools, then the rest converted; and how far each message after
+    the system prompt moved (the prefix's length less the system message's)."""
     from tinker_cookbook.third_party.openai_compat import openai_messages_to_tinker, openai_tools_to_tinker
 
-    messages = example.messages
     system = 1 if messages and messages[0].get("role") == "system" else 0
     prompt = str(messages[0].get("content") or "") if system else ""
-    if example.tools:
+    if tools:
         prefix = renderer.create_conversation_prefix_with_tools(
-            openai_tools_to_tinker(example.tools), system_prompt=prompt
+            openai_tools_to_tinker(tools), system_prompt=prompt
         )
     else:  # the system prompt as it is: Qwen3's prefix appends a tools separator even with no tools
         prefix = [{"role": "system", "content": prompt}] if prompt else []
     body = openai_messages_to_tinker([_message(m) for m in messages[system:]])
-    shift = len(prefix) - system
+    return [*prefix, *body], len(prefix) - system
+
+
+def conversation(example: TrainExample, renderer: Any) -> tuple[list[dict[str, Any]], list[int]]:
+    """The example as the cookbook's messages (``to_cookbook``), and the positions of its targets in
+    them."""
+    messages = example.messages
+    system = 1 if messages and messages[0].get("role") == "system" else 0
+    conv, shift = to_cookbook(messages, example.tools, renderer)
     targets = sorted({t + shift for t in example.targets if t >= system})
-    conv = [*prefix, *body]
     wrong = [t - shift for t in targets if t >= len(conv) or conv[t]["role"] != "assistant"]
     if wrong:
         raise BadInputError(f"example of run {example.run_id!r}: targets {wrong} are not assistant messages")

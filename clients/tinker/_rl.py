@@ -25,15 +25,14 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from machine.budget import TRAINING, Budget
 from machine.errors import BadInputError
 from machine.runs import Usage
 from machine.training import Checkpoint
 
-if TYPE_CHECKING:
-    from . import TinkerTrainer
+from ._calls import Caller
 
 RLLossName = Literal["importance_sampling", "ppo"]
 RL_LOSSES: tuple[RLLossName, ...] = ("importance_sampling", "ppo")
@@ -47,7 +46,7 @@ LOSS_INPUTS = ("target_tokens", "logprobs", "advantages")
 
 
 class SampledSequence(Protocol):
-    """An RL sequence (``machine.clients.local._rl.RLSequence`` is one): its token ids, which of them the
+    """An RL sequence (``machine.clients._rl_turns.RLSequence`` is one): its token ids, which of them the
     model wrote, the sampler's log q of each, and the sequence's advantage."""
 
     input_ids: list[int]
@@ -62,8 +61,9 @@ def trained(sequence: SampledSequence) -> bool:
     return bool(sequence.advantage) and any(sequence.mask[1:])
 
 
-def rl_datum(sequence: SampledSequence) -> Any:
-    """The sequence as a ``tinker.types.Datum`` for the ``importance_sampling`` and ``ppo`` losses."""
+def rl_datum(sequence: SampledSequence, advantages: Sequence[float] | None = None) -> Any:
+    """The sequence as a ``tinker.types.Datum`` for the ``importance_sampling`` and ``ppo`` losses;
+    ``advantages`` gives each target its own (a KL penalty's, ``_rl_kl``) in place of the sequence's."""
     import numpy as np
     from tinker import types
 
@@ -75,13 +75,17 @@ def rl_datum(sequence: SampledSequence) -> Any:
             f"an RL sequence of {len(ids)} tokens needs a mask and a log-probability per token "
             f"(got {len(mask)} and {len(logq)})"
         )
-    advantage = float(sequence.advantage or 0.0)
     kept = mask[1:]
+    given = [float(sequence.advantage or 0.0)] * len(kept) if advantages is None else list(advantages)
+    if len(given) != len(kept):
+        raise BadInputError(
+            f"an RL sequence of {len(ids)} tokens needs {len(kept)} advantages (got {len(given)})"
+        )
     targets = np.asarray(ids[1:], dtype=np.int64)
     sampler = np.asarray(
         [float(q) if k else 0.0 for q, k in zip(logq[1:], kept, strict=True)], dtype=np.float32
     )
-    advantages = np.asarray([advantage if k else 0.0 for k in kept], dtype=np.float32)
+    advantages_at = np.asarray([a if k else 0.0 for a, k in zip(given, kept, strict=True)], dtype=np.float32)
     if not np.all(np.isfinite(sampler[np.asarray(kept, dtype=bool)])):
         raise BadInputError("an RL sequence has a log-probability that is not finite at a token it trains")
     return types.Datum(
@@ -89,7 +93,7 @@ def rl_datum(sequence: SampledSequence) -> Any:
         loss_fn_inputs={
             "target_tokens": types.TensorData.from_numpy(targets),
             "logprobs": types.TensorData.from_numpy(sampler),
-            "advantages": types.TensorData.from_numpy(advantages),
+            "advantages": types.TensorData.from_numpy(advantages_at),
         },
     )
 
@@ -170,7 +174,7 @@ def step_metrics(
 
 
 async def rl_step(
-    trainer: TinkerTrainer,
+    trainer: Caller,
     client: Any,
     sequences: Sequence[SampledSequence],
     *,
@@ -182,18 +186,50 @@ async def rl_step(
     step: int = 1,
     saved: Checkpoint | None = None,
 ) -> RLStepMetrics:
-    """One RL optimizer step on ``client`` (a ``tinker.TrainingClient``): ``forward_backward`` on the
-    trained sequences' datums with the built-in ``loss``, then ``optim_step``, submitted back to back;
-    the tokens reserved at ``train:BASE`` first. Nothing to train: nothing sent, nothing charged."""
+    """One RL optimizer step on ``client`` (a ``tinker.TrainingClient``) over the sequences that carry a
+    gradient, the others counted as skipped (``train_datums``)."""
+    chosen = [s for s in sequences if trained(s)]
+    return await train_datums(
+        trainer,
+        client,
+        [rl_datum(s) for s in chosen],
+        given=len(sequences),
+        base_model=base_model,
+        budget=budget,
+        learning_rate=learning_rate,
+        loss=loss,
+        clip=clip,
+        step=step,
+        saved=saved,
+    )
+
+
+async def train_datums(
+    trainer: Caller,
+    client: Any,
+    datums: Sequence[Any],
+    *,
+    given: int,
+    base_model: str,
+    budget: Budget,
+    learning_rate: float,
+    loss: RLLossName = "importance_sampling",
+    clip: float = PPO_CLIP,
+    step: int = 1,
+    saved: Checkpoint | None = None,
+) -> RLStepMetrics:
+    """One RL optimizer step on ``client``: ``forward_backward`` on ``datums`` (``rl_datum``'s, of the
+    ``given`` sequences that carry a gradient) with the built-in ``loss``, then ``optim_step``, submitted
+    back to back; the tokens reserved at ``train:BASE`` first. Nothing to train: nothing sent, nothing
+    charged."""
     from tinker import types
 
     config = loss_config(loss, clip)
-    chosen = [s for s in sequences if trained(s)]
-    skipped = len(sequences) - len(chosen)
+    skipped = given - len(datums)
     started = time.monotonic()
-    if not chosen:
+    if not datums:
         return RLStepMetrics(None, None, 0, skipped, 0, 0, None, None, None, learning_rate, 0.0, 0.0)
-    datums = [rl_datum(s) for s in chosen]
+    datums = list(datums)
     tokens = sum(int(d.model_input.length) for d in datums)
     targets = sum(sum(1 for a in d.loss_fn_inputs["advantages"].data if a) for d in datums)
     beta1, beta2, eps = RL_BETAS
@@ -207,9 +243,9 @@ async def rl_step(
     async with budget.reserve(TRAINING + base_model, usage, kind="training") as hold:
         output, optim = await trainer._call(f"RL step {step} ({loss})", submit, step=step, saved=saved)
         cost = hold.settle(usage)
-    measured = step_metrics(datums, output, optim, loss, clip, len(sequences))
+    measured = step_metrics(datums, output, optim, loss, clip, given)
     return RLStepMetrics(
-        sequences=len(chosen),
+        sequences=len(datums),
         skipped=skipped,
         tokens=tokens,
         target_tokens=targets,
@@ -241,7 +277,7 @@ class Sample:
         )
 
 
-async def latest_sampler(trainer: TinkerTrainer, client: Any, *, step: int, saved: Checkpoint | None) -> Any:
+async def latest_sampler(trainer: Caller, client: Any, *, step: int, saved: Checkpoint | None) -> Any:
     """A ``tinker.SamplingClient`` of the training client's weights now (``save_weights_and_get_sampling_
     client``: an ephemeral save, as the cookbook's RL loop makes between steps)."""
     (sampler,) = await trainer._call(
@@ -254,7 +290,7 @@ async def latest_sampler(trainer: TinkerTrainer, client: Any, *, step: int, save
 
 
 async def sample(
-    trainer: TinkerTrainer,
+    trainer: Caller,
     sampler: Any,
     prompt: Sequence[int],
     num_samples: int,
@@ -263,15 +299,16 @@ async def sample(
     budget: Budget,
     max_tokens: int,
     temperature: float = 1.0,
-    stop: Sequence[int] | None = None,
+    stop: Sequence[int] | Sequence[str] | None = None,
     seed: int | None = None,
     step: int = 0,
     saved: Checkpoint | None = None,
-) -> list[Sample]:
+) -> tuple[list[Sample], float]:
     """``num_samples`` continuations of ``prompt`` (token ids) from ``sampler``, with the log q of every
     sampled token, at ``temperature`` over the whole distribution (no top-k, no top-p: the loss
-    differentiates the distribution that was sampled). The prompt and the most it may generate are
-    reserved at ``model``'s price first (the model sampled: the base's, for a checkpoint of it)."""
+    differentiates the distribution that was sampled), and what they cost. The prompt and the most it may
+    generate are reserved at ``model``'s price first (the model sampled: the base's, for a checkpoint of
+    it), and settled with what came back."""
     from tinker import types
 
     if temperature <= 0 or num_samples < 1 or max_tokens < 1:
@@ -296,10 +333,10 @@ async def sample(
             saved=saved,
         )
         samples = [_sample(ids, s) for s in reply.sequences]
-        hold.settle(
+        cost = hold.settle(
             Usage(input_tokens=len(ids) * num_samples, output_tokens=sum(len(s.tokens) for s in samples))
         )
-    return samples
+    return samples, cost
 
 
 def _sample(prompt: list[int], sequence: Any) -> Sample:
@@ -328,5 +365,6 @@ __all__ = [
     "rl_step",
     "sample",
     "step_metrics",
+    "train_datums",
     "trained",
 ]

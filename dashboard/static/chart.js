@@ -43,7 +43,7 @@ export function lineChart(series, options = {}) {
     svg.append(el("text", { x: left - 6, y: sy(y) + 4, "text-anchor": "end" }, fmt(y)));
   }
   const label = options.xLabel ?? fmt;
-  for (const x of ticks(xMin, xMax, Math.min(5, Math.max(1, xs.length - 1)))) {
+  for (const x of ticks(xMin, xMax, Math.min(5, Math.max(1, new Set(xs).size - 1)))) {
     svg.append(el("text", { x: sx(x), y: height - 8, "text-anchor": "middle" }, label(x)));
   }
   for (const s of series) {

@@ -2,7 +2,8 @@
 the model's and cannot drift from the SDK's or the MCP tool's: each field becomes ``--flag-name`` (its
 name with ``-`` for ``_``, unless the command names it otherwise), typed and ranged by the field's
 bounds, with the field's default and description. Each value is checked by the model as it is read (a
-bad one is click's ``Invalid value`` line), and the command is handed the options as one model."""
+bad one is click's ``Invalid value`` line), and the command is handed the options as one model, whose
+``model_fields_set`` holds the flags given (a default left alone is not given)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import click
+from click.core import ParameterSource
 
 from machine.errors import BadInputError
 from machine.learn import Options
@@ -49,6 +51,8 @@ def model_options(
         @functools.wraps(command)
         def with_options(*args: Any, **kwargs: Any) -> Any:
             given = {name: kwargs.pop(name) for name in names if name in kwargs}
+            source = click.get_current_context().get_parameter_source
+            given = {k: v for k, v in given.items() if source(k) is not ParameterSource.DEFAULT}
             try:
                 kwargs[into] = model.of(**given)
             except BadInputError as error:

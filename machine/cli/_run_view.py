@@ -42,6 +42,8 @@ def header_lines(run: Run) -> list[str]:
     where["conversation"] = run.conversation_id
     if any(value is not None for value in where.values()):
         lines.append("  " + " · ".join(f"{key} {value}" for key, value in where.items() if value is not None))
+    if run.sampled_for:
+        lines.append(f"  sampled by RL training {run.sampled_for}: learned from only if marked good")
     if run.status == "error":
         lines.append(f"  FAILED: {run.error}")
     elif run.stop_reason and run.stop_reason != "end_turn":

@@ -7,7 +7,10 @@ from typing import Any
 
 import click
 
+from machine.errors import BadInputError
 from machine.learn import ALL_SOURCES, ChooseSource, TrainingCheck, TrainOptions, check_training, train
+from machine.learn.rl import RLOptions
+from machine.ops import plan_learning
 from machine.training import StepMetrics
 from machine.versions import Candidate, format_report
 
@@ -16,6 +19,7 @@ from ._inert import inert
 from ._model_options import model_options
 from ._options import (
     executor_options,
+    fail,
     handle_errors,
     print_spend,
     spending_options,
@@ -45,9 +49,10 @@ def _step_line(metrics: StepMetrics) -> str:
 @machine_argument()
 @model_options(
     TrainOptions,
-    skip=("effort",),  # the run options' --effort
+    skip=("effort", "rl"),  # the run options' --effort; RL's own flags below
     extra={"target_modules": {"metavar": "NAMES"}, "resume": {"metavar": "ID"}},
 )
+@model_options(RLOptions, into="rl_options")
 @click.option(
     "--trainer",
     default=None,
@@ -74,14 +79,24 @@ def train_command(
     /,
     name: str,
     options: TrainOptions,
+    rl_options: RLOptions,
     trainer: str | None,
     dry_run: bool,
     smoke: bool,
     as_json: bool,
     **spending: Any,
 ) -> None:
-    """Fine-tune NAME's model on its good runs (sampling --samples more of each case first), then measure the
-    checkpoint against the live version on holdout.json: a pending candidate, committed only if it passed."""
+    """Fine-tune NAME's model on its good runs (sampling --samples more of each case first), or with
+    --method rl on its own runs of the cases rewarded by its evaluator, then measure the checkpoint against
+    the live version on holdout.json: a pending candidate, committed only if it passed."""
+    if rl_options.model_fields_set or options.method == "rl":
+        try:
+            options = TrainOptions.of(options, rl=rl_options)
+        except BadInputError as error:
+            fail(error)
+    if options.method == "rl" and (dry_run or smoke):
+        _rl_dry_run(ctx, name, options, smoke=smoke, as_json=as_json)
+        return
     if dry_run or smoke:
         _check(ctx, name, options, trainer, smoke=smoke, as_json=as_json, spending=spending)
         return
@@ -143,6 +158,25 @@ def _check(
         click.echo(inert("\n".join(check.lines())))
     if smoke:
         print_spend(ws.budget)
+
+
+def _rl_dry_run(ctx: click.Context, name: str, options: TrainOptions, *, smoke: bool, as_json: bool) -> None:
+    """RL's plan, counted and priced, with nothing run; ``--smoke`` is SFT's and DPO's check of rendering
+    and saving, which RL has no examples for."""
+    if smoke:
+        fail(
+            BadInputError(
+                "--smoke checks the examples SFT and DPO render; for rl, train one step: --rl-steps 1"
+            )
+        )
+    ws = workspace_from(ctx)
+    plan = plan_learning(ws, "train", name, options)
+    if as_json:
+        dump_json(plan)
+        return
+    click.echo(inert(f"plan: {plan.describe(warnings=False)}"))
+    for warning in plan.warnings:
+        click.echo(inert(f"warning: {warning}"))
 
 
 def _chooser(as_json: bool) -> ChooseSource | None:

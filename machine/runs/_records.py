@@ -261,6 +261,10 @@ class Run(Derived):
     """The run this one re-ran with a person's correction added to its input (``machine fork``)."""
     correction: str | None = None
     """That correction, as the person wrote it."""
+    sampled_for: str | None = None
+    """The RL training that sampled this run from its policy as it was learning (``RECORD step N``): a
+    training sample, not a run of the model as named, so it is never reused for measuring nor selected
+    as a good run to copy unless a person marked it good (or an export asks for samples)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -196,6 +196,8 @@ class TrainingSummary(Record):
     losses: list[float] = Field(default_factory=list)
     """The loss at each step, for the report's chart (at most ``MAX_LOSSES``, the means of equal runs of
     steps beyond)."""
+    rewards: list[float] = Field(default_factory=list)
+    """RL: the mean reward of each step's rollouts, thinned as ``losses`` (empty for SFT and DPO)."""
 
 
 class FixedGate(Record):

@@ -1,7 +1,8 @@
 """What a trainer is given and gives back: the ``Trainer`` protocol that every training adapter implements
 (``machine.clients``' tinker and local trainers), its settings and plan, the examples it trains on, the
-per-step metrics and checkpoints it reports, the learning-rate schedules and epoch order they share, and
-the trainers by name (``TRAINERS``, ``make_trainer``).
+per-step metrics and checkpoints it reports, what a trainer that learns by RL offers (``RLSession``),
+the learning-rate schedules and epoch order they share, and the trainers by name (``TRAINERS``,
+``make_trainer``).
 
 Names resolve on first use (``__getattr__``): importing the package imports none of its modules.
 """
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
         default_trainer_name,
         make_trainer,
     )
+    from ._rl import RLSettings, RLStepMetrics, RLUpdate
+    from ._rl_session import RLSession, RLTrainer
     from ._trainer import (
         Checkpoint,
         LrSchedule,
@@ -46,6 +49,11 @@ _HOMES = {
     "Prepared": "._trainer",
     "StepMetrics": "._trainer",
     "TrainExample": "._example",
+    "RLSession": "._rl_session",
+    "RLSettings": "._rl",
+    "RLStepMetrics": "._rl",
+    "RLTrainer": "._rl_session",
+    "RLUpdate": "._rl",
     "SAVE_EVERY": "._registry",
     "TRAINERS": "._registry",
     "TrainerEntry": "._registry",
@@ -70,6 +78,11 @@ __all__ = [
     "Method",
     "Phase",
     "Prepared",
+    "RLSession",
+    "RLSettings",
+    "RLStepMetrics",
+    "RLTrainer",
+    "RLUpdate",
     "StepMetrics",
     "TrainExample",
     "TrainSettings",

@@ -19,11 +19,12 @@ from machine.errors import BadInputError
 from machine.runs import counted
 
 from ._example import TrainExample
+from ._rl import RLStepMetrics
 
-Method = Literal["sft", "dpo"]
+Method = Literal["sft", "dpo", "rl"]
 """``sft``: learn the examples' targets (cross-entropy); ``dpo``: learn to prefer each pair's chosen
 answer over its rejected one, against the model the training starts from (direct preference
-optimization)."""
+optimization); ``rl``: learn from the policy's own sampled runs, rewarded by the machine's evaluator."""
 LrSchedule = Literal["constant", "linear"]
 """``constant``: the same rate every step; ``linear``: from the rate at the first step down toward 0 at
 the last, so the final steps settle the model instead of pulling it toward their own batch."""
@@ -270,6 +271,8 @@ class StepMetrics(Model):
     answer's tokens, before the step: how far the model left its reference, the collapse signal. Well
     below 0, it widens its margins by making its own good answers less likely too; tens of nats above,
     it memorises the pairs (+31.6 at SFT's defaults, when 2 of 9 held-out replies fell into a loop)."""
+    rl: RLStepMetrics | None = None
+    """RL: what the step's rollouts were rewarded and what its update saw (None for SFT and DPO)."""
 
 
 class Checkpoint(Model):
@@ -314,19 +317,28 @@ ADAPTER_SHAPE = {
     "kl": "a KL penalty",
 }
 """Settings beyond the common ones (the adapter's shape past its rank, a KL penalty), which only some
-trainers take (their ``takes``)."""
+trainers take (their ``takes``: the setting's name, or ``method:name`` for that method alone, as
+``rl:kl``)."""
 
 
 def refuse_untaken(trainer: Trainer, settings: TrainSettings) -> None:
     """A setting the trainer cannot honour is an error before anything runs, never silently ignored."""
     takes = set(getattr(trainer, "takes", ()))
-    if settings.method != "sft" and settings.method not in takes:
+    if settings.method == "dpo" and "dpo" not in takes:
         raise BadInputError(
-            f"the {trainer.name} trainer does not train on preference pairs ({settings.method}): train "
-            "with one that does (Tinker's, or the local trainer for a local: model), or learn the good runs "
-            "alone (sft)"
+            f"the {trainer.name} trainer does not train on preference pairs (dpo): train with one that "
+            "does (Tinker's, or the local trainer for a local: model), or learn the good runs alone (sft)"
         )
-    given = [key for key in ADAPTER_SHAPE if getattr(settings, key) not in (None, 0) and key not in takes]
+    if settings.method == "rl" and "rl" not in takes:
+        raise BadInputError(
+            f"the {trainer.name} trainer does not learn by reinforcement (rl): train with one that does "
+            "(Tinker's, or the local trainer for a local: model), or learn the good runs alone (sft)"
+        )
+    given = [
+        key
+        for key in ADAPTER_SHAPE
+        if getattr(settings, key) not in (None, 0) and not {key, f"{settings.method}:{key}"} & takes
+    ]
     if given:
         shown = ", ".join(ADAPTER_SHAPE[key] for key in given)
         raise BadInputError(

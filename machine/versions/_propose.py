@@ -88,7 +88,8 @@ def _reusable(
     """Stored runs of either version on these cases, made the same way (harness and its setup, model,
     effort, input): graded under the current rubric (reused as they are) or not (graded again), at most
     ``trials`` a case; a run that records no version (stored before versions.json) as side ``live``'s,
-    labelled so. A run that records no setup is not reused where the harness has one now."""
+    labelled so. A run that records no setup is not reused where the harness has one now, nor a run an
+    RL training sampled from a policy that was learning."""
     by_id = {c.id: c for c in chosen}
     instructions = ws.load(name).instructions
     effort = None if ws.effort is None else ws.effort.value
@@ -106,6 +107,7 @@ def _reusable(
             or case is None
             or run.status != "ok"
             or run.history
+            or run.sampled_for is not None
             or run.input != case.input
             or run.instructions != instructions
             or run.model != side.machine_model

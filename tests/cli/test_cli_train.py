@@ -354,3 +354,36 @@ def test_train_and_its_dry_run_say_the_gate_cannot_pass_on_four_held_out_cases(
     )
     [warning] = json.loads(shown.stdout)["warnings"]
     assert f"warning: {warning}".startswith(thin)
+
+
+def test_rl_dry_run_prints_its_priced_plan_and_a_trainer_without_rl_refuses_it(
+    invoke: Callable[..., Result], root: Path, counting: Counting
+) -> None:
+    rl = ["--method", "rl", "--group", "4", "--cases-per-step", "2", "--rl-steps", "3"]
+    dry = invoke("train", "caps", *rl, "--trials", "1", "--dry-run", *common(root))
+    assert dry.exit_code == 0, dry.output
+    assert "plan: train 'caps'" in dry.stdout and "at most 36 runs" in dry.stdout  # 24 samples, 12 gate runs
+    assert "a group of 4 of each of 2 cases a step, graded" in dry.stdout
+    assert "3 RL steps of 8 samples (importance_sampling, one optimizer step each)" in dry.stdout
+    assert "judge call" in dry.stdout and "training tokens" in dry.stdout
+    assert not (root / ".machine").exists()
+    refused = invoke("train", "caps", "--trainer", "counting", *rl, *common(root))
+    assert refused.exit_code == 2 and counting.steps == []
+    assert "the counting trainer does not learn by reinforcement (rl)" in refused.stderr
+    assert not (root / ".machine" / "training").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--group", "4"], "the rl options shape training by reinforcement; sft learns from stored runs"),
+        (["--method", "rl", "--epochs", "2"], "epochs is for choosing or scheduling stored runs"),
+        (["--method", "rl", "--clip", "0.1"], "clip shapes the ppo loss only"),
+        (["--method", "rl", "--smoke"], "for rl, train one step: --rl-steps 1"),
+    ],
+)
+def test_rl_options_out_of_place_are_one_error_line(
+    machine_cmd: Command, root: Path, args: list[str], said: str
+) -> None:
+    one_error_line(machine_cmd("train", "caps", *args, *common(root)), said)
+    assert not (root / ".machine").exists()

@@ -6,6 +6,7 @@ its loss curve. Each page is saved as a screenshot in build/test-artifacts/dashb
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Iterator
@@ -16,10 +17,11 @@ import anyio
 import pytest
 from helpers.dashboard import Served, dashboard, make_workspace, stored_run
 from helpers.env import REPO, on_ci
-from helpers.training import Counting, Tutored, make_caps
+from helpers.training import Counting, Practising, Tutored, make_caps
 
 from machine import open_workspace
 from machine.learn import TrainOptions, train
+from machine.learn.rl import RLOptions
 from machine.runs import EVENTS_FILE, CriterionScore, EventLog, Scorecard, SQLiteStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -43,7 +45,17 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     anyio.run(
         lambda: train(ws, "caps", samples=2, trials=1, options=TrainOptions(batch_size=2), trainer=Counting())
     )
+    rl = RLOptions(group=4, cases_per_step=2, rl_steps=4)
+    anyio.run(lambda: train(ws, "caps", method="rl", rl=rl, trials=1, trainer=Practising()))
     return root
+
+
+def record_id(root: Path, method: str) -> str:
+    """The id of the training record of ``method``."""
+    for folder in sorted((root / ".machine" / "training").iterdir()):
+        if json.loads((folder / "record.json").read_text())["settings"]["method"] == method:
+            return folder.name
+    raise AssertionError(f"no {method} training record")
 
 
 @pytest.fixture(scope="module")
@@ -142,15 +154,28 @@ def test_the_comparison_shows_the_paired_difference(page: Any, served: Served) -
     shot(page, "compare")
 
 
-def test_a_training_record_shows_its_loss_curve(page: Any, served: Served) -> None:
+def test_a_training_record_shows_its_loss_curve(page: Any, served: Served, root: Path) -> None:
     visit(page, served, "#/training")
-    page.click("[data-testid=trainings] a")
+    page.click(f"[data-testid=trainings] a:text('{record_id(root, 'sft')}')")
     curve = page.wait_for_selector("[data-testid=loss-chart] path[data-series=loss]")
     assert curve is not None and curve.get_attribute("data-points") == "30"
     facts = page.locator("[data-testid=training-facts]").inner_text()
     assert "counting on" in facts and "30 steps" in facts
     assert page.locator("[data-testid=checkpoints] li").count() >= 1
     shot(page, "training")
+
+
+def test_an_rl_training_charts_its_reward_beside_its_loss(page: Any, served: Served, root: Path) -> None:
+    route = f"#/training/{record_id(root, 'rl')}"
+    visit(page, served, route)
+    reward = page.wait_for_selector("[data-testid=reward-chart] path[data-series=reward]")
+    assert reward is not None and reward.get_attribute("data-points") == "4"
+    assert page.locator("[data-testid=reward-chart] path[data-series=correct]").count() == 1  # the criterion
+    assert page.locator("[data-testid=loss-chart]").count() == 1
+    facts = page.locator("[data-testid=training-facts]").inner_text()
+    assert "groups of 4 of 2 cases a step, 4 steps, importance_sampling" in facts
+    assert "16 runs, marked as this training's" not in facts and "32 runs, marked as this training's" in facts
+    shot(page, "training-rl")
 
 
 def test_a_run_an_unscored_criterion_could_turn_is_undecided_not_a_pass(

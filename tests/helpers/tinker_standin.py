@@ -24,7 +24,8 @@ long as the model input, in its dtype), refusing a wrong one with a 400; the pol
 target is the base's plus the sequence's offset, the loss is the service's token sum, and its gradient by
 each offset moves the weights at the next ``optim_step``. Samplers of the latest weights
 (``save_weights_and_get_sampling_client``) and of saved ones ``sample`` seeded tokens, each with its
-log-probability under those weights."""
+log-probability under those weights; ``replies`` scripts the tokens of the next samples (a tool call, say),
+and a sampler of the base measures any sequence (``compute_logprobs``), as RL's KL penalty reads it."""
 
 from __future__ import annotations
 
@@ -54,8 +55,21 @@ LOSS_INPUTS: dict[str, dict[str, str]] = {
     "importance_sampling": {"target_tokens": "int64", "logprobs": "float32", "advantages": "float32"},
     "ppo": {"target_tokens": "int64", "logprobs": "float32", "advantages": "float32"},
 }
-"""The ``loss_fn_inputs`` each built-in loss reads, and their dtypes (Tinker's loss documentation)."""
+"""The ``loss_fn_inputs`` each built-in loss reads, and their dtypes (Tinker's loss documentation).
+
+Checked against the installed SDK (tinker 0.38) and cookbook, which do not settle it either way, so it
+stays: the SDK checks no input names before sending (``proto.request_conv`` writes whatever the Datum
+holds), and the cookbook strips its ``mask`` from every RL Datum before ``forward_backward``
+(``rl.train._remove_mask``; ``distillation/sdft.py`` says the custom-loss path takes only
+``target_tokens`` and ``weights``), which is what refusing other names assumes. But the SDK's Datum
+converts three more names as loss inputs (``types.datum._KEY_TO_TYPE``: ``clip_low_threshold``,
+``clip_high_threshold``, ``sequence_ratio_mask``, float32), so some loss reads inputs beyond these; which
+one, the SDK does not say, and nothing here sends them."""
 PPO_CONFIG = {"clip_low_threshold", "clip_high_threshold"}
+"""PPO's clip as ``loss_fn_config`` keys. Not settled by the installed SDK, so it stays: its
+``ForwardBackwardInput.loss_fn_config`` is documented as "e.g., PPO clip thresholds" and is sent as it is
+(every key, to both of the request's config maps), and the cookbook only passes a config through, naming
+no key; these two names appear in the SDK only as per-token loss inputs (``_KEY_TO_TYPE``)."""
 POISONED = "A previous request failed; this TrainingClient is poisoned and cannot accept further requests."
 """The real client's refusal of every request after a failed custom-loss call."""
 SAMPLED_VOCAB = range(100, 200)
@@ -144,6 +158,9 @@ class StandInService:
     """The last forward_backward(_custom)'s gradient of the loss by each offset, for the next optim_step."""
     sent: list[list[types.Datum]] = field(default_factory=list)
     """The Datums of every forward_backward, in order, as the service received them."""
+    replies: list[list[int]] = field(default_factory=list)
+    """The tokens the next samples return, in order, before seeded draws resume (each stops when it ends
+    with a stop token the request gives)."""
     release: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -162,6 +179,11 @@ class StandInService:
 
     def methods(self) -> list[str]:
         return [c.method for c in self.calls]
+
+    def reply(self) -> list[int] | None:
+        """The next scripted reply's tokens, or None when none is left."""
+        with self.lock:
+            return self.replies.pop(0) if self.replies else None
 
     def loss(self) -> float:
         """The loss the model has now: it halves with every optimizer step applied."""
@@ -265,9 +287,10 @@ class StandInSamplingClient:
         prompt_alt_tokens_k: int = 0,
         prompt_logprobs_last_n: int | None = None,
     ) -> StandInFuture:
-        """Seeded draws (the params' seed, else the prompt's): each a few ids from ``SAMPLED_VOCAB``, ended
-        by the first stop token given when it stops before ``max_tokens``; each id's log-probability is the
-        base's plus the offset these weights hold for the whole sequence (as training reads it)."""
+        """The service's scripted ``replies`` first, then seeded draws (the params' seed, else the
+        prompt's): each a few ids from ``SAMPLED_VOCAB``, ended by the first stop token given when it stops
+        before ``max_tokens``; each id's log-probability is the base's plus the offset these weights hold for
+        the whole sequence (as training reads it)."""
         import numpy as np
         from tinker import types
 
@@ -281,11 +304,15 @@ class StandInSamplingClient:
         )
         sequences = []
         for index in range(num_samples):
-            draw = random.Random(f"{sampling_params.seed}:{ids}:{index}")
-            size = draw.randint(1, limit)
-            tokens = [draw.choice(SAMPLED_VOCAB) for _ in range(size)]
-            stopped = bool(stop_ids) and size < limit
-            tokens = [*tokens, stop_ids[0]] if stopped else tokens
+            scripted = self.service.reply()
+            if scripted is not None:
+                tokens, stopped = scripted, bool(scripted) and scripted[-1] in stop_ids
+            else:
+                draw = random.Random(f"{sampling_params.seed}:{ids}:{index}")
+                size = draw.randint(1, limit)
+                tokens = [draw.choice(SAMPLED_VOCAB) for _ in range(size)]
+                stopped = bool(stop_ids) and size < limit
+                tokens = [*tokens, stop_ids[0]] if stopped else tokens
             offset = self.offsets.get((*ids, *tokens), 0.0)
             logprobs = [base_logprob(t) + offset for t in tokens]
             sequences.append(

@@ -10,15 +10,24 @@ anything else (the base model, ``same…``) answers right unless the input is on
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from machine.budget import TRAINING, Budget
 from machine.errors import BudgetExceeded
 from machine.runs import HarnessRequest, HarnessResult, Message, Turn, Usage, run_loop
-from machine.training import Checkpoint, Prepared, StepMetrics, TrainExample, TrainSettings
+from machine.training import (
+    Checkpoint,
+    Prepared,
+    RLSettings,
+    RLUpdate,
+    StepMetrics,
+    TrainExample,
+    TrainSettings,
+)
 
 BASE = "thinkingmachines/Inkling"
 """The live model: Tinker prices both its sampling and its training."""
@@ -214,3 +223,95 @@ class Counting:
             learning_rate=prepared.learning_rate,
             cost_usd=cost,
         )
+
+
+class Practised:
+    """The policy of a ``Practising`` session at one step: it answers right with a chance that grows with
+    the steps trained (a quarter more each), drawn from the run's seed and the step, so the samples of a
+    step are the same however often it is run; it remembers the runs it made for the update."""
+
+    name = "practised"
+
+    def __init__(self, session: Practice, step: int) -> None:
+        self.session, self.step = session, step
+
+    async def run(self, request: HarnessRequest) -> HarnessResult:
+        chance = min(1.0, 0.25 + 0.25 * self.session.done)
+        draw = random.Random(f"{request.seed}:{self.step}").random()
+        text = request.input.upper() if draw < chance else "no idea"
+        self.session.sampled.add(request.run_id)
+
+        async def reply(messages: list[Message], step: int) -> Turn:
+            return Turn(Message(role="assistant", content=text), usage=USAGE)
+
+        return await run_loop(request, reply)
+
+
+@dataclass
+class Practice:
+    """An RL session in this process (``machine.training.RLSession``): each update reserves its tokens at
+    ``train:<base>`` (ten a trained run), counts what it was given, and makes the policy likelier to
+    answer right; the final checkpoint is ``good:…``, which answers every case right."""
+
+    settings: TrainSettings
+    folder: Path
+    budget: Budget
+    done: int = 0
+    learning_rate: float = 1e-4
+    save_every: int = 0
+    sampled: set[str] = field(default_factory=set)
+    updates: list[dict[str, float | None]] = field(default_factory=list)
+
+    def sampler(self, step: int) -> Practised:
+        return Practised(self, step)
+
+    async def update(self, step: int, advantages: Mapping[str, float | None], rate: float) -> RLUpdate:
+        trained = [a for a in advantages.values() if a]
+        usage = Usage(input_tokens=10 * len(trained))
+        async with self.budget.reserve(TRAINING + self.settings.base_model, usage, kind="training") as hold:
+            cost = hold.settle(usage)
+        self.updates.append(dict(advantages))
+        missing = sum(run_id not in self.sampled for run_id in advantages)
+        self.sampled.clear()
+        self.done += 1
+        loss = -sum(trained) / len(advantages) if trained else None
+        return RLUpdate(
+            loss=loss, sequences=len(trained), skipped=len(advantages) - len(trained), missing=missing,
+            tokens=usage.input_tokens, cost_usd=cost,
+        )  # fmt: skip
+
+    def _checkpoint(self, kind: str) -> Checkpoint:
+        name = f"{kind}:{self.folder.name}:{self.done}"
+        return Checkpoint(model=name, base_model=self.settings.base_model, step=self.done, state=name)
+
+    async def save(self) -> Checkpoint:
+        return self._checkpoint("state")
+
+    async def finish(self) -> Checkpoint:
+        return self._checkpoint("good")
+
+    async def close(self) -> None:
+        return None
+
+
+@dataclass
+class Practising(Counting):
+    """``Counting`` that also learns by RL (``Practice``); ``sessions`` are every one it opened."""
+
+    name: str = "practising"
+    takes: ClassVar[tuple[str, ...]] = ("rl",)
+    sessions: list[Practice] = field(default_factory=list)
+
+    async def rl(
+        self,
+        settings: TrainSettings,
+        rl: RLSettings,
+        *,
+        folder: Path,
+        budget: Budget,
+        resume: Checkpoint | None = None,
+    ) -> Practice:
+        self.resumed.append(resume)
+        session = Practice(settings, folder, budget, done=resume.step if resume else 0)
+        self.sessions.append(session)
+        return session

@@ -1,9 +1,9 @@
 """What reinforcement learning with the rubric as reward adds to a training: how many runs are sampled
 (groups of ``group`` runs of ``cases_per_step`` cases, for ``rl_steps`` steps), how they are sampled
 (``temperature``, ``max_tokens``), and the loss that learns from them. Every default and bound once, for
-every face, as each learner's options model owns its own. It is kept apart from ``TrainOptions`` until the
-sampling loop exists, so nothing can ask ``train`` for RL before it can do it; the loop takes it beside
-the training's own options (learning rate, rank, the gate's trials and ``min_z``)."""
+every face, as each learner's options model owns its own. ``TrainOptions`` holds it as ``rl`` (with
+method ``rl``) beside the training's own options, the KL penalty to the base among them (``kl``), the
+learning rate, the rank, and the gate's trials and ``min_z``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Literal, Self
 from pydantic import Field, model_validator
 
 from machine.errors import BadInputError
+from machine.training import RLSettings
 
 from .._options import Options
 
@@ -58,13 +59,6 @@ class RLOptions(Options):
         strict=True,
         description="Steps of sampling, grading and one update (ppo: ppo_epochs updates) each.",
     )
-    kl: float = Field(
-        0.0,
-        ge=0,
-        le=10,
-        description="Weight of a penalty on drifting from the base model, per trained token (default 0: "
-        "none, as the Tinker cookbook's and TRL's beta; the held-out gate guards the rest).",
-    )
     temperature: float = Field(
         1.0,
         gt=0,
@@ -110,14 +104,26 @@ class RLOptions(Options):
 
     @model_validator(mode="after")
     def _ppo_options_with_ppo(self) -> Self:
-        """``clip`` and ``ppo_epochs`` given with the importance-sampling loss would do nothing: refused."""
-        given = [name for name in PPO_ONLY if name in self.model_fields_set]
+        """``clip`` and ``ppo_epochs`` given other than their defaults with the importance-sampling loss
+        would do nothing: refused (the defaults pass, so a record's options read back)."""
+        given = [name for name in PPO_ONLY if getattr(self, name) != type(self).model_fields[name].default]
         if given and self.loss != "ppo":
             raise BadInputError(
                 f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} the ppo loss only; leave "
                 f"{'it' if len(given) == 1 else 'them'} out, or choose loss ppo"
             )
         return self
+
+    def settings(self) -> RLSettings:
+        """What the trainer's RL session is given of these."""
+        return RLSettings(
+            loss=self.loss,
+            clip=self.clip,
+            passes=self.passes,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            steps=self.rl_steps,
+        )
 
     @property
     def samples(self) -> int:

@@ -115,9 +115,11 @@ def plan_rl(
     *,
     base_model: str | None = None,
     judge_model: str | None = None,
+    kl: float | None = None,
 ) -> RLPlan:
     """What RL on ``machine`` samples from ``cases`` with ``options``, counted and priced: ``base_model``
-    (default: the machine's model) is what it samples and trains, a checkpoint priced as its base."""
+    (default: the machine's model) is what it samples and trains, a checkpoint priced as its base;
+    ``kl``, the weight of a penalty to the base (the training's)."""
     o = options or RLOptions()
     base = base_model or machine.model
     calls = judge_calls(machine.evaluator, judge_model)
@@ -131,7 +133,7 @@ def plan_rl(
         "judging": _judging(calls, machine.evaluator, prompt + reply, o.samples),
         "training": _cost(TRAINING + base, Usage(input_tokens=training), 1),
     }
-    if o.kl:  # the base's log-probabilities of every sequence, a prefill each, for the penalty
+    if kl:  # the base's log-probabilities of every sequence, a prefill each, for the penalty
         prices["reference"] = _cost(base, Usage(input_tokens=prompt + reply), o.samples)
     known = [usd for usd in prices.values() if usd is not None]
     return RLPlan(
@@ -140,7 +142,7 @@ def plan_rl(
         runs=o.samples,
         runs_are=f"a group of {o.group} of each of {counted(o.cases_per_step, 'case')} a step, graded",
         steps=o.rl_steps,
-        steps_are=_steps_are(o),
+        steps_are=_steps_are(o, kl or 0.0),
         model=base,
         samples=o.samples,
         checks=[name for name in machine.rubric if machine.evaluator.graders[name].kind == "check"],
@@ -181,13 +183,13 @@ def _judging(calls: list[JudgeCall], evaluator: Evaluator, run_tokens: int, samp
     return total
 
 
-def _steps_are(o: RLOptions) -> str:
+def _steps_are(o: RLOptions, kl: float) -> str:
     """``RL steps of 32 samples (importance_sampling, one optimizer step each)``."""
     passes = (
         "one optimizer step each" if o.passes == 1 else f"{o.passes} optimizer steps each, clip {o.clip:g}"
     )
-    kl = f", KL {o.kl:g} to the base" if o.kl else ""
-    return f"RL steps of {o.cases_per_step * o.group} samples ({o.loss}, {passes}{kl})"
+    penalty = f", KL {kl:g} to the base" if kl else ""
+    return f"RL steps of {o.cases_per_step * o.group} samples ({o.loss}, {passes}{penalty})"
 
 
 def _warnings(

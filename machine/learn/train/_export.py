@@ -120,9 +120,8 @@ def export(ws: Workspace, name: str, options: ExportOptions | None = None, **fie
                 funnel = Funnel()
                 held = [] if include_holdout else held_out_cases(ws, spec, target)
                 report.held_out += len(held)
-                selection = Selection(
-                    spec.rubric.fingerprint, o.min_score, o.best, o.since, o.cases, held, o.tags
-                )
+                selection = Selection(spec.rubric.fingerprint, o.min_score, o.best, o.since, o.cases, held)
+                selection.tags, selection.rl_samples = o.tags, o.rl_samples
                 for run in selection.from_store(ws.store, spec.name, funnel):
                     rows = rows_of(
                         run,

@@ -15,9 +15,26 @@ from machine.spec import DEFAULT_MIN_Z, Case, checked_min_z
 from machine.training import Checkpoint, LrSchedule, Method, TrainSettings
 
 from .._options import MAX_TRIALS, Options
+from ..rl import RLOptions
 from ._select import TagFilter
 
 MAX_SAMPLES = 20
+NOT_RL = (
+    "samples",
+    "best_of",
+    "min_score",
+    "epochs",
+    "batch_size",
+    "max_length",
+    "any_model",
+    "from_model",
+    "from_suite",
+    "all_sources",
+    "beta",
+    "rpo_alpha",
+    "force",
+)
+"""What selects stored runs or plans epochs over them: nothing of it means anything to RL."""
 MAX_EPOCHS = 20
 Module = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.]+$", max_length=100)]
 """A module of the model an adapter wraps, by name (``q_proj``, ``model.layers.0.mlp``)."""
@@ -86,7 +103,13 @@ class TrainOptions(Options):
         "sft",
         description="sft: learn the good runs' answers; dpo: learn to prefer the chosen answer of each "
         "preference pair (good over bad, corrected over original) over its rejected one, starting from "
-        "the live version's checkpoint, which is also the reference.",
+        "the live version's checkpoint, which is also the reference; rl: learn from the model's own runs "
+        "of the cases, sampled in groups and rewarded by the machine's evaluator (no good runs needed).",
+    )
+    rl: RLOptions | None = Field(
+        None,
+        description="With rl: the groups sampled, the steps and the policy loss (default: RLOptions' "
+        "defaults).",
     )
     beta: float = Field(
         0.1,
@@ -143,12 +166,35 @@ class TrainOptions(Options):
     def _gate_means_something(self) -> Self:
         """A min_z below 1 only when asked for (``checked_min_z``); a DPO term only with DPO."""
         checked_min_z(self.min_z, self.allow_weak_gate)
+        if self.method == "rl" or self.rl is not None:
+            self._fits_rl()
         if self.rpo_alpha and self.method != "dpo":
             raise BadInputError(
                 "rpo_alpha weighs the chosen answers' loss in DPO; sft learns every answer by its loss "
                 "already: leave it out, or train with dpo"
             )
         return self
+
+    def _fits_rl(self) -> None:
+        """RL's options only with rl, and none of what selects good runs or plans epochs over them (given
+        other than its default)."""
+        if self.method != "rl":
+            raise BadInputError(
+                f"the rl options shape training by reinforcement; {self.method} learns from stored runs: "
+                "leave them out, or train with method rl"
+            )
+        given = [name for name in NOT_RL if getattr(self, name) != type(self).model_fields[name].default]
+        if given:
+            raise BadInputError(
+                f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for choosing or scheduling "
+                "stored runs to learn from; rl learns from its own samples of the cases instead (its "
+                "group, cases_per_step and rl_steps): leave them out"
+            )
+
+    @property
+    def reinforcement(self) -> RLOptions:
+        """RL's options: the ones given, else the defaults."""
+        return self.rl or RLOptions()
 
     def settings(
         self, base_model: str, effort: float | None = None, start: Checkpoint | None = None
@@ -171,7 +217,7 @@ class TrainOptions(Options):
             method=self.method,
             beta=self.beta,
             rpo_alpha=self.rpo_alpha,
-            start=start if self.method == "dpo" else None,
+            start=start if self.method != "sft" else None,
         )
 
 
@@ -207,4 +253,9 @@ class ExportOptions(Options):
         False,
         description="Export the runs of held-out cases too (left out by default: they are what the gate "
         "measures).",
+    )
+    rl_samples: bool = Field(
+        False,
+        description="Export the runs RL trainings sampled too (left out by default unless a person marked "
+        "them good: they are a policy's attempts while it learned, not the model's answers).",
     )

@@ -100,7 +100,7 @@ def export_pairs(ws: Workspace, name: str, o: ExportOptions) -> ExportReport:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_text(path, private=True) as handle:
-            for pair in iter_pairs(ws, spec, o.min_score, held, read):
+            for pair in iter_pairs(ws, spec, o.min_score, held, read, rl_samples=o.rl_samples):
                 handle.write(json.dumps(redactor.data(pair.row(name)), ensure_ascii=False) + "\n")
                 kinds[pair.kind] += 1
                 runs.update((pair.chosen[0], pair.rejected[0]))
@@ -115,10 +115,16 @@ def export_pairs(ws: Workspace, name: str, o: ExportOptions) -> ExportReport:
 
 
 def iter_pairs(
-    ws: Workspace, spec: Machine, min_score: float, held: Sequence[Case], read: Counter[str] | None = None
+    ws: Workspace,
+    spec: Machine,
+    min_score: float,
+    held: Sequence[Case],
+    read: Counter[str] | None = None,
+    *,
+    rl_samples: bool = False,
 ) -> Iterator[Pair]:
-    """Every preference pair of ``spec``'s stored runs, none of a held-out case; ``read["stored"]``
-    counts the runs read."""
+    """Every preference pair of ``spec``'s stored runs, none of a held-out case, nor a run an RL training
+    sampled unless a person marked it (or ``rl_samples``); ``read["stored"]`` counts the runs read."""
     held_ids, held_inputs = {c.id for c in held}, Inputs(c.input for c in held)
     prompts: dict[str, _Prompt] = {}
     corrected: list[tuple[str, str, str]] = []  # (corrected run, its answer, the run it corrects)
@@ -128,6 +134,8 @@ def iter_pairs(
         if run.status != "ok" or (not run.output and good_mark(run) is None):
             continue
         if run.case_id in held_ids or held_inputs.match(run.input) is not None:
+            continue
+        if run.sampled_for is not None and run.verdict is None and not rl_samples:
             continue
         side = _side(run, spec.rubric.fingerprint, min_score)
         if run.forked_from is not None and side != "rejected":

@@ -13,16 +13,20 @@ from machine.workspace import Workspace
 from .._plan import Plan
 from ._live_checkpoint import live_checkpoint_of
 from ._options import TrainOptions
-from ._prepare import held_out_cases
+from ._prepare import held_out_cases, target
+from ._rl_train import rl_plan
 from ._schedule import DPO_EPOCHS
 
 
 def plan_train(ws: Workspace, name: str, options: TrainOptions | None = None, **fields: Any) -> Plan:
     """What ``train`` with these options may run at most: ``samples`` runs of each case (none when it
-    resumes), then ``trials`` runs of each held-out case on each side (the live side's stored runs are
-    reused). Its optimizer steps are epochs times the batches of the examples selected, so they are
-    counted once the examples are; grading stored runs calls the judges, not the machine."""
+        resumes), then ``trials`` runs of each held-out case on each side (the live side's stored runs are
+        reused). Its optimizer steps are epochs times the batches of the examples selected, so they are
+        counted once the examples are; grading stored runs calls the judges, not the machine. RL's plan
+    (``rl_plan``) counts its samples and the gate's runs, and prices its sampling, judging and training."""
     chosen = TrainOptions.of(options, **fields)
+    if chosen.method == "rl":
+        return rl_plan(ws, target(ws, name), chosen)
     held, path = held_out_cases(ws, name)
     cases = len(ws.cases(name)) if chosen.samples and not chosen.resume else 0
     sampled = chosen.samples * cases

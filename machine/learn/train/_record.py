@@ -1,9 +1,10 @@
 """The training record: ``.machine/training/<id>/`` holds what went into a training and what came out,
 so a result can be traced and a stopped training resumed. ``record.json`` pins the base model, trainer,
 renderer, effort, hyperparameters, the exact selection (run ids and filters), each dataset file by
-sha256, the library version and git revision; ``train.jsonl`` holds the examples as sent,
-``metrics.jsonl`` one line per step, ``checkpoints.jsonl`` each saved checkpoint, ``train.log`` what
-happened in words. A record is never overwritten: each training gets a folder of its own."""
+sha256, the library version and git revision; ``train.jsonl`` holds the examples as sent (RL: the cases
+it samples), ``metrics.jsonl`` one line per step (an RL step's rewards beside its loss),
+``checkpoints.jsonl`` each saved checkpoint, ``train.log`` what happened in words. A record is never
+overwritten: each training gets a folder of its own."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from machine.errors import BadInputError, Fix, MachineError, NotFoundError, plai
 from machine.runs import Model, new_run_id, now, open_new, write_atomic
 from machine.spec import FixedGate
 from machine.training import Checkpoint, StepMetrics, TrainExample, TrainingPlan, TrainSettings
+
+from ..rl import RLOptions, RLPlan
 
 TRAINING_DIR = "training"
 """The folder under the workspace's data folder that holds a record per training."""
@@ -90,6 +93,10 @@ class TrainingRecord(Model):
     """The plan it followed, worked out before its first step (None in records made before plans)."""
     gate: FixedGate | None = None
     """The gate its candidate faces, fixed (and its baseline measured) before its first step."""
+    rl: RLOptions | None = None
+    """RL's options (method ``rl``): the groups, steps and loss."""
+    rl_plan: RLPlan | None = None
+    """RL's plan, counted and priced before its first step (``plan`` is SFT's and DPO's)."""
     status: Literal["preparing", "training", "trained", "stopped", "failed"] = "preparing"
     error: str | None = None
     checkpoint: Checkpoint | None = None
@@ -106,6 +113,7 @@ class TrainingRecord(Model):
             "settings": self.settings.model_dump(mode="json"),
             "selection": self.selection.model_dump(mode="json"),
             "datasets": [p.sha256 for p in self.datasets],
+            "rl": None if self.rl is None else self.rl.model_dump(mode="json"),
         }
 
 

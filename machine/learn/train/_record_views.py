@@ -64,6 +64,7 @@ class TrainingShown(Model):
             )
             if g.held:
                 said.append(f"  no worse on: {', '.join(g.held)}")
+        said += self._rl_lines()
         losses = [m.loss for m in self.steps if m.loss is not None]
         if losses:
             said.append(f"  loss {sparkline(losses)}  {losses[0]:.4f} at step 1 -> {losses[-1]:.4f}")
@@ -80,6 +81,22 @@ class TrainingShown(Model):
                 f"{m.tokens:>6}  {m.seconds:>7.1f}"
                 for m in self.steps
             ]
+        return said
+
+    def _rl_lines(self) -> list[str]:
+        """RL's options, plan and mean reward per step (nothing for SFT and DPO)."""
+        r, o = self.record, self.record.rl
+        if o is None:
+            return []
+        said = [
+            f"  RL: groups of {o.group} of {counted(o.cases_per_step, 'case')} a step, "
+            f"{counted(o.rl_steps, 'step')}, {o.loss}, temperature {o.temperature:g}; {r.sampled} samples"
+        ]
+        if r.rl_plan is not None:
+            said.append(f"  plan: {r.rl_plan.priced()}")
+        rewards = [m.rl.reward for m in self.steps if m.rl is not None and m.rl.reward is not None]
+        if rewards:
+            said.append(f"  reward {sparkline(rewards)}  {rewards[0]:.3f} at step 1 -> {rewards[-1]:.3f}")
         return said
 
 

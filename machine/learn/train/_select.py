@@ -20,6 +20,8 @@ from machine.spec import Case
 from .._near_duplicates import Inputs
 
 TagFilter = Literal["good", "bad", "all"]
+NOT_SAMPLES = "runs not sampled by an RL training, unless marked good"
+"""The filter that keeps a policy's samples out, said in the funnel only where it left some out."""
 
 
 @dataclass
@@ -84,6 +86,8 @@ class Selection:
     own_model: str | None = None
     from_model: str | None = None
     """Only runs of this model (a teacher's too: whatever harness made them)."""
+    rl_samples: bool = False
+    """Keep the runs an RL training sampled too (else only those a person marked good)."""
 
     def _filters(self) -> list[tuple[str, str, tuple[Fix, ...]]]:
         """Each filter: what it keeps, how to widen it in words, and the arguments that do it."""
@@ -103,6 +107,14 @@ class Selection:
                 (Fix(operation="suite", machine="", purpose="grades new runs under it"),),
             )
         )
+        if not self.rl_samples:
+            found.append(
+                (
+                    NOT_SAMPLES,
+                    "mark the samples worth learning from good, or take RL samples too",
+                    (Fix("rl_samples", purpose="to take the runs RL trainings sampled too"),),
+                )
+            )
         if self.since:
             found.append((f"runs since {self.since}", "start from an earlier suite or time", ()))
         if self.cases is not None:
@@ -154,8 +166,13 @@ class Selection:
             if tally is not None:
                 counts[0], counts[1] = tally
             funnel.stored = counts[0]
-            funnel.steps = [(what, n, widen) for (what, widen, _), n in zip(filters, counts[1:], strict=True)]
-            funnel.fixes = [fixes for _, _, fixes in filters]
+            steps = [(what, n, widen) for (what, widen, _), n in zip(filters, counts[1:], strict=True)]
+            fixes = [fixes for _, _, fixes in filters]
+            quiet = [
+                i for i, step in enumerate(steps) if step[0] == NOT_SAMPLES and steps[i - 1][1] == step[1]
+            ]
+            funnel.steps = [step for i, step in enumerate(steps) if i not in quiet]
+            funnel.fixes = [fix for i, fix in enumerate(fixes) if i not in quiet]
 
     def _kept(self, runs: Iterable[Run], counts: list[int], count_all: bool) -> Iterator[Run]:
         """The runs that pass every filter; ``counts`` gets how many passed each (the first two are the
@@ -175,6 +192,8 @@ class Selection:
                 self._scores(mark, run.score),  # a weighted mean: computed once here
                 mark is not None or self._graded(run.scorecard),
             ]
+            if not self.rl_samples:
+                checks.append(run.sampled_for is None or mark == "good")
             if self.since:
                 checks.append(run.suite_id == suite if when is None else run.created_at >= when)
             if case_ids is not None:

@@ -8,47 +8,45 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
 
 from machine.budget import TRAINING
-from machine.errors import BadInputError, BudgetExceeded, Fix, MachineError
+from machine.errors import BudgetExceeded, MachineError
 from machine.measure import MeasureOptions
-from machine.runs import Run, counted, git_revision, library_version
+from machine.runs import Run, git_revision, library_version
 from machine.spec import (
     MAX_LOSSES,
-    VERSIONS_FILE,
-    FixedGate,
     Machine,
     TrainingSummary,
     Version,
-    open_book,
-    require_live,
-    write_book,
 )
-from machine.training import Checkpoint, Phase, Prepared, StepMetrics, Trainer, TrainExample, TrainSettings
-from machine.versions import Candidate, check_fixed, fix_gate, propose, thinned
+from machine.training import Checkpoint, Phase, Prepared, StepMetrics, Trainer, TrainSettings
+from machine.versions import Candidate, propose, thinned
 from machine.workspace import Workspace
 
+from ._gating import (
+    earlier_record,
+    fixed_gate,
+    interrupted,
+    live_version,
+    open_record,
+    stopped,
+    with_training,
+)
 from ._options import TrainOptions
-from ._prepare import ChooseSource, MakeTrainer, Ready, Target, chosen_before, ready, target, trainer_for
+from ._prepare import ChooseSource, MakeTrainer, Ready, chosen_before, ready, target, trainer_for
 from ._record import (
     TRAINING_DIR,
-    Pin,
     RecordFolder,
     TrainingRecord,
-    differences,
     epoch_means,
     examples_text,
 )
+from ._rl_train import Told, train_rl
 from ._sampling import grade_pending, sample
 from ._schedule import refuse_unreachable
-
-
-def _live(ws: Workspace, spec: Machine) -> Version:
-    return require_live(open_book(ws.machines_dir / spec.name, spec), spec, "be trained")
 
 
 async def train(
@@ -70,26 +68,43 @@ async def train(
     ``make_trainer``, else by the workspace's trainers. Told: ``on_phase``, lines;
     ``on_begin``, each counted phase (sampling, measuring a side, the steps); ``on_run``, ``on_step``."""
     o = TrainOptions.of(options, **fields)
+    told = Told(on_phase or (lambda _line: None), on_begin or (lambda _phase: None), on_run, on_step)
+    if o.method == "rl":
+        return await train_rl(ws, name, o, trainer=trainer, make_trainer=make_trainer, told=told)
+    return await _from_runs(ws, name, o, trainer, make_trainer, told, choose_source)
+
+
+async def _from_runs(
+    ws: Workspace,
+    name: str,
+    o: TrainOptions,
+    trainer: Trainer | str | None,
+    make_trainer: MakeTrainer | None,
+    told: Told,
+    choose_source: ChooseSource | None,
+) -> Candidate:
+    """SFT on the selected good runs, or DPO on the preference pairs (see the module)."""
+    say, begin, on_run, on_step = told.say, told.begin, told.on_run, told.on_step
     at = target(ws, name)
     settings = o.settings(at.base, None if ws.effort is None else ws.effort.value, at.start)
     chosen = trainer_for(trainer, make_trainer, settings, ws)
     ws.budget.probe_price(TRAINING + at.base)  # an unknown training price is refused before anything runs
     root = ws.data_dir / TRAINING_DIR
-    earlier = _earlier(root, o.resume, name)
+    earlier = earlier_record(root, o.resume, name)
     o = o if earlier is None else chosen_before(o, earlier.read().selection)
-    live = _live(ws, at.spec)
-    say, begin = on_phase or (lambda _line: None), on_begin or (lambda _phase: None)
+    live = live_version(ws, at.spec)
     spent_before = ws.budget.spent
     sampled = await _gather(ws, at.spec, live, 0 if earlier else o.samples, o, on_run, say, begin)
     got = ready(ws, at, o, chosen, settings, choose=choose_source)
     for line in got.plan.lines():
         say(line)
     fresh = _fresh_record(ws, name, chosen.name, at.base, got, sampled)
-    folder, record, done = _open_record(ws, root, earlier, fresh, got.examples, at.held_path)
+    text = examples_text(got.examples)
+    folder, record, done = open_record(ws, root, earlier, fresh, (text, len(got.examples)), at.held_path)
     went_in = _went_in(len(got.examples), len(got.runs), got.redacted, got.chose.sources)
     say(f"training record {folder.id}: {went_in}")
     resumed_at = None if earlier is None else _resuming(done, got.plan.steps, say)
-    gate = await _gate(ws, at, o, folder, record, on_run, say, begin)
+    gate = await fixed_gate(ws, at, o, folder, record, on_run, say, begin)
     prepared, settings = got.prepared, got.settings
     record.renderer, record.status = prepared.renderer, "training"
     folder.write(record)
@@ -110,7 +125,7 @@ async def train(
     )
     record.candidate = candidate.label
     folder.write(record)
-    return _with_training(ws, name, at.spec, candidate, summary)
+    return with_training(ws, name, at.spec, candidate, summary)
 
 
 def _fresh_record(
@@ -132,45 +147,6 @@ def _fresh_record(
     )
 
 
-async def _gate(
-    ws: Workspace,
-    at: Target,
-    o: TrainOptions,
-    folder: RecordFolder,
-    record: TrainingRecord,
-    on_run: Callable[[Run], None] | None,
-    say: Callable[[str], None],
-    begin: Callable[[Phase], None],
-) -> FixedGate:
-    """The gate the candidate will face, fixed in the record before the first step (the baseline measured
-    now); a resumed training keeps its own, refused if its held-out file changed since."""
-    if record.gate is not None:
-        check_fixed(ws, record.gate, f"training {folder.id}")
-        return record.gate
-    held = ", ".join(at.spec.rubric.held)
-    fixing = f"{at.held_path.name}, {counted(o.trials, 'trial')}, min_z {o.min_z:g}, no worse on {held}"
-    say(f"fixing the gate before training ({fixing}): measuring the live version")
-    measuring = MeasureOptions.taken_from(o)
-    try:
-        record.gate = await fix_gate(
-            ws, at.spec.name, at.held, at.held_path, measuring, min_z=o.min_z, on_run=on_run, on_begin=begin
-        )
-    except BudgetExceeded as refused:
-        raise _stopped(folder, record, refused) from refused
-    except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):  # stopped before its first step
-        _interrupted(folder, record, say)
-        raise
-    folder.write(record)
-    return record.gate
-
-
-def _interrupted(folder: RecordFolder, record: TrainingRecord, say: Callable[[str], None]) -> None:
-    """The record marked stopped from outside (Ctrl-C, a cancel), shielded from it, and how to go on."""
-    with anyio.CancelScope(shield=True):
-        folder.interrupted(record)
-        say(folder.resume(record))
-
-
 def _resuming(done: Checkpoint | None, steps: int, say: Callable[[str], None]) -> int:
     """Say where a resumed training goes on from (the step after its last saved state); that step."""
     if done is None:
@@ -181,16 +157,6 @@ def _resuming(done: Checkpoint | None, steps: int, say: Callable[[str], None]) -
     else:
         say(f"resuming at step {done.step + 1} of {steps}")
     return done.step + 1
-
-
-def _stopped(folder: RecordFolder, record: TrainingRecord, refused: BudgetExceeded) -> BudgetExceeded:
-    """The record marked stopped by a spent budget, and the error that says how to go on."""
-    folder.stopped(record, refused, failed=False)
-    return BudgetExceeded(
-        f"training {folder.id} stopped after step {record.steps} ({refused.message}); its record is "
-        f"{folder.folder}",
-        fixes=[*refused.fixes, Fix("resume", folder.id, "to go on from its last checkpoint")],
-    )
 
 
 async def _gather(
@@ -225,60 +191,6 @@ def _went_in(examples: int, runs: int, redacted: int, found: dict[str, int]) -> 
     hidden = f"; {redacted} secrets redacted" if redacted else ""
     came = ", ".join(f"{count} of {source}" for source, count in found.items())
     return f"{examples} examples from {runs} runs ({came}{hidden})"
-
-
-def _earlier(root: Path, resume: str | None, name: str) -> RecordFolder | None:
-    """The record ``resume`` names, when it may be resumed: checked before anything runs."""
-    if resume is None:
-        return None
-    earlier = RecordFolder.open(root, resume)
-    _resumable(earlier, name)
-    return earlier
-
-
-def _resumable(folder: RecordFolder, name: str) -> None:
-    """Only a training that stopped or failed can be resumed; a finished one has its checkpoint."""
-    record = folder.read()
-    if record.status == "trained" and record.checkpoint is not None:
-        model = record.checkpoint.model
-        given = (("model", model), ("base_model", record.base_model))
-        again = Fix(operation="propose", machine=name, arguments=given, purpose="measures it again")
-        raise BadInputError(f"training {folder.id} finished already, with checkpoint {model}", fixes=[again])
-
-
-def _open_record(
-    ws: Workspace,
-    root: Path,
-    earlier: RecordFolder | None,
-    record: TrainingRecord,
-    examples: list[TrainExample],
-    held_path: Path,
-) -> tuple[RecordFolder, TrainingRecord, Checkpoint | None]:
-    """A new record holding ``examples``, or the ``earlier`` one with its last checkpoint when it is the
-    same training (refused, naming what differs, before any of its files is written over)."""
-    text = examples_text(examples)
-    record.datasets = [Pin.of(text, rows=len(examples))]
-    if earlier is None:
-        inputs = [ws.data_dir / "store.db", held_path, ws.cases_file(record.machine)]
-        folder = RecordFolder.create(root, inputs)
-        record.id = folder.id
-        folder.write_examples(text)
-        folder.write(record)  # at once: a training killed before its first step still has its record
-        return folder, record, None
-    before = earlier.read()
-    record.id, record.sampled, record.steps = before.id, before.sampled, before.steps
-    record.gate = before.gate
-    changed = differences(before.identity(), record.identity())
-    if changed:
-        raise BadInputError(
-            f"training {before.id} cannot be resumed: what it would train on or how has changed ("
-            + "; ".join(changed[:5])
-            + "); start a new training instead"
-        )
-    done = earlier.last_checkpoint()
-    record.steps = done.step if done is not None else 0
-    earlier.rewind(record.steps)
-    return earlier, record, done
 
 
 async def _fit(
@@ -327,10 +239,10 @@ async def _fit(
             on_saved=saved,
         )
     except (KeyboardInterrupt, anyio.get_cancelled_exc_class()):
-        _interrupted(folder, record, say)
+        interrupted(folder, record, say)
         raise
     except BudgetExceeded as refused:
-        raise _stopped(folder, record, refused) from refused
+        raise stopped(folder, record, refused) from refused
     except MachineError as error:
         folder.stopped(record, error, failed=True)
         raise
@@ -379,15 +291,3 @@ def _summary(
         losses=thinned(losses, MAX_LOSSES),
         resumed_at=resumed_at,
     )
-
-
-def _with_training(
-    ws: Workspace, name: str, spec: Machine, candidate: Candidate, summary: TrainingSummary
-) -> Candidate:
-    """The candidate with what it was trained on in its report, as versions.json keeps it."""
-    report = candidate.report.model_copy(update={"training": summary})
-    book = open_book(ws.machines_dir / name, spec)
-    stored = book.get(candidate.version.number)
-    stored.report = report
-    write_book(ws.machines_dir / name / VERSIONS_FILE, book)
-    return Candidate(version=stored, report=report)

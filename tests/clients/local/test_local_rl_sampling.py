@@ -17,11 +17,17 @@ from helpers.tiny_model import needs_local_stack, restored, steer, tiny_model_fo
 needs_local_stack()
 
 from machine.budget import Budget  # noqa: E402
+from machine.clients._rl_turns import (  # noqa: E402
+    Records,
+    RLSequence,
+    TurnRecord,
+    rl_seed,
+    sequences_of,
+)
 from machine.clients.local import LocalHarness, RLSampling  # noqa: E402
 from machine.clients.local import _models as _local_models  # noqa: E402
 from machine.clients.local._batch import TOP_K, Job, _RowSampler  # noqa: E402
-from machine.clients.local._rl import RLLoss, RLSequence, padded, token_logprobs  # noqa: E402
-from machine.clients.local._rl_sampling import Records, TurnRecord, rl_seed, sequences_of  # noqa: E402
+from machine.clients.local._rl import RLLoss, padded, token_logprobs  # noqa: E402
 from machine.clients.local._train_session import Lora, Session  # noqa: E402
 from machine.errors import BadInputError  # noqa: E402
 from machine.runs import HarnessRequest, ToolContext, run_seed, tool  # noqa: E402

@@ -27,8 +27,7 @@ from helpers.tinker_standin import (
 )
 
 from machine.budget import Budget, price_of
-from machine.clients.local._rl import RLSequence
-from machine.clients.local._rl_sampling import TurnRecord, sequences_of
+from machine.clients._rl_turns import RLSequence, TurnRecord, sequences_of
 from machine.clients.tinker import TinkerTrainer
 from machine.clients.tinker._rl import (
     LOSS_INPUTS,
@@ -297,7 +296,7 @@ async def test_the_latest_weights_sample_ids_with_log_q_that_train_on_policy(ser
     tinker_trainer, training = trainer(service), client(service)
     sampler = await latest_sampler(tinker_trainer, training, step=0, saved=None)
     prompt = [1, 2, 3]
-    samples = await sample(
+    samples, cost = await sample(
         tinker_trainer, sampler, prompt, 4, model=INKLING, budget=budget, max_tokens=6, stop=[7], seed=3
     )
     assert len(samples) == 4
@@ -318,7 +317,7 @@ async def test_the_latest_weights_sample_ids_with_log_q_that_train_on_policy(ser
     price = price_of(INKLING)
     assert price is not None
     out = sum(len(s.tokens) for s in samples)
-    assert budget.spent == pytest.approx((12 * price.input + out * price.output) / 1e6)
+    assert budget.spent == cost == pytest.approx((12 * price.input + out * price.output) / 1e6)
     # rewarded and centred in their group, the samples are the next step's sequences, trained on policy
     rewards = [float(len(s.tokens)) for s in samples]
     mean = sum(rewards) / len(rewards)
@@ -330,7 +329,7 @@ async def test_the_latest_weights_sample_ids_with_log_q_that_train_on_policy(ser
     # a sampler of the new weights puts more on the best sample's tokens than the first did
     best = max(range(4), key=lambda i: rewards[i])
     newer = await latest_sampler(tinker_trainer, training, step=1, saved=None)
-    again = await sample(
+    again, _ = await sample(
         tinker_trainer, newer, prompt, 4, model=INKLING, budget=budget, max_tokens=6, stop=[7], seed=3
     )
     assert again[best].tokens == samples[best].tokens

@@ -13,7 +13,7 @@ from machine.learn.rl import RLOptions
 def test_the_defaults_a_practitioner_expects() -> None:
     o = RLOptions()
     assert (o.group, o.cases_per_step, o.rl_steps) == (8, 4, 20)
-    assert (o.temperature, o.kl, o.loss, o.clip, o.ppo_epochs) == (1.0, 0.0, "importance_sampling", 0.2, 2)
+    assert (o.temperature, o.loss, o.clip, o.ppo_epochs) == (1.0, "importance_sampling", 0.2, 2)
     assert (o.max_tokens, o.scale_rewards) == (256, False)
     assert (o.samples, o.passes) == (20 * 4 * 8, 1)
 
@@ -36,7 +36,6 @@ def test_every_field_is_bounded_and_described() -> None:
         ({"cases_per_step": 0}, "cases_per_step must be a whole number from 1 to 256"),
         ({"rl_steps": 0}, "rl_steps must be a whole number from 1 to 10000"),
         ({"temperature": 0.0}, "temperature must be a number above 0 and at most 2"),
-        ({"kl": -0.1}, "kl must be a number from 0 to 10"),
         ({"max_tokens": 8}, "max_tokens must be a whole number from 16 to 32768"),
         ({"loss": "ppo", "clip": 1.0}, "clip must be a number above 0 and below 1"),
         ({"loss": "ppo", "ppo_epochs": 0}, "ppo_epochs must be a whole number from 1 to 16"),

@@ -111,7 +111,7 @@ def test_a_checkpoint_is_priced_as_its_base_and_no_cases_is_a_warning() -> None:
 
 
 def test_a_kl_penalty_prices_the_bases_log_probabilities() -> None:
-    plan = plan_rl(summing(), CASES, RLOptions(kl=0.05, max_tokens=100))
+    plan = plan_rl(summing(), CASES, RLOptions(max_tokens=100), kl=0.05)
     tokens = plan.samples * (PROMPT + 100)
     assert plan.prices["reference"] == pytest.approx(tokens * TINKER_PRICES[BASE].input / 1e6)
     assert plan.price_usd == pytest.approx(sum(p or 0 for p in plan.prices.values()))
