@@ -13,11 +13,12 @@ from pydantic import ValidationError
 from machine.errors import BadInputError
 from machine.learn import training_rows, training_shown
 from machine.measure.stats import paired
-from machine.ops import WorkspaceSpendingLog, list_machines
+from machine.ops import WorkspaceSpendingLog
 from machine.runs import RunFilter
 from machine.workspace import Workspace
 
 from ._follow import Follower
+from ._machines import machine_rows
 
 PAGE_LIMIT = 50
 MAX_LIMIT = 500
@@ -53,12 +54,9 @@ class Api:
         self.follower = follower
 
     def machines(self) -> list[dict[str, Any]]:
-        """Every machine with a folder or with stored runs, with how many runs it has."""
-        counts = self.ws.store.machine_counts()
-        listed = {m.name: m.model_dump(mode="json") for m in list_machines(self.ws)}
-        for name in counts.keys() - listed.keys():
-            listed[name] = {"name": name, "error": None, "intent": None, "stored_only": True}
-        return [{**listed[n], "runs": counts.get(n, 0)} for n in sorted(listed)]
+        """Every machine with a folder or with stored runs: how many runs it has, its live version, and
+        how it does over its newest runs; the one that needs attention first (``_machines``)."""
+        return machine_rows(self.ws)
 
     def runs(self, params: Mapping[str, str]) -> dict[str, Any]:
         cursor = params.get("cursor") or None

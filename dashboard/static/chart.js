@@ -1,4 +1,5 @@
-// Small SVG charts drawn from the JSON endpoints: a line chart of one or more series over x, with axes.
+// Small SVG charts drawn from the JSON endpoints: a line chart of one or more series over x, with axes,
+// and a sparkline for a table cell.
 // Every label is set as text (never parsed as markup).
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -66,4 +67,25 @@ export function legend(series) {
   span.className = "legend";
   span.textContent = series.map((s) => `${s.name} (${s.color})`).join(" · ");
   return span;
+}
+
+// A tiny inline line of values in their order (a null is a gap), for a table cell: at most `max` of the
+// last values, on a fixed scale (0 to 1 unless told), its values said in its title as text.
+export function sparkline(values, options = {}) {
+  const width = 84, height = 22, pad = 3;
+  const svg = el("svg", { viewBox: `0 0 ${width} ${height}`, width, height, class: "spark", role: "img" });
+  if (options.testid) svg.dataset.testid = options.testid;
+  const kept = values.slice(-(options.max ?? 24));
+  const lo = options.yMin ?? 0, hi = options.yMax ?? 1;
+  const sx = (i) => pad + (kept.length < 2 ? 0.5 : i / (kept.length - 1)) * (width - 2 * pad);
+  const sy = (y) => pad + (1 - (Math.min(hi, Math.max(lo, y)) - lo) / (hi - lo || 1)) * (height - 2 * pad);
+  const shown = kept.map((y, i) => [i, y]).filter(([, y]) => y !== null && Number.isFinite(y));
+  svg.append(el("title", {}, kept.map((y) => (y === null || !Number.isFinite(y) ? "—" : y.toFixed(2))).join(" → ")));
+  svg.dataset.points = String(shown.length);
+  if (shown.length === 0) return svg;
+  const d = shown.map(([i, y], n) => `${n ? "L" : "M"}${sx(i).toFixed(1)},${sy(y).toFixed(1)}`).join("");
+  svg.append(el("path", { d, fill: "none", stroke: options.color ?? "#2b59c3", "stroke-width": 1.5 }));
+  const [li, ly] = shown[shown.length - 1];
+  svg.append(el("circle", { cx: sx(li), cy: sy(ly), r: 2, fill: options.color ?? "#2b59c3" }));
+  return svg;
 }

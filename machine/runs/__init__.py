@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         run_seed,
         setup_of,
     )
+    from ._health import HEALTH_WINDOW, CriterionHealth, MachineHealth
     from ._loop import NextTurn, call_tool, run_loop
     from ._names import NAME_SEGMENT, check_name
     from ._openai import openai_tools, to_openai
@@ -115,6 +116,9 @@ _HOMES = {
     "event_preview": "._events:preview",
     "RunPage": "._views",
     "TrendPoint": "._views",
+    "HEALTH_WINDOW": "._health",
+    "CriterionHealth": "._health",
+    "MachineHealth": "._health",
     "RunFilter": "._rows",
     "HARNESS_ENV": "._backends",
     "HARNESSES": "._backends",
@@ -210,6 +214,7 @@ __all__ = [
     "EVENT_KINDS",
     "HARNESSES",
     "HARNESS_ENV",
+    "HEALTH_WINDOW",
     "LEVELS",
     "MAX_ARGUMENTS",
     "MAX_CALLS_A_TURN",
@@ -227,6 +232,7 @@ __all__ = [
     "Ask",
     "ChatSession",
     "Choices",
+    "CriterionHealth",
     "CriterionScore",
     "Effort",
     "Event",
@@ -238,6 +244,7 @@ __all__ = [
     "HarnessRequest",
     "HarnessResult",
     "HarnessSetup",
+    "MachineHealth",
     "Message",
     "Model",
     "ModelAccess",

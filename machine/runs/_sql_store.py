@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 from machine.errors import Fix, NotFoundError
 
+from ._health import HEALTH_WINDOW, MachineHealth
+from ._health import health as health_of
 from ._names import check_name
 from ._records import Run
 from ._rows import ChatSession, RunFilter, RunSummary, SuiteRecord, summary_row, utc_text
@@ -183,6 +185,10 @@ class SQLStore:
     def machine_counts(self) -> dict[str, int]:
         """Every machine with runs in the store, and how many (one walk of the machine index)."""
         return {m: int(n) for m, n in self._rows(self.sql.machine_counts)}
+
+    def health(self, machine: str, window: int = HEALTH_WINDOW) -> MachineHealth:
+        """How ``machine`` does over its newest ``window`` runs (``_health``: summed by the database)."""
+        return health_of(self._rows, self.sql, machine, window)
 
 
 __all__ = ["SQLStore"]

@@ -106,6 +106,8 @@ class Statements:
         self.machine_counts = "SELECT machine, count(*) FROM runs GROUP BY machine"
         self.outcomes = outcomes(d)
         """The condition of each ``RunFilter.outcome``."""
+        self.health, self.health_criteria, self.health_trend = health(d, self.outcomes)
+        """A machine's figures, its criteria and its trend over its newest runs (``_health``)."""
 
     def learnable(self, min_score: float | None, marks: tuple[str, ...]) -> tuple[str, list[Any]]:
         """A page of a machine's finished runs, oldest first, that score at least ``min_score`` or may
@@ -193,6 +195,38 @@ def outcomes(d: Dialect) -> dict[str, str]:
         "error": "status = 'error'",
         "ungraded": f"status = 'ok' AND {d.json_field('scorecard')} IS NULL",
     }
+
+
+def health(d: Dialect, outcome: dict[str, str]) -> tuple[str, str, str]:
+    """How a machine does over its newest runs (parameters: the machine, then how many runs), summed by
+    the database along the ``runs_newest`` index: the run counts, mean, passes, fails and spend; each
+    criterion's grades; and the mean of each slice of the runs (its first parameter: the slice's size).
+    A failed run counts 0 and as a fail, as the gate counts it; an unscored one is in no mean."""
+    p, failed = d.param, "status = 'error'"
+    newest = f"FROM runs WHERE machine = {p} {NEWEST} LIMIT {p}"
+    figures = (
+        f"SELECT count(*), count(CASE WHEN {failed} THEN 1 END),"
+        f" count(CASE WHEN NOT {failed} AND score IS NOT NULL THEN 1 END),"
+        f" count(CASE WHEN NOT {failed} AND {d.json_field('scorecard')} IS NULL THEN 1 END),"
+        f" avg(CASE WHEN {failed} THEN 0.0 ELSE score END),"
+        f" count(CASE WHEN NOT {failed} AND {outcome['pass']} THEN 1 END),"
+        f" count(CASE WHEN NOT {failed} AND {outcome['fail']} THEN 1 END),"
+        f" sum({d.json_number('cost_usd')}), max(created_at)"
+        f" FROM (SELECT status, score, created_at, data {newest}) AS newest"
+    )
+    grade = d.item_number.format(key="score")
+    below = f"{grade} < coalesce({d.json_number('scorecard.pass_score')}, 1.0) - 1e-9"
+    criteria = (
+        f"SELECT key, count({grade}), count(*), avg({grade}), count(CASE WHEN {below} THEN 1 END)"
+        f" FROM (SELECT status, data {newest}) AS newest, {d.path(d.values_of, 'scorecard.criteria')}"
+        f" WHERE NOT {failed} GROUP BY key"
+    )
+    trend = (
+        f"SELECT slice, avg(s) FROM (SELECT (row_number() OVER ({NEWEST}) - 1) / {p} AS slice,"
+        f" CASE WHEN {failed} THEN 0.0 ELSE score END AS s"
+        f" FROM (SELECT created_at, id, status, score {newest}) AS newest) AS sliced GROUP BY slice"
+    )
+    return figures, criteria, trend
 
 
 __all__ = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol
 
+from ._health import HEALTH_WINDOW, MachineHealth
 from ._records import Run
 from ._rows import ChatSession, RunFilter, RunSummary, SuiteRecord
 from ._statements import TREND_LIMIT
@@ -141,6 +142,11 @@ class ViewStore(Protocol):
 
     def machine_counts(self) -> dict[str, int]:
         """Every machine with runs in the store, and how many."""
+        ...
+
+    def health(self, machine: str, window: int = HEALTH_WINDOW) -> MachineHealth:
+        """How ``machine`` does over its newest ``window`` runs: mean, pass rate, unscored, spend, a
+        trend and each criterion's fails, summed by the store along its index (``MachineHealth``)."""
         ...
 
     def data_version(self) -> int:

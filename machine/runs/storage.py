@@ -9,13 +9,15 @@ answers the same way.
   runs, ``data_version``, close).
 - The rows and records: a run's row and summary, timestamps as stored, the suite and session records.
 - A viewer's pieces, for any store: the page algorithm over a reader (``page``), paging cursors, trend
-  points and choices, and the bounds (``PAGE_SIZE``, ``WINDOW``, ``TREND_LIMIT``).
+  points and choices, a machine's figures at a glance (``health``), and the bounds (``PAGE_SIZE``,
+  ``WINDOW``, ``TREND_LIMIT``, ``HEALTH_WINDOW``).
 - How a store's location is shown with its password hidden.
 """
 
 from __future__ import annotations
 
 from ._dialect import SQLITE, Dialect
+from ._health import HEALTH_SLICES, HEALTH_WINDOW, CriterionHealth, MachineHealth, health
 from ._names import check_name
 from ._rows import ChatSession, RunFilter, RunSummary, SuiteRecord, run_row, summary_row, utc_text
 from ._sql_store import SQLStore
@@ -45,6 +47,8 @@ from ._views import (
 )
 
 __all__ = [
+    "HEALTH_SLICES",
+    "HEALTH_WINDOW",
     "HIDDEN",
     "PAGE_SIZE",
     "SQLITE",
@@ -53,7 +57,9 @@ __all__ = [
     "WINDOW",
     "ChatSession",
     "Choices",
+    "CriterionHealth",
     "Dialect",
+    "MachineHealth",
     "Query",
     "RunFilter",
     "RunPage",
@@ -71,6 +77,7 @@ __all__ = [
     "check_name",
     "choices_of",
     "cursor_of",
+    "health",
     "is_conninfo",
     "mask_passwords",
     "page",

@@ -1,5 +1,6 @@
 """The dashboard in a real browser: headless Chromium (Debian's, driven by Playwright) on ``machine
-dashboard`` as a real process. The runs page lists the stored runs and a filter narrows them; a run's page
+dashboard`` as a real process. The machines page shows how each machine's newest runs do, the one that
+needs attention first; the runs page lists the stored runs and a filter narrows them; a run's page
 shows its scorecard's reasons; a run stored by another process appears without a reload, as does a run in
 progress; the comparison page shows the known paired difference of two versions; a training record shows
 its loss curve. Each page is saved as a screenshot in build/test-artifacts/dashboard/."""
@@ -10,19 +11,21 @@ import json
 import shutil
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from helpers.dashboard import Served, dashboard, make_workspace, stored_run
+from helpers.dashboard import T0, Served, dashboard, make_workspace, stored_run
 from helpers.env import REPO, on_ci
 from helpers.training import Counting, Practising, Tutored, make_caps
 
 from machine import open_workspace
 from machine.learn import TrainOptions, train
 from machine.learn.rl import RLOptions
-from machine.runs import EVENTS_FILE, CriterionScore, EventLog, Scorecard, SQLiteStore
+from machine.runs import EVENTS_FILE, CriterionScore, EventLog, Run, Scorecard, SQLiteStore, Timings
+from machine.spec import open_book
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -47,7 +50,50 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     rl = RLOptions(group=4, cases_per_step=2, rl_steps=4)
     anyio.run(lambda: train(ws, "caps", method="rl", rl=rl, trials=1, trainer=Practising()))
+    open_book(root / "machines" / "shout", ws.load("shout"))  # shout's versions.json: v1 live
+    store = SQLiteStore.in_workspace(root)
+    store.put_many(attention_runs())
+    store.close()
     return root
+
+
+def attention_runs() -> list[Run]:
+    """Two machines with runs and no folder: whisper, failing most (1 pass of 4 decided, quiet failing
+    twice), and idle, never graded (no pass rate: listed last)."""
+
+    def made(machine: str, i: int, grades: dict[str, float] | None, **fields: Any) -> Run:
+        criteria = {
+            name: CriterionScore(criterion=name, weight=1.0, grader=f"check:{name}", score=score)
+            for name, score in (grades or {}).items()
+        }
+        card = Scorecard(criteria=criteria, rubric_fingerprint="w", pass_score=1.0) if grades else None
+        started = Timings(started_at=T0 + timedelta(minutes=i))
+        return Run(id=f"{machine}-{i:02d}", machine=machine, model="echo", harness="echo", input=f"say {i}",
+                   cost_usd=0.25, timings=started, scorecard=card, **fields)  # fmt: skip
+
+    return [
+        made("whisper", 0, {"quiet": 0.0, "short": 1.0}),  # 0.5, a fail
+        made("whisper", 1, {"quiet": 0.0, "short": 0.5}),  # 0.25, a fail
+        made("whisper", 2, {"quiet": 1.0, "short": 1.0}),  # a pass
+        made("whisper", 3, None, status="error", error="hoarse"),  # 0, a fail
+        made("idle", 0, None),
+        made("idle", 1, None),
+    ]
+
+
+def pass_rates(root: Path) -> dict[str, tuple[float | None, int]]:
+    """Each machine's pass rate over its newest 200 runs, worked out from the runs themselves (a failed run
+    a fail, an undecided one neither), and how many runs it has."""
+    store = SQLiteStore.in_workspace(root)
+    found: dict[str, tuple[float | None, int]] = {}
+    for name, count in store.machine_counts().items():
+        runs = store.runs(name, 200)
+        decided = [
+            r.status == "ok" and r.passed is True for r in runs if r.status == "error" or r.passed is not None
+        ]
+        found[name] = (sum(decided) / len(decided) if decided else None, count)
+    store.close()
+    return found
 
 
 def record_id(root: Path, method: str) -> str:
@@ -89,6 +135,41 @@ def visit(page: Any, served: Served, route: str) -> None:
 def shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def cell(row: Any, testid: str) -> str:
+    return str(row.locator(f"[data-testid={testid}]").inner_text()).strip()
+
+
+def test_the_machines_page_shows_how_each_does_the_one_needing_attention_first(
+    page: Any, served: Served, root: Path
+) -> None:
+    """shout's seeded runs: a mean of 6 over 10 (the failed run a 0), 5 passes of 10 decided, 1 of 11
+    unscored, loud below full marks 4 times; whisper: (0.5 + 0.25 + 1 + 0) / 4, 1 pass of 4, quiet
+    failing twice. The lowest pass rate first; idle, never graded, last."""
+    visit(page, served, "#/")
+    rows = page.locator("[data-testid=machines] tbody tr")
+    shown = rows.evaluate_all("rows => rows.map((row) => row.dataset.machine)")
+    rates = pass_rates(root)
+    expected = sorted(rates, key=lambda n: (rates[n][0] is None, rates[n][0] or 0.0, -rates[n][1], n))
+    assert shown == expected and shown[0] == "whisper" and shown[-1] == "idle", (shown, rates)
+    assert "newest 200 runs" in page.locator("[data-testid=window]").inner_text()
+    shout = page.locator('[data-testid=machines] tr[data-machine="shout"]')
+    figures = [cell(shout, t) for t in ("live", "mean", "pass-rate", "unscored", "spent", "worst")]
+    assert figures == ["v1", "0.60", "50% 5/10", "9% (1)", "$0.0000", "loud 4 fails, mean 0.67"]
+    whisper = page.locator('[data-testid=machines] tr[data-machine="whisper"]')
+    figures = [cell(whisper, t) for t in ("live", "mean", "pass-rate", "unscored", "spent", "worst")]
+    assert figures == ["—", "0.44", "25% 1/4", "0%", "$1.0000", "quiet 2 fails, mean 0.33"]
+    idle = page.locator('[data-testid=machines] tr[data-machine="idle"]')
+    figures = [cell(idle, t) for t in ("mean", "pass-rate", "unscored", "worst")]
+    assert figures == ["—", "—", "100% (2)", "—"]
+    assert shout.locator("[data-testid=spark]").get_attribute("data-points") == "1"
+    shot(page, "machines")
+    shout.locator('a[href="#/runs/shout"]').click()
+    page.wait_for_selector('body[data-ready="#/runs/shout"] [data-testid=run-row]')
+    visit(page, served, "#/")
+    page.locator('[data-testid=machines] tr[data-machine="shout"] a[href="#/machine/shout"]').click()
+    page.wait_for_selector('body[data-ready="#/machine/shout"] [data-testid=trend-summary]')
 
 
 def test_the_runs_page_lists_the_runs_and_a_filter_narrows_them(page: Any, served: Served) -> None:

@@ -51,6 +51,24 @@ def test_machines_and_runs(served: Served) -> None:
     ]
 
 
+def test_each_machine_comes_with_how_its_newest_runs_do(served: Served) -> None:
+    """The seeded runs of shout: v1 (1, 0, 0.5, 0) and v2 (1, 1, 1, 0.5), a failed run, one with nothing
+    scored and a 1.0: a mean of 6 over 10 (the failed run a 0), 5 passes of 10 decided (the failed run a
+    fail), 1 of 11 unscored, and loud below full marks 4 times (beta, gamma, delta of v1, delta of v2)."""
+    [shout] = get(served, "/api/machines").json()
+    assert (shout["name"], shout["runs"], shout["live_version"]) == ("shout", 11, None)  # no versions.json
+    health = shout["health"]
+    assert (health["window"], health["runs"], health["errors"], health["scored"]) == (200, 11, 1, 9)
+    assert (health["unscored"], health["ungraded"], health["passes"], health["fails"]) == (1, 0, 5, 5)
+    assert health["mean"] == pytest.approx(0.6) and health["pass_rate"] == pytest.approx(0.5)
+    assert health["unscored_share"] == pytest.approx(1 / 11) and health["spent_usd"] == 0.0
+    assert health["trend"] == [pytest.approx(0.6)]
+    assert health["newest"] == "2026-11-01T00:32:00Z"
+    worst = health["worst"]
+    assert (worst["criterion"], worst["fails"], worst["scored"], worst["unscored"]) == ("loud", 4, 9, 1)
+    assert worst["mean"] == pytest.approx(6 / 9)
+
+
 def test_a_bad_filter_or_an_unknown_run_is_refused_in_words(served: Served) -> None:
     bad = get(served, "/api/runs?machine=shout&min_score=2")
     assert bad.status_code == 400 and "min_score" in bad.json()["error"]
