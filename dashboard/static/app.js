@@ -32,7 +32,8 @@ async function api(path) {
   return body;
 }
 
-const score = (value) => (value === null || value === undefined ? "—" : value.toFixed(2));
+const num = (value, digits) => (value === null || value === undefined ? "—" : value.toFixed(digits));
+const score = (value) => num(value, 2);
 const usd = (value) => `$${(value || 0).toFixed(4)}`;
 const when = (text) => (text ? new Date(text).toISOString().replace("T", " ").slice(0, 19) + "Z" : "—");
 const enc = encodeURIComponent;
@@ -374,13 +375,9 @@ async function trainingsPage() {
   );
 }
 
-function num(value, digits) {
-  return value === null || value === undefined ? "—" : value.toFixed(digits);
-}
-
 function rlCells(step) {
   if (!step) return ["—", "—", "—", "—"];
-  return [num(step.reward, 3), `${Math.round(step.flat_share * 100)}%`, num(step.kl, 4), num(step.entropy, 3)];
+  return [num(step.reward, 3), percent(step.flat_share), num(step.kl, 4), num(step.entropy, 3)];
 }
 
 async function trainingPage(id) {

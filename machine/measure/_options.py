@@ -10,6 +10,7 @@ learners' options take its ``concurrency`` and ``pass_score`` (``MeasureOptions.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from typing import Annotated, Any, ClassVar, Self
 
 from annotated_types import Ge, Gt, Le, Lt
@@ -49,6 +50,11 @@ class Options(Model):
             return cls.model_validate(values)
         except ValidationError as error:
             raise bad_option(cls, error) from None
+
+    def changed(self, names: Iterable[str]) -> list[str]:
+        """Those of ``names`` whose value is not the default: what was asked for, read the same from a
+        record as from a caller (a default dumped and read back counts as left alone)."""
+        return [name for name in names if getattr(self, name) != type(self).model_fields[name].default]
 
     @classmethod
     def bounds(cls, name: str) -> dict[str, float]:

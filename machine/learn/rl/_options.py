@@ -106,7 +106,7 @@ class RLOptions(Options):
     def _ppo_options_with_ppo(self) -> Self:
         """``clip`` and ``ppo_epochs`` given other than their defaults with the importance-sampling loss
         would do nothing: refused (the defaults pass, so a record's options read back)."""
-        given = [name for name in PPO_ONLY if getattr(self, name) != type(self).model_fields[name].default]
+        given = self.changed(PPO_ONLY)
         if given and self.loss != "ppo":
             raise BadInputError(
                 f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} the ppo loss only; leave "

@@ -183,7 +183,7 @@ class TrainOptions(Options):
                 f"the rl options shape training by reinforcement; {self.method} learns from stored runs: "
                 "leave them out, or train with method rl"
             )
-        given = [name for name in NOT_RL if getattr(self, name) != type(self).model_fields[name].default]
+        given = self.changed(NOT_RL)
         if given:
             raise BadInputError(
                 f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for choosing or scheduling "

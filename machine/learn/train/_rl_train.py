@@ -29,6 +29,7 @@ from machine.training import (
     RLUpdate,
     StepMetrics,
     Trainer,
+    TrainSettings,
     learning_rate_at,
 )
 from machine.versions import Candidate, propose, thin_gate, thinned
@@ -82,7 +83,7 @@ async def train_rl(
     for warning in plan.warnings:
         told.say(f"warning: {warning}")
     live = live_version(ws, at.spec)
-    folder, record, done = _record(ws, at, o, _fresh(ws, at, o, chosen.name, plan), cases)
+    folder, record, done = _record(ws, at, o, _fresh(ws, at, o, chosen.name, settings, plan), cases)
     told.say(f"training record {folder.id}: RL on {counted(len(cases), 'case')}")
     spent_before = ws.budget.spent
     gate = await fixed_gate(ws, at, o, folder, record, told.on_run, told.say, told.begin)
@@ -90,10 +91,10 @@ async def train_rl(
     folder.write(record)
     started = time.monotonic()
     session = await chosen.rl(
-        record.settings, o.reinforcement.settings(), folder=folder.folder, budget=ws.budget, resume=done
+        settings, o.reinforcement.settings(), folder=folder.folder, budget=ws.budget, resume=done
     )
     try:
-        sampled = (cases, record.settings.seed)
+        sampled = (cases, settings.seed)
         checkpoint = await _steps(ws, at, o, sampled, plan, session, folder, record, done, told)
     finally:
         with anyio.CancelScope(shield=True):
@@ -111,15 +112,16 @@ async def train_rl(
     return with_training(ws, name, at.spec, candidate, summary)
 
 
-def _fresh(ws: Workspace, at: Target, o: TrainOptions, trainer: str, plan: RLPlan) -> TrainingRecord:
+def _fresh(
+    ws: Workspace, at: Target, o: TrainOptions, trainer: str, settings: TrainSettings, plan: RLPlan
+) -> TrainingRecord:
     """The record of an RL training begun now (no id yet: opening its folder gives it one)."""
-    effort = None if ws.effort is None else ws.effort.value
     return TrainingRecord(
         id="",
         machine=at.spec.name,
         trainer=trainer,
         base_model=at.base,
-        settings=o.settings(at.base, effort, at.start),
+        settings=settings,
         selection=Chosen(
             min_score=0.0, best_of=None, any_model=False, own_model=None, held_out=[c.id for c in at.held]
         ),
