@@ -59,8 +59,10 @@ PACKAGE_DATA = [
     "machine/machinist/machines/optimizer/instructions.md",
     "machine/machinist/machines/author/instructions.md",
     "machine/dashboard/static/index.html",
-    "machine/dashboard/static/app.js",
-    "machine/dashboard/static/chart.js",
+    *(
+        f"machine/dashboard/static/{m}.js"
+        for m in ("app", "chart", "ui", "machines", "runs", "run", "quality", "training", "spending")
+    ),
     "machine/dashboard/static/style.css",
 ]
 """Files besides the modules that the wheel must ship (pyproject's package-data)."""

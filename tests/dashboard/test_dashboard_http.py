@@ -14,13 +14,14 @@ from pathlib import Path
 import httpx
 import pytest
 from helpers.dashboard import Served, dashboard, stored_run
-from helpers.env import MACHINE_BIN, clean_env
+from helpers.env import MACHINE_BIN, REPO, clean_env
 
 from machine.runs import EVENTS_FILE, EventLog, SQLiteStore
 
 pytestmark = pytest.mark.slow
 TOKEN = "d" * 20 + "-a-dashboard-token-of-44-chars"
 LIMIT_S = 10.0
+STATIC = REPO / "dashboard" / "static"
 
 
 def get(served: Served, path: str, **headers: str) -> httpx.Response:
@@ -30,9 +31,10 @@ def get(served: Served, path: str, **headers: str) -> httpx.Response:
 def test_the_page_and_its_modules_are_served(served: Served) -> None:
     page = get(served, "/")
     assert page.status_code == 200 and '<script type="module" src="/static/app.js">' in page.text
-    script = get(served, "/static/app.js")
-    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
-    assert "innerHTML" not in script.text  # model-written text is only ever set as text
+    for module in sorted(STATIC.glob("*.js")):
+        script = get(served, f"/static/{module.name}")
+        assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+        assert "innerHTML" not in script.text  # model-written text is only ever set as text
 
 
 def test_machines_and_runs(served: Served) -> None:
