@@ -10,9 +10,16 @@ dashboard --port 0`` is started on it and measured:
 - **First paint of the machines page**: the same for ``#/``, until every machine's figures over its
   newest runs (mean, pass rate, unscored, trend, spend, the criterion failing most) are in its table.
   Target: at most 1 s at 100,000 runs.
+- **First paint of a machine's failures**: the same for ``#/machine/bench``, until its criterion table and
+  its failing runs grouped by reason are drawn (with its charts: the page draws at once). Target: at most
+  1 s at 100,000 runs.
 - **A new run visible**: with the runs page open, a run is stored (by this process, as another process
   would) and the time until its row is in the page (read from the page's clock, which shares the epoch),
   RUNS times, the median. Target: at most 1 s.
+- **A mark visible to ``machine tagged``**: on the newest run's page, *good…* then *mark good* is
+  clicked, and the time is taken from the click until the store holds the mark (read as ``machine
+  tagged`` reads it), and until ``machine tagged bench --json --limit 1``, started then, has listed it
+  (the command's own start-up included), RUNS times, the median. Target: at most 1 s.
 - **Server memory**: the dashboard's resident memory (``VmRSS``) after every page has been drawn once
   (runs, one run, quality and spend, a comparison of two versions, the machines). Target: flat in the
   number of runs (the largest store's within 1.25x the anchor's).
@@ -44,11 +51,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from store import START, make_run
 
 from machine.runs import SQLiteStore
+from machine.workspace import tagged_runs
 
 MACHINE_BIN = Path(sys.executable).parent / "machine"
 CHROMIUM = "/usr/bin/chromium"
 TARGET_PAINT_S = 1.0
 TARGET_VISIBLE_S = 1.0
+TARGET_MARKED_S = 1.0
 TARGET_MEMORY = 1.25
 BATCH = 5_000
 
@@ -108,6 +117,9 @@ def first_paint(
 
 MACHINES_DRAWN = "[data-testid=machines] tr[data-machine=bench] [data-testid=mean]"
 """The machines page's figures, drawn (its rows come with them, from one answer)."""
+FAILURES_DRAWN = "[data-testid=failure-groups]"
+"""A machine's page with its failing runs grouped by reason, drawn in one go with its criterion table
+(and its charts)."""
 
 
 def visible(page: Any, root: Path, n: int) -> float:
@@ -132,6 +144,36 @@ def visible(page: Any, root: Path, n: int) -> float:
     return float(page.evaluate("window.__seenAt")) / 1000 - stored
 
 
+def marked(page: Any, url: str, root: Path, n: int) -> tuple[float, float]:
+    """Seconds from clicking *mark good* on the newest run's page until the store holds the mark, and
+    until ``machine tagged`` (started then) has listed it."""
+    store = SQLiteStore.in_workspace(root)
+    newest = store.runs("bench", 1)[0].id
+    store.close()
+    page.goto(url + f"#/run/{newest}")
+    page.wait_for_selector("[data-testid=mark-good]")
+    page.click("[data-testid=mark-good]")
+    page.fill("[data-testid=mark-answer]", f"the answer, take {n}")
+    clicked = time.monotonic()
+    page.click("[data-testid=mark-save]")
+    store = SQLiteStore.in_workspace(root)
+    while True:
+        found = tagged_runs(store, "bench", 1)
+        if found and found[0].id == newest and found[0].tags[-1].answer == f"the answer, take {n}":
+            break
+        if time.monotonic() - clicked > 30:
+            raise SystemExit("the mark never reached the store")
+        time.sleep(0.005)
+    stored = time.monotonic() - clicked
+    store.close()
+    listed = subprocess.run(
+        [str(MACHINE_BIN), "tagged", "bench", "--json", "--limit", "1", "--workspace", str(root)],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    assert f"the answer, take {n}" in listed, listed
+    return stored, time.monotonic() - clicked
+
+
 def measure(browser: Any, runs: int, repeat: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
@@ -142,6 +184,7 @@ def measure(browser: Any, runs: int, repeat: int) -> dict[str, float]:
         try:
             paints = [first_paint(browser, url) for _ in range(repeat)]
             machines = [first_paint(browser, url, "#/", MACHINES_DRAWN) for _ in range(repeat)]
+            failures = [first_paint(browser, url, "#/machine/bench", FAILURES_DRAWN) for _ in range(repeat)]
             page = browser.new_page()
             for route in ("#/", "#/machine/bench", "#/compare/bench?by=version&a=v1&b=v2", "#/runs/bench"):
                 page.goto(url + route)
@@ -151,6 +194,7 @@ def measure(browser: Any, runs: int, repeat: int) -> dict[str, float]:
             page.goto(url + "#/runs/bench")
             page.wait_for_selector('body[data-ready="#/runs/bench"]')
             shown = [visible(page, root, n) for n in range(repeat)]
+            marks = [marked(page, url, root, n) for n in range(repeat)]
             memory = rss_mb(process.pid)
             page.close()
         finally:
@@ -159,7 +203,10 @@ def measure(browser: Any, runs: int, repeat: int) -> dict[str, float]:
     return {
         "paint": statistics.median(paints),
         "machines": statistics.median(machines),
+        "failures": statistics.median(failures),
         "visible": statistics.median(shown),
+        "stored": statistics.median(m[0] for m in marks),
+        "tagged": statistics.median(m[1] for m in marks),
         "memory": memory,
     }
 
@@ -180,18 +227,23 @@ def main() -> None:
             results[size] = measure(browser, size, repeat)
         browser.close()
     anchor = results[sizes[0]]
-    header = ("runs", "first paint", "machines paint", "new run visible", "server RSS", "RSS / anchor")
-    print("\n{:>9}  {:>12}  {:>15}  {:>16}  {:>11}  {:>13}".format(*header))
+    header = ("runs", "first paint", "machines paint", "failures paint", "new run visible", "mark stored")
+    header += ("mark tagged", "server RSS", "RSS / anchor")
+    print("\n{:>9}  {:>12}  {:>15}  {:>15}  {:>16}  {:>12}  {:>12}  {:>11}  {:>13}".format(*header))
     for size, r in results.items():
         print(
-            f"{size:>9,}  {r['paint']:>10.3f} s  {r['machines']:>13.3f} s  {r['visible']:>14.3f} s  "
+            f"{size:>9,}  {r['paint']:>10.3f} s  {r['machines']:>13.3f} s  {r['failures']:>13.3f} s  "
+            f"{r['visible']:>14.3f} s  {r['stored']:>10.3f} s  {r['tagged']:>10.3f} s  "
             f"{r['memory']:>8.1f} MB  {r['memory'] / anchor['memory']:>12.2f}x"
         )
     last = results[sizes[-1]]
     print(
         f"\nat {sizes[-1]:,} runs: first paint {last['paint']:.3f} s (target <= {TARGET_PAINT_S:g} s); "
         f"the machines page with its figures {last['machines']:.3f} s (target <= {TARGET_PAINT_S:g} s); "
+        f"a machine's failures by reason {last['failures']:.3f} s (target <= {TARGET_PAINT_S:g} s); "
         f"a new run visible {last['visible']:.3f} s after it is stored (target <= {TARGET_VISIBLE_S:g} s); "
+        f"a mark made in the browser in the store {last['stored']:.3f} s after the click and listed by "
+        f"machine tagged {last['tagged']:.3f} s after it (target <= {TARGET_MARKED_S:g} s); "
         f"server memory {last['memory'] / anchor['memory']:.2f}x the anchor's at {sizes[0]:,} runs "
         f"(target <= {TARGET_MEMORY:g}x)"
     )

@@ -1,8 +1,10 @@
 """Who may read the dashboard: every request's Host and Origin are parsed strictly and checked (a page
 elsewhere cannot rebind a name to this server and read it), and a dashboard listening off loopback also
 needs its bearer token, sent as ``Authorization: Bearer TOKEN`` by a script, or kept by a browser as a
-cookie after one visit to ``/?token=TOKEN``, which redirects to a path of this server only. Tokens are
-compared in constant time and never logged."""
+cookie after one visit to ``/?token=TOKEN``, which redirects to a path of this server only. A change (any
+method but GET and HEAD) needs more: the bearer token itself, or its page's own Origin and that page's
+CSRF token (``_csrf``), so no other site, and no page of this one opened elsewhere, can make it. Tokens
+are compared in constant time and never logged."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 from machine.clients.listening import shown_host
 
 from ._authority import Authority, parse_authority, parse_origin
+from ._csrf import HEADER, PageTokens
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -23,6 +26,8 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 COOKIE = "machine_dashboard"
 WILDCARDS = frozenset({"0.0.0.0", "::"})
+READS = frozenset({"GET", "HEAD"})
+"""The methods that change nothing; every other one is a change, guarded as one."""
 PATH_SAFE = "/:@!$&'()*+,;=-._~"
 """What a redirect's path keeps as it is; anything else (a backslash, a space, a control) is escaped."""
 
@@ -30,8 +35,9 @@ PATH_SAFE = "/:@!$&'()*+,;=-._~"
 class Guard:
     """ASGI middleware in front of the dashboard."""
 
-    def __init__(self, app: App, *, host: str, token: str | None) -> None:
+    def __init__(self, app: App, *, host: str, token: str | None, pages: PageTokens) -> None:
         self.app = app
+        self.pages = pages
         self.token = token.encode() if token else None
         self.any_host = host in WILDCARDS
         self.bound = parse_authority(shown_host(host))
@@ -57,12 +63,17 @@ class Guard:
             return 403, "requests from other sites are refused"
         return None
 
+    def _has_bearer(self, headers: dict[str, str]) -> bool:
+        bearer = headers.get("authorization", "")
+        return (
+            self.token is not None
+            and bearer.lower().startswith("bearer ")
+            and hmac.compare_digest(bearer[7:].strip().encode(), self.token)
+        )
+
     def _has_token(self, headers: dict[str, str]) -> bool:
         assert self.token is not None
-        bearer = headers.get("authorization", "")
-        if bearer.lower().startswith("bearer ") and hmac.compare_digest(
-            bearer[7:].strip().encode(), self.token
-        ):
+        if self._has_bearer(headers):
             return True
         for part in headers.get("cookie", "").split(";"):
             name, _, value = part.strip().partition("=")
@@ -89,7 +100,22 @@ class Guard:
                 send, 401, "this dashboard needs its bearer token (Authorization: Bearer, or ?token=)"
             )
             return
+        if scope.get("method", "GET") not in READS and not self._may_change(headers):
+            await _refuse(
+                send,
+                403,
+                "a change needs this dashboard's page: its own Origin and the page's CSRF token "
+                "(reload the page), or the bearer token",
+            )
+            return
         await self.app(scope, receive, send)
+
+    def _may_change(self, headers: dict[str, str]) -> bool:
+        """A script with the bearer token, or a page of this dashboard: an Origin (already checked to be
+        this server's) and a CSRF token this server made."""
+        if self._has_bearer(headers):
+            return True
+        return "origin" in headers and self.pages.valid(headers.get(HEADER, ""))
 
 
 async def _refuse(send: Send, status: int, why: str) -> None:

@@ -17,8 +17,11 @@ from machine.ops import WorkspaceSpendingLog
 from machine.runs import RunFilter
 from machine.workspace import Workspace
 
+from ._failures import machine_failures
 from ._follow import Follower
 from ._machines import machine_rows
+from ._pair import pair
+from ._review import queue
 
 PAGE_LIMIT = 50
 MAX_LIMIT = 500
@@ -76,6 +79,10 @@ class Api:
         choices = self.ws.store.choices(name).model_dump(mode="json")
         return {"machine": name, "points": points, "choices": choices}
 
+    def failures(self, name: str) -> dict[str, Any]:
+        """A machine's newest runs by criterion, and its failing grades grouped by reason (``_failures``)."""
+        return machine_failures(self.ws, name)
+
     def compare(self, params: Mapping[str, str]) -> dict[str, Any]:
         """Two versions (``by=version``) or two suites (``by=suite``) of a machine, case by case: each
         side's per-case mean, the paired difference (b - a) with its standard error, and the cases that
@@ -112,6 +119,20 @@ class Api:
 
     def training(self, record_id: str) -> dict[str, Any]:
         return training_shown(self.ws, record_id).model_dump(mode="json")
+
+    def pair(self, params: Mapping[str, str]) -> dict[str, Any]:
+        """Two runs side by side (``_pair``): any two, related or not; the answer says how they are."""
+        missing = [k for k in ("a", "b") if not params.get(k)]
+        if missing:
+            raise BadInputError(f"a pair needs two run ids: give {' and '.join(missing)} (`?a=ID&b=ID`)")
+        return pair(self.ws.store.get(params["a"]), self.ws.store.get(params["b"])).model_dump(mode="json")
+
+    def review(self, params: Mapping[str, str]) -> dict[str, Any]:
+        """The next runs of a machine waiting for a verdict, of one kind (``_review``)."""
+        machine = params.get("machine", "")
+        if not machine:
+            raise BadInputError("the review queue needs a machine (`?machine=NAME&kind=failing`)")
+        return queue(self.ws, machine, params.get("kind", "failing"), params.get("cursor") or None)
 
     def spending(self, params: Mapping[str, str]) -> dict[str, Any]:
         """The newest entries of the spending log, newest first, and their total: a line ``within``

@@ -61,7 +61,10 @@ PACKAGE_DATA = [
     "machine/dashboard/static/index.html",
     *(
         f"machine/dashboard/static/{m}.js"
-        for m in ("app", "chart", "ui", "machines", "runs", "run", "quality", "training", "spending")
+        for m in (
+            *("app", "chart", "ui", "machines", "runs", "run", "quality", "training", "spending", "pair"),
+            "failures",
+        )
     ),
     "machine/dashboard/static/style.css",
 ]

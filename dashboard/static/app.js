@@ -4,6 +4,8 @@
 
 import { machinesPage } from "./machines.js";
 import { comparePage, machinePage } from "./quality.js";
+import { pairPage } from "./pair.js";
+import { reviewPage } from "./review.js";
 import { runPage } from "./run.js";
 import { runningPage, runsPage } from "./runs.js";
 import { spendingPage } from "./spending.js";
@@ -11,7 +13,7 @@ import { trainingPage, trainingsPage } from "./training.js";
 import { failed, h, queryOf, show, state } from "./ui.js";
 
 async function route() {
-  state.current = { onEvent: () => {} };
+  state.current = { onEvent: () => {}, onKey: () => {} };
   const hash = location.hash || "#/";
   const path = hash.split("?")[0].slice(1);
   const query = queryOf(hash);
@@ -24,6 +26,8 @@ async function route() {
     else if (page === "run") await runPage(arg);
     else if (page === "machine") await machinePage(arg);
     else if (page === "compare") await comparePage(arg, query);
+    else if (page === "pair") await pairPage(query);
+    else if (page === "review") await reviewPage(arg, query);
     else if (page === "training" && arg) await trainingPage(arg);
     else if (page === "training") await trainingsPage();
     else if (page === "spending") await spendingPage();
@@ -54,6 +58,13 @@ function listen() {
     });
   }
 }
+
+// One key per decision on the pages that take keys (the review queue); never while typing in a field.
+document.addEventListener("keydown", (event) => {
+  const typing = event.target.closest && event.target.closest("input, textarea, select");
+  if (typing || event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+  state.current.onKey(event);
+});
 
 window.addEventListener("hashchange", route);
 listen();

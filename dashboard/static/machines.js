@@ -36,7 +36,8 @@ export async function machinesPage() {
       h("td", { class: "num" }, m.runs),
       healthCells(m),
       h("td", {}, m.error ? h("span", { class: "error" }, m.error) : m.intent || ""),
-      h("td", {}, h("a", { href: `#/machine/${enc(m.name)}` }, "quality & spend"), " · ",
+      h("td", {}, h("a", { href: `#/review/${enc(m.name)}` }, "review"), " · ",
+        h("a", { href: `#/machine/${enc(m.name)}` }, "quality & spend"), " · ",
         h("a", { href: `#/compare/${enc(m.name)}` }, "compare")),
     ),
   );

@@ -1,6 +1,7 @@
 // A machine's quality and spend over time, and two of its versions or suites compared case by case.
 
 import { lineChart } from "./chart.js";
+import { failuresSection } from "./failures.js";
 import { api, enc, h, score, select, show, usd } from "./ui.js";
 
 function buckets(points, count = 40) {
@@ -19,7 +20,7 @@ function buckets(points, count = 40) {
 }
 
 export async function machinePage(machine) {
-  const data = await api(`/api/machines/${enc(machine)}/trend`);
+  const [data, failures] = await Promise.all([api(`/api/machines/${enc(machine)}/trend`), failuresSection(machine)]);
   const bins = buckets(data.points);
   const day = (x) => new Date(x).toISOString().slice(5, 16).replace("T", " ");
   const quality = bins.map((b) => [b.at, b.scores.length ? b.scores.reduce((a, c) => a + c, 0) / b.scores.length : null]);
@@ -30,6 +31,7 @@ export async function machinePage(machine) {
   show(
     h("h1", {}, `${machine}: quality and spend`),
     h("p", { class: "summary", testid: "trend-summary" }, `${data.points.length} newest runs: mean score ${score(mean)}, spent ${usd(total)}`),
+    failures,
     h("h2", {}, "Mean score over time"),
     lineChart([{ name: "mean score", color: "#2b59c3", points: quality }], { yMin: 0, yMax: 1, xLabel: day, testid: "quality-chart" }),
     h("h2", {}, "Spend over time (USD per interval)"),

@@ -1,8 +1,11 @@
-// One run: its facts, its scorecard with each grader's reason, its input, steps and output.
+// One run: its facts, the person's marks (and the buttons that make them), its scorecard with each
+// grader's reason, its input, steps and output.
 
+import { markPanel } from "./marks.js";
+import { pairLinks } from "./pair.js";
 import { api, enc, h, score, show, usd, verdict, when } from "./ui.js";
 
-function message(m) {
+export function message(m) {
   const parts = [h("div", { class: "role" }, m.role + (m.name ? ` · ${m.name}` : "") + (m.is_error ? " · error" : ""))];
   if (m.reasoning) parts.push(h("details", {}, h("summary", {}, "reasoning"), h("pre", {}, m.reasoning)));
   if (m.content) parts.push(h("pre", {}, m.content));
@@ -14,7 +17,6 @@ function message(m) {
 
 export async function runPage(id) {
   const run = await api(`/api/runs/${enc(id)}`);
-  const card = run.scorecard;
   const seconds = run.timings && run.timings.finished_at ? (new Date(run.timings.finished_at) - new Date(run.timings.started_at)) / 1000 : null;
   const facts = [
     ["machine", h("a", { href: `#/runs/${enc(run.machine)}` }, run.machine)],
@@ -23,26 +25,33 @@ export async function runPage(id) {
     ["suite", run.suite_id || "—"], ["started", when(run.timings && run.timings.started_at)],
     ["took", seconds === null ? "—" : `${seconds.toFixed(2)} s`], ["cost", usd(run.cost_usd)],
     ["tokens", `${run.usage.input_tokens} in (${run.usage.cached_input_tokens} cached), ${run.usage.output_tokens} out`],
-    ["tags", (run.tags || []).map((t) => `${t.kind}${t.note ? `: ${t.note}` : ""}`).join("; ") || "—"],
   ];
-  const criteria = card ? Object.values(card.criteria) : [];
   show(
     h("h1", {}, `Run ${run.id}`),
     h("div", { class: "card grid", testid: "run-facts" }, facts.flatMap(([k, v]) => [h("span", { class: "muted" }, k), h("span", {}, v)])),
+    markPanel(run),
+    pairLinks(run),
     run.error ? h("p", { class: "error", testid: "run-error" }, run.error) : null,
     h("h2", {}, "Scorecard"),
-    card
-      ? h("div", {},
-          h("p", { class: "summary" }, "score ", verdict({ ...run, graded: true, score: card.score, passed: card.passed }), ` (pass score ${card.pass_score})`),
-          h("table", { testid: "scorecard" },
-            h("thead", {}, h("tr", {}, ["criterion", "weight", "score", "grader", "reason"].map((t) => h("th", {}, t)))),
-            h("tbody", {}, criteria.map((c) => h("tr", {},
-              h("td", {}, c.criterion), h("td", { class: "num" }, c.weight),
-              h("td", { class: "num" }, c.score === null ? h("span", { class: "unscored" }, "UNSCORED") : score(c.score)),
-              h("td", {}, c.grader), h("td", { testid: "reason" }, c.reason))))))
-      : h("p", { class: "muted" }, "not graded"),
+    scorecardView(run),
     h("h2", {}, "Input"), h("pre", { testid: "run-input" }, run.input),
     h("h2", {}, "Steps"), h("div", { testid: "trajectory" }, (run.trajectory || []).map(message)),
     h("h2", {}, "Output"), h("pre", { testid: "run-output" }, run.output || ""),
   );
+}
+
+// The scorecard: the score against the pass score, and each criterion's grade, grader and reason.
+export function scorecardView(run) {
+  const card = run.scorecard;
+  const criteria = card ? Object.values(card.criteria) : [];
+  return card
+    ? h("div", {},
+        h("p", { class: "summary" }, "score ", verdict({ ...run, graded: true, score: card.score, passed: card.passed }), ` (pass score ${card.pass_score})`),
+        h("table", { testid: "scorecard" },
+          h("thead", {}, h("tr", {}, ["criterion", "weight", "score", "grader", "reason"].map((t) => h("th", {}, t)))),
+          h("tbody", {}, criteria.map((c) => h("tr", {},
+            h("td", {}, c.criterion), h("td", { class: "num" }, c.weight),
+            h("td", { class: "num" }, c.score === null ? h("span", { class: "unscored" }, "UNSCORED") : score(c.score)),
+            h("td", {}, c.grader), h("td", { testid: "reason" }, c.reason))))))
+    : h("p", { class: "muted" }, "not graded");
 }

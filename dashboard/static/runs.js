@@ -1,5 +1,6 @@
 // The runs in progress, and the stored runs of a machine with the filters that narrow them.
 
+import { compareButton, pickCell } from "./pair.js";
 import { api, enc, h, select, show, state, usd, verdict, when } from "./ui.js";
 
 export async function runningPage() {
@@ -61,6 +62,7 @@ function runRow(run, fresh = false) {
     h("td", { class: "num" }, usd(run.cost_usd)),
     h("td", {}, (run.tags || []).join(" ")),
     h("td", { class: "muted" }, run.error || (run.failing.length ? `below full marks: ${run.failing.join(", ")}` : run.input_preview)),
+    pickCell(run),
   );
 }
 
@@ -87,10 +89,12 @@ export async function runsPage(machine, query) {
   const note = h("p", { class: "muted" }, first.window_full && first.runs.length === 0 ? "no match in the newest runs: more searches further back" : "");
   show(
     h("h1", {}, `Runs of ${machine}`),
-    h("p", {}, h("a", { href: `#/machine/${enc(machine)}` }, "quality & spend"), " · ", h("a", { href: `#/compare/${enc(machine)}` }, "compare")),
+    h("p", {}, h("a", { href: `#/review/${enc(machine)}` }, "review the runs waiting for a verdict"), " · ",
+      h("a", { href: `#/machine/${enc(machine)}` }, "quality & spend"), " · ", h("a", { href: `#/compare/${enc(machine)}` }, "compare")),
     filterForm(machine, query, info.choices),
+    compareButton(),
     h("table", { testid: "runs" },
-      h("thead", {}, h("tr", {}, ["started", "score", "case", "version", "model", "cost", "tags", "input, or why it failed"].map((t) => h("th", {}, t)))),
+      h("thead", {}, h("tr", {}, ["started", "score", "case", "version", "model", "cost", "tags", "input, or why it failed", "pick"].map((t) => h("th", {}, t)))),
       body),
     note, more,
   );

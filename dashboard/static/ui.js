@@ -4,8 +4,9 @@
 
 const view = document.getElementById("view");
 
-// The page drawn now; a page sets state.current.onEvent to hear the server's events while it is current.
-export const state = { current: { onEvent: () => {} } };
+// The page drawn now; a page sets state.current.onEvent to hear the server's events while it is current,
+// and state.current.onKey to hear the keys pressed outside a text field.
+export const state = { current: { onEvent: () => {}, onKey: () => {} } };
 
 export function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -28,6 +29,20 @@ export async function api(path) {
   const body = await response.json().catch(() => ({ error: `${response.status} ${response.statusText}` }));
   if (!response.ok) throw new Error(body.error || `${response.status}`);
   return body;
+}
+
+// A change (a mark) is a POST of JSON carrying this page's CSRF token, which the server made for this very
+// page: a page elsewhere has none, and its requests carry another Origin, refused too.
+export async function post(path, body) {
+  const csrf = document.querySelector('meta[name="machine-csrf"]').content;
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json", "x-machine-csrf": csrf },
+    body: JSON.stringify(body),
+  });
+  const answer = await response.json().catch(() => ({ error: `${response.status} ${response.statusText}` }));
+  if (!response.ok) throw new Error(answer.error || `${response.status}`);
+  return answer;
 }
 
 export const num = (value, digits) => (value === null || value === undefined ? "—" : value.toFixed(digits));

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ._agree import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, agree
     from ._agreement_report import AgreementReport, AtThreshold, Disagreement, Pair
     from ._compare import Comparison, Plan, changes_between, compare
+    from ._disagreements import Disagreements, disagreeing
     from ._family import FamilyReport, Skipped, run_family
     from ._options import MeasureOptions, Options
     from ._pool import BatchWriter, run_pool
@@ -32,6 +33,8 @@ _HOMES = {
     "AtThreshold": "._agreement_report",
     "Disagreement": "._agreement_report",
     "Pair": "._agreement_report",
+    "Disagreements": "._disagreements",
+    "disagreeing": "._disagreements",
     "Comparison": "._compare",
     "Plan": "._compare",
     "changes_between": "._compare",
@@ -67,6 +70,7 @@ __all__ = [
     "Comparison",
     "CriterionResult",
     "Disagreement",
+    "Disagreements",
     "FamilyReport",
     "MeasureOptions",
     "Options",
@@ -79,6 +83,7 @@ __all__ = [
     "agree",
     "changes_between",
     "compare",
+    "disagreeing",
     "find_suite",
     "is_result",
     "run_family",

@@ -28,6 +28,7 @@ from machine.spec import Machine
 from machine.workspace import Workspace
 
 from ._agreement_report import AgreementReport, AtThreshold, Disagreement, GraderInfo, Pair
+from ._disagreements import keep
 from ._options import MeasureOptions
 from .stats import agreement, kept_bad_share, thresholded
 
@@ -137,6 +138,7 @@ async def agree(
     candidates = await _candidates(graders, scored, on_grade)
     _pair_up(report, scored, references, candidates)
     _figures(report, marks)
+    keep(ws, report)
     return report
 
 

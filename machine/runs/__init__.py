@@ -49,6 +49,9 @@ if TYPE_CHECKING:
     from ._effort import LEVELS, Effort, parse_effort
     from ._events import EVENT_KINDS, EVENTS_FILE, EventKind, EventLog
     from ._events import preview as event_preview
+    from ._failing import RUN_FAILED, FailingGrade
+    from ._failure_groups import FailureGroup, FailureGroups, group_failures
+    from ._failure_groups import normalised as normalised_reason
     from ._files import atomic_text, confined, kept_out_of_git, open_new, write_atomic
     from ._harness import (
         Event,
@@ -116,6 +119,12 @@ _HOMES = {
     "event_preview": "._events:preview",
     "RunPage": "._views",
     "TrendPoint": "._views",
+    "RUN_FAILED": "._failing",
+    "FailingGrade": "._failing",
+    "FailureGroup": "._failure_groups",
+    "FailureGroups": "._failure_groups",
+    "group_failures": "._failure_groups",
+    "normalised_reason": "._failure_groups:normalised",
     "HEALTH_WINDOW": "._health",
     "CriterionHealth": "._health",
     "MachineHealth": "._health",
@@ -223,6 +232,7 @@ __all__ = [
     "MAX_TEXT",
     "MAX_TOOL_NAME",
     "NAME_SEGMENT",
+    "RUN_FAILED",
     "SECRET_WORDS",
     "STORES",
     "STORE_ENV",
@@ -239,6 +249,9 @@ __all__ = [
     "EventKind",
     "EventLog",
     "EventType",
+    "FailingGrade",
+    "FailureGroup",
+    "FailureGroups",
     "Harness",
     "HarnessEntry",
     "HarnessRequest",
@@ -294,6 +307,7 @@ __all__ = [
     "event_preview",
     "final_files",
     "git_revision",
+    "group_failures",
     "is_free",
     "is_postgres",
     "is_replayed",
@@ -303,6 +317,7 @@ __all__ = [
     "make_harness",
     "mask_passwords",
     "new_run_id",
+    "normalised_reason",
     "now",
     "open_new",
     "open_store",

@@ -46,6 +46,12 @@ class CriterionHealth(Model):
     fails: int
     """Runs where it was scored below the run's pass score."""
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pass_rate(self) -> float | None:
+        """The share of the runs where it was scored that it did not fail; None when it never was."""
+        return (self.scored - self.fails) / self.scored if self.scored else None
+
 
 class MachineHealth(Model):
     """A machine's figures over its newest ``window`` runs."""

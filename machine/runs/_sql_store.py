@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 from machine.errors import Fix, NotFoundError
 
+from ._failing import FailingGrade
+from ._failing import failing as failing_of
 from ._health import HEALTH_WINDOW, MachineHealth
 from ._health import health as health_of
 from ._names import check_name
@@ -189,6 +191,10 @@ class SQLStore:
     def health(self, machine: str, window: int = HEALTH_WINDOW) -> MachineHealth:
         """How ``machine`` does over its newest ``window`` runs (``_health``: summed by the database)."""
         return health_of(self._rows, self.sql, machine, window)
+
+    def failing(self, machine: str, window: int = HEALTH_WINDOW) -> list[FailingGrade]:
+        """What fails among ``machine``'s newest ``window`` runs (``_failing``: a few fields a run)."""
+        return failing_of(self._rows, self.sql, machine, window)
 
 
 __all__ = ["SQLStore"]

@@ -108,6 +108,8 @@ class Statements:
         """The condition of each ``RunFilter.outcome``."""
         self.health, self.health_criteria, self.health_trend = health(d, self.outcomes)
         """A machine's figures, its criteria and its trend over its newest runs (``_health``)."""
+        self.failing_grades, self.failed_runs = failing(d)
+        """The grades below the pass score and the failed runs among a machine's newest (``_failing``)."""
 
     def learnable(self, min_score: float | None, marks: tuple[str, ...]) -> tuple[str, list[Any]]:
         """A page of a machine's finished runs, oldest first, that score at least ``min_score`` or may
@@ -229,10 +231,35 @@ def health(d: Dialect, outcome: dict[str, str]) -> tuple[str, str, str]:
     return figures, criteria, trend
 
 
+READ_CHARS = 1_000
+"""The most characters of a grader's reason or a run's error a failing read takes from the database."""
+
+
+def failing(d: Dialect) -> tuple[str, str]:
+    """What fails among a machine's newest runs (parameters: the machine, then how many runs), read along
+    the ``runs_newest`` index, a few fields of each and never a run whole: each grade scored below its
+    run's pass score (id, time, criterion, score, grader, reason), and each failed run (id, time, error)."""
+    p, failed = d.param, "status = 'error'"
+    newest = (
+        f"(SELECT id, created_at, status, data FROM runs WHERE machine = {p} {NEWEST} LIMIT {p}) AS newest"
+    )
+    grade = d.item_number.format(key="score")
+    below = f"{grade} < coalesce({d.json_number('scorecard.pass_score')}, 1.0) - 1e-9"
+    grader, reason = (d.item_field.format(key=k) for k in ("grader", "reason"))
+    grades = (
+        f"SELECT newest.id, newest.created_at, key, {grade}, {grader}, substr({reason}, 1, {READ_CHARS})"
+        f" FROM {newest}, {d.path(d.values_of, 'scorecard.criteria')} WHERE NOT {failed} AND {below}"
+    )
+    error = f"substr({d.json_field('error')}, 1, {READ_CHARS})"
+    errors = f"SELECT id, created_at, {error} FROM {newest} WHERE {failed}"
+    return grades, errors
+
+
 __all__ = [
     "NEWEST",
     "OLDEST",
     "PAGE_SIZE",
+    "READ_CHARS",
     "RUN_COLUMNS",
     "SUMMARY_PATHS",
     "TREND_LIMIT",

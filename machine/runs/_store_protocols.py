@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol
 
+from ._failing import FailingGrade
 from ._health import HEALTH_WINDOW, MachineHealth
 from ._records import Run
 from ._rows import ChatSession, RunFilter, RunSummary, SuiteRecord
@@ -147,6 +148,12 @@ class ViewStore(Protocol):
     def health(self, machine: str, window: int = HEALTH_WINDOW) -> MachineHealth:
         """How ``machine`` does over its newest ``window`` runs: mean, pass rate, unscored, spend, a
         trend and each criterion's fails, summed by the store along its index (``MachineHealth``)."""
+        ...
+
+    def failing(self, machine: str, window: int = HEALTH_WINDOW) -> list[FailingGrade]:
+        """Each grade scored below its run's pass score, and each failed run, among ``machine``'s newest
+        ``window`` runs, newest first: a few fields of each, read along the store's index
+        (``FailingGrade``)."""
         ...
 
     def data_version(self) -> int:

@@ -9,14 +9,15 @@ answers the same way.
   runs, ``data_version``, close).
 - The rows and records: a run's row and summary, timestamps as stored, the suite and session records.
 - A viewer's pieces, for any store: the page algorithm over a reader (``page``), paging cursors, trend
-  points and choices, a machine's figures at a glance (``health``), and the bounds (``PAGE_SIZE``,
-  ``WINDOW``, ``TREND_LIMIT``, ``HEALTH_WINDOW``).
+  points and choices, a machine's figures at a glance (``health``) and what fails in it (``failing``), and
+  the bounds (``PAGE_SIZE``, ``WINDOW``, ``TREND_LIMIT``, ``HEALTH_WINDOW``).
 - How a store's location is shown with its password hidden.
 """
 
 from __future__ import annotations
 
 from ._dialect import SQLITE, Dialect
+from ._failing import RUN_FAILED, FailingGrade, failing
 from ._health import HEALTH_SLICES, HEALTH_WINDOW, CriterionHealth, MachineHealth, health
 from ._names import check_name
 from ._rows import ChatSession, RunFilter, RunSummary, SuiteRecord, run_row, summary_row, utc_text
@@ -51,6 +52,7 @@ __all__ = [
     "HEALTH_WINDOW",
     "HIDDEN",
     "PAGE_SIZE",
+    "RUN_FAILED",
     "SQLITE",
     "STORE_PROTOCOLS",
     "TREND_LIMIT",
@@ -59,6 +61,7 @@ __all__ = [
     "Choices",
     "CriterionHealth",
     "Dialect",
+    "FailingGrade",
     "MachineHealth",
     "Query",
     "RunFilter",
@@ -77,6 +80,7 @@ __all__ = [
     "check_name",
     "choices_of",
     "cursor_of",
+    "failing",
     "health",
     "is_conninfo",
     "mask_passwords",

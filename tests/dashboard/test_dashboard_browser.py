@@ -8,7 +8,6 @@ its loss curve. Each page is saved as a screenshot in build/test-artifacts/dashb
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -17,8 +16,8 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers.browser import WAIT_MS, cell, playwright_api, shot, visit
 from helpers.dashboard import T0, Served, dashboard, make_workspace, stored_run
-from helpers.env import REPO, on_ci
 from helpers.training import Counting, Practising, Tutored, make_caps
 
 from machine import open_workspace
@@ -28,15 +27,7 @@ from machine.runs import EVENTS_FILE, CriterionScore, EventLog, Run, Scorecard, 
 from machine.spec import open_book
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = REPO / "build" / "test-artifacts" / "dashboard"
-WAIT_MS = 10_000
-
-if not CHROMIUM.exists() or shutil.which("chromium") is None:
-    if on_ci():
-        raise RuntimeError("Debian's chromium is missing, and CI=true requires it: make test installs it")
-    pytest.skip("chromium is not installed (apt-get install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
+playwright_api()  # chromium and playwright, or (outside CI) the module skipped
 
 
 @pytest.fixture(scope="module")
@@ -108,37 +99,6 @@ def record_id(root: Path, method: str) -> str:
 def served(root: Path) -> Iterator[Served]:
     with dashboard(root) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser(served: Served) -> Iterator[Any]:  # after the workspace is made: its set-up runs an event loop
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(served: Served, browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(WAIT_MS)
-    yield opened
-    context.close()
-
-
-def visit(page: Any, served: Served, route: str) -> None:
-    page.goto(served.url + route)
-    page.wait_for_selector(f'body[data-ready="{route}"]')
-
-
-def shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
-
-def cell(row: Any, testid: str) -> str:
-    return str(row.locator(f"[data-testid={testid}]").inner_text()).strip()
 
 
 def test_the_machines_page_shows_how_each_does_the_one_needing_attention_first(

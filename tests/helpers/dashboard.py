@@ -77,14 +77,8 @@ def stored_run(i: int, **fields: object) -> Run:
         Timings(started_at=T0 + timedelta(minutes=i), finished_at=T0 + timedelta(minutes=i, seconds=2)),
     )
     fields.setdefault("output", f"OUTPUT {i}")
-    return Run(
-        id=f"20261101-0000{i:02d}-run{i:04d}",
-        machine="shout",
-        model="echo",
-        harness="echo",
-        input=f"input {i}",
-        **fields,
-    )  # type: ignore[arg-type]
+    fields.setdefault("input", f"input {i}")
+    return Run(id=f"20261101-0000{i:02d}-run{i:04d}", machine="shout", model="echo", harness="echo", **fields)  # type: ignore[arg-type]
 
 
 def make_workspace(root: Path) -> Path:

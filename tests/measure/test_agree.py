@@ -27,7 +27,7 @@ from machine import (
     Workspace,
     open_workspace,
 )
-from machine.measure import agree
+from machine.measure import agree, disagreeing
 from machine.measure._agree import REASON_CHARS  # how much of a reason is kept, on purpose
 from machine.runs import Effort, Timings, Turn
 
@@ -255,6 +255,10 @@ async def test_every_figure_by_hand(tmp_path: Path) -> None:
     assert row["threshold"] == 0.5 and row["agreement"] == pytest.approx(0.8)
     assert [k["base_pass_rate"] for k in row["kept_bad"]] == [0.1, 0.5]
     assert data["disagreements"][0]["run_id"] == "r02" and data["disagreements"][0]["at"] == [0.3, 0.5, 0.7]
+    # the disagreements are kept for a review (the dashboard's queue), widest gap first
+    assert disagreeing(ws, report.machine) == [d.pair.run_id for d in report.disagreements]
+    kept = json.loads((ws.data_dir / "agreements" / f"{report.machine}.json").read_text())
+    assert kept[report.criterion]["candidate"] == report.candidate_grader
     # agree changes no stored run: the regraded references are not written back.
     stored = ws.store.get("r09").scorecard
     assert stored is not None and stored.criteria["polite"].score is None
