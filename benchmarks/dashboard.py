@@ -17,8 +17,8 @@ dashboard --port 0`` is started on it and measured:
   would) and the time until its row is in the page (read from the page's clock, which shares the epoch),
   RUNS times, the median. Target: at most 1 s.
 - **A mark visible to ``machine tagged``**: on the newest run's page, *good…* then *mark good* is
-  clicked, and the time is taken from the click until the store holds the mark (read as ``machine
-  tagged`` reads it), and until ``machine tagged bench --json --limit 1``, started then, has listed it
+  clicked, and the time is taken from the click until the store holds the mark, and until ``machine
+  tagged --json --limit 1`` and ``machine tagged --json`` (20 rows), each started then, have listed it
   (the command's own start-up included), RUNS times, the median. Target: at most 1 s.
 - **Server memory**: the dashboard's resident memory (``VmRSS``) after every page has been drawn once
   (runs, one run, quality and spend, a comparison of two versions, the machines). Target: flat in the
@@ -51,7 +51,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from store import START, make_run
 
 from machine.runs import SQLiteStore
-from machine.workspace import tagged_runs
 
 MACHINE_BIN = Path(sys.executable).parent / "machine"
 CHROMIUM = "/usr/bin/chromium"
@@ -144,34 +143,36 @@ def visible(page: Any, root: Path, n: int) -> float:
     return float(page.evaluate("window.__seenAt")) / 1000 - stored
 
 
-def marked(page: Any, url: str, root: Path, n: int) -> tuple[float, float]:
-    """Seconds from clicking *mark good* on the newest run's page until the store holds the mark, and
-    until ``machine tagged`` (started then) has listed it."""
+def tagged_s(root: Path, answer: str, *limit: str) -> float:
+    """Seconds ``machine tagged --json`` (with ``limit``, e.g. ``--limit 1``) takes to list ``answer``."""
+    began = time.monotonic()
+    listed = subprocess.run(
+        [str(MACHINE_BIN), "tagged", "--json", *limit, "--workspace", str(root)],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    assert answer in listed, listed
+    return time.monotonic() - began
+
+
+def marked(page: Any, url: str, root: Path, n: int) -> tuple[float, float, float]:
+    """Seconds from clicking *mark good* on the newest run's page until the store holds the mark; then
+    how long ``machine tagged --limit 1`` and ``machine tagged`` (20 rows) take to list it."""
     store = SQLiteStore.in_workspace(root)
     newest = store.runs("bench", 1)[0].id
-    store.close()
     page.goto(url + f"#/run/{newest}")
     page.wait_for_selector("[data-testid=mark-good]")
     page.click("[data-testid=mark-good]")
-    page.fill("[data-testid=mark-answer]", f"the answer, take {n}")
+    answer = f"the answer, take {n}"
+    page.fill("[data-testid=mark-answer]", answer)
     clicked = time.monotonic()
     page.click("[data-testid=mark-save]")
-    store = SQLiteStore.in_workspace(root)
-    while True:
-        found = tagged_runs(store, "bench", 1)
-        if found and found[0].id == newest and found[0].tags[-1].answer == f"the answer, take {n}":
-            break
+    while not any(t.answer == answer for t in store.get(newest).tags):
         if time.monotonic() - clicked > 30:
             raise SystemExit("the mark never reached the store")
-        time.sleep(0.005)
+        time.sleep(0.002)
     stored = time.monotonic() - clicked
     store.close()
-    listed = subprocess.run(
-        [str(MACHINE_BIN), "tagged", "bench", "--json", "--limit", "1", "--workspace", str(root)],
-        capture_output=True, text=True, timeout=60, check=True,
-    ).stdout  # fmt: skip
-    assert f"the answer, take {n}" in listed, listed
-    return stored, time.monotonic() - clicked
+    return stored, tagged_s(root, answer, "--limit", "1"), tagged_s(root, answer)
 
 
 def measure(browser: Any, runs: int, repeat: int) -> dict[str, float]:
@@ -206,7 +207,8 @@ def measure(browser: Any, runs: int, repeat: int) -> dict[str, float]:
         "failures": statistics.median(failures),
         "visible": statistics.median(shown),
         "stored": statistics.median(m[0] for m in marks),
-        "tagged": statistics.median(m[1] for m in marks),
+        "tagged": statistics.median(m[0] + m[1] for m in marks),
+        "tagged_20": statistics.median(m[0] + m[2] for m in marks),
         "memory": memory,
     }
 
@@ -228,12 +230,13 @@ def main() -> None:
         browser.close()
     anchor = results[sizes[0]]
     header = ("runs", "first paint", "machines paint", "failures paint", "new run visible", "mark stored")
-    header += ("mark tagged", "server RSS", "RSS / anchor")
-    print("\n{:>9}  {:>12}  {:>15}  {:>15}  {:>16}  {:>12}  {:>12}  {:>11}  {:>13}".format(*header))
+    header += ("tagged -l 1", "tagged", "server RSS", "RSS / anchor")
+    print("\n{:>9}  {:>12}  {:>15}  {:>15}  {:>16}  {:>12}  {:>12}  {:>12}  {:>11}  {:>13}".format(*header))
     for size, r in results.items():
         print(
             f"{size:>9,}  {r['paint']:>10.3f} s  {r['machines']:>13.3f} s  {r['failures']:>13.3f} s  "
             f"{r['visible']:>14.3f} s  {r['stored']:>10.3f} s  {r['tagged']:>10.3f} s  "
+            f"{r['tagged_20']:>10.3f} s  "
             f"{r['memory']:>8.1f} MB  {r['memory'] / anchor['memory']:>12.2f}x"
         )
     last = results[sizes[-1]]
@@ -242,8 +245,9 @@ def main() -> None:
         f"the machines page with its figures {last['machines']:.3f} s (target <= {TARGET_PAINT_S:g} s); "
         f"a machine's failures by reason {last['failures']:.3f} s (target <= {TARGET_PAINT_S:g} s); "
         f"a new run visible {last['visible']:.3f} s after it is stored (target <= {TARGET_VISIBLE_S:g} s); "
-        f"a mark made in the browser in the store {last['stored']:.3f} s after the click and listed by "
-        f"machine tagged {last['tagged']:.3f} s after it (target <= {TARGET_MARKED_S:g} s); "
+        f"a mark made in the browser in the store {last['stored']:.3f} s after the click, listed by "
+        f"machine tagged --limit 1 {last['tagged']:.3f} s after it and by machine tagged (20 rows) "
+        f"{last['tagged_20']:.3f} s after it (target <= {TARGET_MARKED_S:g} s); "
         f"server memory {last['memory'] / anchor['memory']:.2f}x the anchor's at {sizes[0]:,} runs "
         f"(target <= {TARGET_MEMORY:g}x)"
     )
