@@ -2,7 +2,8 @@
 real process): a run marked good with the answer it should have given, another on the same question
 marked bad with a note, and a third corrected and made again (after the browser asks) each show in
 ``machine tagged --json`` and in ``machine export --pairs``, as a chat's marks would; the review queue
-walks the failing runs one key per decision. Screenshots go to build/test-artifacts/dashboard/."""
+walks the failing runs one key per decision; a page of another site posting from the same browser (a
+fetch, a plain form) changes nothing. Screenshots go to build/test-artifacts/dashboard/."""
 
 from __future__ import annotations
 
@@ -133,3 +134,43 @@ def test_the_review_queue_advances_one_key_per_decision(page: Any, served: Serve
     assert verdicts[first] is None
     assert (verdicts[second].kind, verdicts[second].note) == ("bad", "too quiet")  # type: ignore[union-attr]
     assert verdicts[third].kind == "good"  # type: ignore[union-attr]
+
+
+ELSEWHERE = "http://elsewhere.test"
+"""Another site, served by the test itself (Playwright answers every request to it: nothing leaves)."""
+
+
+def test_a_page_of_another_site_changes_nothing(page: Any, served: Served, root: Path) -> None:
+    """A page elsewhere posts to the dashboard from the person's browser: a fetch of JSON, and a plain
+    form (the classic cross-site request); both are refused and no mark or log line is made."""
+    target = f"{served.url}api/runs/{TO_CORRECT}/marks"
+    html = f"""<!doctype html><form id=f method=post action="{target}" enctype="text/plain">
+      <input name='{{"kind":"bad","note":"x","pad":"' value='"}}'></form>"""
+    page.route(
+        f"{ELSEWHERE}/**", lambda route: route.fulfill(status=200, content_type="text/html", body=html)
+    )
+    before = marks_and_log(root)
+    page.goto(f"{ELSEWHERE}/")
+    status = page.evaluate(
+        """async (target) => {
+            try {
+                const body = JSON.stringify({ kind: "bad", note: "from elsewhere" });
+                const headers = { "content-type": "application/json" };
+                const r = await fetch(target, { method: "POST", headers, body });
+                return r.status;
+            } catch (error) { return "blocked"; }
+        }""",
+        target,
+    )
+    assert status in (403, "blocked")  # refused by the server, or not even sent by the browser
+    with page.expect_navigation():
+        page.evaluate("document.getElementById('f').submit()")
+    assert "requests from other sites are refused" in page.content()
+    assert marks_and_log(root) == before
+
+
+def marks_and_log(root: Path) -> tuple[list[str], str]:
+    store = SQLiteStore.in_workspace(root)
+    tags = [t.model_dump_json() for t in store.get(TO_CORRECT).tags]
+    store.close()
+    return tags, (root / ".machine" / "spending.jsonl").read_text()
