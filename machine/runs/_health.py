@@ -4,7 +4,8 @@ before opening any. The database sums them along the newest-first index of the m
 ``health``), over a fixed window of its newest runs, so the answer costs the same at a hundred runs and at
 a million, and no run is read whole.
 
-What counts, in the window (the newest ``HEALTH_WINDOW`` runs, whatever their state):
+What counts, in the window (the newest ``HEALTH_WINDOW`` runs, whatever their state; the samples an
+RL training made of its policy, ``Run.sampled_for``, are not the machine's own runs and are left out):
 
 - a failed run (status ``error``) counts 0 in the mean and as a fail, as the gate counts it;
 - an *unscored* run is one that finished with no score: never graded, or graded with nothing scored. It

@@ -205,7 +205,7 @@ def health(d: Dialect, outcome: dict[str, str]) -> tuple[str, str, str]:
     criterion's grades; and the mean of each slice of the runs (its first parameter: the slice's size).
     A failed run counts 0 and as a fail, as the gate counts it; an unscored one is in no mean."""
     p, failed = d.param, "status = 'error'"
-    newest = f"FROM runs WHERE machine = {p} {NEWEST} LIMIT {p}"
+    newest = f"FROM runs WHERE machine = {p} AND {own_run(d)} {NEWEST} LIMIT {p}"
     figures = (
         f"SELECT count(*), count(CASE WHEN {failed} THEN 1 END),"
         f" count(CASE WHEN NOT {failed} AND score IS NOT NULL THEN 1 END),"
@@ -235,13 +235,20 @@ READ_CHARS = 1_000
 """The most characters of a grader's reason or a run's error a failing read takes from the database."""
 
 
+def own_run(d: Dialect) -> str:
+    """The condition that a run is the machine's own, not a sample an RL training made of its policy
+    (``Run.sampled_for``): how the machine does is not how a policy in training did."""
+    return f"{d.json_field('sampled_for')} IS NULL"
+
+
 def failing(d: Dialect) -> tuple[str, str]:
     """What fails among a machine's newest runs (parameters: the machine, then how many runs), read along
     the ``runs_newest`` index, a few fields of each and never a run whole: each grade scored below its
     run's pass score (id, time, criterion, score, grader, reason), and each failed run (id, time, error)."""
     p, failed = d.param, "status = 'error'"
     newest = (
-        f"(SELECT id, created_at, status, data FROM runs WHERE machine = {p} {NEWEST} LIMIT {p}) AS newest"
+        f"(SELECT id, created_at, status, data FROM runs WHERE machine = {p} AND {own_run(d)}"
+        f" {NEWEST} LIMIT {p}) AS newest"
     )
     grade = d.item_number.format(key="score")
     below = f"{grade} < coalesce({d.json_number('scorecard.pass_score')}, 1.0) - 1e-9"

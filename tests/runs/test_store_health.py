@@ -100,6 +100,15 @@ def test_a_machine_without_runs_or_without_a_failing_criterion(filled: Store) ->
         filled.health("red", 0)
 
 
+def test_the_samples_of_an_rl_training_are_not_the_machines_own_runs(filled: Store) -> None:
+    """Newer than every run of red, failing on c0: left out of its figures and its failures alike."""
+    before = filled.health("red", 3)
+    filled.put_many([run(30 + i, scorecard=card(0.0, 1.0), sampled_for=f"t step {i}") for i in range(3)])
+    after = filled.health("red", 3)
+    assert after.model_dump() == before.model_dump()
+    assert all(not g.run_id.startswith("h03") for g in filled.failing("red", 3))
+
+
 def test_every_statement_walks_the_machine_index(sqlite_store: SQLiteStore) -> None:
     """No statement scans the table: each reads the machine's newest runs along ``runs_newest``."""
     store = sqlite_store
