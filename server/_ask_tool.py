@@ -14,14 +14,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from machine.runs import Model, Run
+from machine.runs import EditRecord, Model, Run
 from machine.workspace import observing
 
 from ._asking import NOBODY, asked, can_ask
 from ._bounds import MachineName, RunHarness, RunModel
+from ._edits import working_in
 from ._results import Approval, ConsentInfo, NotAsked
 from ._server import service
-from ._service import RUN_ARGUMENTS, OnProgress, usd
+from ._service import RUN_ARGUMENTS, OnProgress, can_elicit, usd
 from ._tools import USD
 
 AskInput = Annotated[
@@ -40,6 +41,11 @@ class AskResult(Model):
     run_id: str | None = Field(None, description="The stored run's id, when it was kept.")
     cost_usd: float
     consent: ConsentInfo
+    edits: list[EditRecord] = Field(
+        default_factory=list,
+        description="Each change to the project's files the run proposed (the server started in a "
+        "project), with the diff or command and whether it was approved or declined, and by whom.",
+    )
 
 
 def _what(name: str, amount: float) -> str:
@@ -74,10 +80,14 @@ async def ask_machine(
 ) -> AskResult:
     """Hand one task to a machine: run it once on `input`, spending at most `budget_usd` (required;
     capped per call), and return its answer. Needs the person's consent, as rehearse does. The run is
-    kept in the workspace only while it observes (`kept` says), unlabeled, for the person to review."""
+    kept in the workspace only while it observes (`kept` says), unlabeled, for the person to review.
+    Where the server was started inside a project, the machine's tools work on that project's files:
+    each change they would make is shown to the person and made only after their yes, unless the person
+    allowed or refused all changes where they started the server; `edits` lists each decision."""
     state = service(ctx)
     spec, _ = await state.machine(name)
     ws = state.spending(name, budget_usd, model, harness, RUN_ARGUMENTS, spec=spec)
+    working_in(ws, state.edits, ctx, name, can_ask=can_elicit(ctx) and ctx.session.can_send_request)
     keep = observing(ws.data_dir)
 
     async def work(_on_run: OnProgress) -> Run:
@@ -107,6 +117,7 @@ async def ask_machine(
         run_id=made.id if keep else None,
         cost_usd=made.cost_usd,
         consent=info,
+        edits=[edit for message in made.trajectory for edit in message.edits],
     )
 
 

@@ -46,6 +46,7 @@ from machine.spec import Machine, Version
 from machine.training import StepMetrics
 from machine.workspace import Workspace
 
+from ._edits import ProjectEdits
 from ._progress import report_progress, told
 from ._results import Approval, ConsentInfo, MachineList, NotAsked, RecentRuns
 from ._staleness import Signature, StoreVersion, signature
@@ -129,8 +130,11 @@ class Service:
         script: str | Path | None,
         policy: SpendingPolicy | None,
         trust_over_mcp: bool = True,
+        edits: ProjectEdits | None = None,
     ) -> None:
         self.ws = workspace if isinstance(workspace, Workspace) else open_workspace(workspace)
+        self.edits = edits or ProjectEdits()
+        """The project ask_machine's runs work in, if any, and how their changes are made (``_edits``)."""
         self.trust_over_mcp = trust_over_mcp
         """Whether the server offers trust_machine (the person may leave trusting to a terminal)."""
         self.policy = policy or SpendingPolicy.from_env(log=WorkspaceSpendingLog(self.ws))

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from machine.ops import SpendingPolicy
+    from machine.runs import EditMode
     from machine.workspace import Workspace
 
     from ._service import Service
@@ -44,6 +45,8 @@ def build_server(
     auth: Any = None,
     log_level: str = "INFO",
     trust_over_mcp: bool = True,
+    project: str | Path | None = None,
+    edits: EditMode = "ask",
 ) -> MachineServer:
     """The ``machine serve`` MCP server over ``workspace`` (default: ``$MACHINE_WORKSPACE``, else the current
     folder). ``harness``/``script`` are the default harness of spending tools (as the CLI's options);
@@ -51,14 +54,23 @@ def build_server(
     ``log_level`` is the least a record must be to be logged where no logging is set up yet (an
     in-process server under a chat logs only warnings). ``trust_over_mcp=False`` leaves trust_machine
     out (neither listed nor callable): a client that answers the host's form by itself would trust on
-    the person's behalf, so they may keep trusting to a terminal."""
+    the person's behalf, so they may keep trusting to a terminal. ``project``: a folder ask_machine's
+    runs work in (its real files; None: a fresh sandbox per run), each change made as ``edits`` says
+    (``_edits``: ask through the host's form, auto, deny)."""
 
     def make_service() -> Service:
+        from ._edits import ProjectEdits
         from ._service import Service, tool_error
 
+        place = ProjectEdits(Path(project).resolve() if project is not None else None, edits)
         try:
             return Service(
-                workspace, harness=harness, script=script, policy=policy, trust_over_mcp=trust_over_mcp
+                workspace,
+                harness=harness,
+                script=script,
+                policy=policy,
+                trust_over_mcp=trust_over_mcp,
+                edits=place,
             )
         except MachineError as error:  # an unusable allowance, say: every call says so, and the log
             log.error("machine serve cannot serve this workspace: %s", error)

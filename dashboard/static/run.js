@@ -12,7 +12,16 @@ export function message(m) {
   for (const call of m.tool_calls || []) {
     parts.push(h("div", { testid: "tool-call" }, h("strong", {}, `calls ${call.name}`), h("pre", {}, call.arguments ? JSON.stringify(call.arguments, null, 2) : call.raw_arguments || "")));
   }
+  for (const edit of m.edits || []) parts.push(editView(edit));
   return h("div", { class: `message ${m.role}` }, parts);
+}
+
+// A change to the person's own files a tool proposed, and what they answered (folded: the diff shown).
+function editView(edit) {
+  const what = edit.command !== null && edit.command !== undefined ? `command ${edit.command}` : `change to ${edit.path}`;
+  return h("details", { testid: "edit", "data-decision": edit.decision },
+    h("summary", {}, h("span", { class: edit.decision === "approved" ? "pass" : "fail" }, `${what} ${edit.decision}`), ` by ${edit.by} at ${when(edit.at)}`),
+    h("pre", {}, edit.diff));
 }
 
 export async function runPage(id) {

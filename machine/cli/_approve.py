@@ -74,7 +74,7 @@ async def ask_at_terminal(question: Question) -> Answer:
     """Ask the person the program's ``question`` and read their answer from the terminal (the spinner
     paused meanwhile). Ctrl-C stops the turn; the end of input is a no."""
     with paused():
-        _discard_typed_ahead()
+        discard_typed_ahead()
         click.echo("", err=True)
         click.secho("The program asks you (not the model):", bold=True, err=True)
         click.echo(f"  {inert(question.text)}", err=True)
@@ -86,7 +86,7 @@ async def ask_at_terminal(question: Question) -> Answer:
             prompt = "Go ahead? [y/N] "
         click.secho(prompt, bold=True, nl=False, err=True)
         try:
-            typed = await _line()
+            typed = await read_line()
         except BaseException:  # Ctrl-C: what comes next starts on a line of its own
             click.echo("", err=True)
             raise
@@ -101,7 +101,7 @@ def _usd(value: float) -> str:
     return f"${value:.2f}" if value == round(value, 2) else f"${value:.4g}"
 
 
-async def _line() -> str:
+async def read_line() -> str:
     """The line the person types next (empty at the end of input), read without holding up the event
     loop: Ctrl-C meanwhile cancels the turn as it does while the model thinks, and leaves no reader
     behind to take the next line typed."""
@@ -112,7 +112,7 @@ async def _line() -> str:
     return os.read(fd, 4096).decode("utf-8", "replace").strip()
 
 
-def _discard_typed_ahead() -> None:
+def discard_typed_ahead() -> None:
     """Throw away what was typed before the question was shown: only an answer typed to it counts."""
     try:
         import termios

@@ -9,7 +9,7 @@ from datetime import datetime
 
 import click
 
-from machine.runs import Message, Run, Tag, timestamp
+from machine.runs import EditRecord, Message, Run, Tag, timestamp
 
 from ._inert import inert
 from ._render import scorecard_lines
@@ -59,13 +59,19 @@ def step_lines(message: Message) -> list[str]:
     if message.role == "tool":
         failed = " (failed)" if message.is_error else ""
         lines += [f"  ← {message.name or 'tool'}{failed}:", _indented(message.content)]
-        return lines
+        return lines + [edit_line(edit) for edit in message.edits]
     if message.content:
         lines += [f"  {message.role}:", _indented(message.content)]
     for call in message.tool_calls:
         arguments = json.dumps(call.arguments) if call.arguments is not None else call.raw_arguments
         lines.append(f"  → {call.name}({arguments or ''})")
     return lines
+
+
+def edit_line(edit: EditRecord) -> str:
+    """A change to the person's files and what became of it: ``change to app.py approved (terminal)``."""
+    what = f"command {edit.command!r}" if edit.command is not None else f"change to {edit.path}"
+    return f"    {what} {edit.decision} ({edit.by}, {fmt_time(edit.at)})"
 
 
 def tag_words(tag: Tag) -> str:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
 from machine.errors import BadInputError
-from machine.runs import RunSummary
+from machine.runs import EditMode, RunSummary
 
 from ._approve import allow_option, approver
 from ._chat import chat
 from ._complete import machine_argument
+from ._edits import edits_option, in_project
 from ._measure_options import pass_score_option
 from ._options import (
     grading_options,
@@ -37,6 +37,7 @@ from ._table import print_table
 @pass_score_option
 @click.option("--json", "as_json", is_flag=True, help="Print the run as one JSON object.")
 @allow_option
+@edits_option
 @spending_options
 @with_workspace
 @click.pass_context
@@ -51,31 +52,20 @@ def run(
     pass_score: float,
     as_json: bool,
     allow: float | None,
+    edits: EditMode | None,
     **spending: Any,
 ) -> None:
     """Run a machine on INPUT; with no INPUT, talk to it in the terminal.
 
-    A call of its tools that spends or changes (the machinist's tools, say) goes only after you answer
-    the program's own question at the terminal, or within --allow USD."""
+    Started inside a project folder, its tools work on that project's files: each change is shown to
+    you and made only after your yes (--edits). A call of its tools that spends or changes (the
+    machinist's tools, say) goes only after you answer the program's own question at the terminal, or
+    within --allow USD."""
     ws = workspace_from(ctx, **spending)
     spec = ws.load(name)
-    here = Path.cwd().resolve()
-    if here != ws.root and spec.tools:  # run from inside another project: work on its files
-        if here in (Path.home().resolve(), Path(here.anchor)):
-            raise BadInputError(
-                f"machine run works on the files of the folder it is started in, and {here} is your whole "
-                "home folder (or the root): cd into a project folder first, or into the workspace for a "
-                "fresh sandbox per run"
-            )
-        ws.project = here
     if input is not None and resume:
         raise BadInputError("--continue resumes an interactive conversation: leave out INPUT")
-    if ws.project is not None:  # said once, before anything runs (a refused run says only why)
-        ws.budget.check()
-        click.echo(
-            f"{name}'s tools work on the real files of {here}, not on a copy: what they write stays",
-            err=True,
-        )
+    in_project(ws, spec, edits)
     who = approver(allow, command=f"machine run {name}", ask=True, within=spend_id(ctx))
     if input is None:
         chat(

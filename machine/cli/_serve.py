@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +22,13 @@ from ._stop import INTERRUPTED, end, stop_status
 from ._workspace_option import with_workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
+EDIT_MODES = ("ask", "auto", "deny")
+"""``machine.runs.EDIT_MODES``, spelt here: the command imports nothing of the core before it serves."""
+SAID = {
+    "ask": "each change is put to you through the host's form first, and refused where the host cannot ask",
+    "auto": "their changes are made unasked (--edits auto)",
+    "deny": "every change is refused (--edits deny)",
+}
 
 
 def handle_errors(fn: F) -> F:
@@ -89,6 +97,16 @@ def handle_errors(fn: F) -> F:
     help="Leave out trust_machine: code a model wrote is then trusted only with `machine trust` in a "
     "terminal (a host that answers its form by itself would trust on your behalf).",
 )
+@click.option(
+    "--edits",
+    type=click.Choice(EDIT_MODES),
+    default="ask",
+    show_default=True,
+    help="Started inside a project folder, ask_machine's runs work on that project's files: ask puts "
+    "each change (its diff, or the command) to you through the host's form and makes it only after your "
+    "yes, and refuses every change where the host cannot ask; auto is your allowance for edits, made "
+    "unasked; deny refuses them all.",
+)
 @with_workspace
 @click.pass_context
 @handle_errors
@@ -102,6 +120,7 @@ def serve_command(
     script: str | None,
     print_config: str | None,
     no_trust: bool,
+    edits: str,
 ) -> None:
     """Serve this workspace's machines to an agent host over MCP (stdio by default).
 
@@ -115,6 +134,11 @@ def serve_command(
     authorises commit and revert). Over HTTP every request needs "Authorization: Bearer TOKEN":
     MACHINE_SERVER_TOKEN, else a token printed once at start. ask_machine's runs are kept only while
     the workspace observes (machine observe on).
+
+    Started inside a project folder (not the workspace, your home folder or the root), ask_machine's
+    runs work on that project's real files, each change as --edits says: asked through the host's form
+    (ask, the default; a host without forms has every change refused), made unasked (auto), or refused
+    (deny). In the workspace itself each run gets a fresh sandbox.
 
     \b
     Examples:
@@ -131,12 +155,15 @@ def serve_command(
     if print_config is not None:
         from ._serve_config import printed
 
-        text, note = printed(print_config, Path(root or "."), harness, script, trust=not no_trust)
+        text, note = printed(
+            print_config, Path(root or "."), harness, script, trust=not no_trust, edits=edits
+        )
         click.echo(text)
         click.echo(note, err=True)
         return
     _module("serve").log_to_stderr()
-    built = {"harness": harness, "script": script, "trust_over_mcp": not no_trust}
+    built: dict[str, Any] = {"harness": harness, "script": script, "trust_over_mcp": not no_trust}
+    built |= {"project": _project(root, edits), "edits": edits}
     if use_http:
         _serve_http(root, host or "127.0.0.1", DEFAULT_PORT if port is None else port, built)
     else:
@@ -144,6 +171,28 @@ def serve_command(
 
 
 DEFAULT_PORT = 8765
+
+
+def _project(root: str | None, edits: str) -> Path | None:
+    """The folder ask_machine's runs work in, said on stderr: the one the server is started in, unless
+    it is the workspace itself (a fresh sandbox per run), or the home folder or the root, which hold far
+    more than a project (a host may well start its servers there)."""
+    here = Path.cwd().resolve()
+    workspace = Path(root or os.environ.get("MACHINE_WORKSPACE") or here).resolve()
+    if here == workspace:
+        return None
+    if here in (Path.home().resolve(), Path(here.anchor)):
+        click.echo(
+            f"machine serve: started in {here}, your whole home folder (or the root), so ask_machine's runs "
+            "each get a fresh sandbox; start it inside a project folder to work on that project's files",
+            err=True,
+        )
+        return None
+    click.echo(
+        f"machine serve: ask_machine's runs work on the real files of {here}, not on a copy: {SAID[edits]}",
+        err=True,
+    )
+    return here
 
 
 def _module(name: str) -> Any:

@@ -38,13 +38,21 @@ def executable() -> str:
 
 
 def host_config(
-    host: str, workspace: Path, harness: str | None, script: str | None, *, trust: bool = True
+    host: str,
+    workspace: Path,
+    harness: str | None,
+    script: str | None,
+    *,
+    trust: bool = True,
+    edits: str = "ask",
 ) -> dict[str, object]:
     """The configuration ``host`` reads, starting ``machine serve`` over ``workspace`` with ``harness``
-    (``trust=False``: without trust_machine)."""
+    (``trust=False``: without trust_machine; ``edits``: how changes to the host's project are made)."""
     args = ["serve", "--workspace", str(workspace.resolve())]
     if not trust:
         args.append("--no-trust-over-mcp")
+    if edits != "ask":
+        args += ["--edits", edits]
     if harness is not None:
         args += ["--harness", harness]
     if script is not None:
@@ -58,10 +66,16 @@ def host_config(
 
 
 def printed(
-    host: str, workspace: Path, harness: str | None, script: str | None, *, trust: bool = True
+    host: str,
+    workspace: Path,
+    harness: str | None,
+    script: str | None,
+    *,
+    trust: bool = True,
+    edits: str = "ask",
 ) -> tuple[str, str]:
     """The configuration as JSON, and the note for stderr: where it goes and what to fill in."""
-    text = json.dumps(host_config(host, workspace, harness, script, trust=trust), indent=2)
+    text = json.dumps(host_config(host, workspace, harness, script, trust=trust, edits=edits), indent=2)
     note = (
         f"paste this into {WHERE[host]}; fill in the placeholders, and add MACHINE_ALLOW_SPEND_USD "
         "to the environment only to let the agent spend up to that many USD without asking you"

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         cut,
         kept_result,
     )
+    from ._edits import EDIT_MODES, ApproveEdit, EditAnswer, EditGate, EditMode, EditProposal
     from ._effort import LEVELS, Effort, parse_effort
     from ._events import EVENT_KINDS, EVENTS_FILE, EventKind, EventLog
     from ._events import preview as event_preview
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
         setup_of,
     )
     from ._health import HEALTH_WINDOW, CriterionHealth, MachineHealth
+    from ._inert import inert, inert_json
     from ._loop import NextTurn, call_tool, run_loop
     from ._names import NAME_SEGMENT, check_name
     from ._openai import openai_tools, to_openai
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
     from ._provenance import git_revision, library_version
     from ._records import (
         CriterionScore,
+        EditRecord,
         Message,
         Run,
         Scorecard,
@@ -146,6 +149,8 @@ _HOMES = {
     "open_store": "._stores",
     "is_postgres": "._stores",
     "mask_passwords": "._store_url",
+    "inert": "._inert",
+    "inert_json": "._inert",
     "Choices": "._views",
     "LEVELS": "._effort",
     "Effort": "._effort",
@@ -181,6 +186,7 @@ _HOMES = {
     "git_revision": "._provenance",
     "library_version": "._provenance",
     "CriterionScore": "._records",
+    "EditRecord": "._records",
     "Message": "._records",
     "Model": "machine._data",
     "Record": "machine._data",
@@ -211,6 +217,12 @@ _HOMES = {
     "SuiteStore": "._store_protocols",
     "TrainingStore": "._store_protocols",
     "ViewStore": "._store_protocols",
+    "EDIT_MODES": "._edits",
+    "ApproveEdit": "._edits",
+    "EditAnswer": "._edits",
+    "EditGate": "._edits",
+    "EditMode": "._edits",
+    "EditProposal": "._edits",
     "Tool": "._tools",
     "ToolContext": "._tools",
     "ToolFailure": "._tools",
@@ -219,6 +231,7 @@ _HOMES = {
 """The module each public name is defined in."""
 
 __all__ = [
+    "EDIT_MODES",
     "EVENTS_FILE",
     "EVENT_KINDS",
     "HARNESSES",
@@ -238,12 +251,18 @@ __all__ = [
     "STORE_ENV",
     "TEST_NAME",
     "Answer",
+    "ApproveEdit",
     "Approver",
     "Ask",
     "ChatSession",
     "Choices",
     "CriterionHealth",
     "CriterionScore",
+    "EditAnswer",
+    "EditGate",
+    "EditMode",
+    "EditProposal",
+    "EditRecord",
     "Effort",
     "Event",
     "EventKind",
@@ -308,6 +327,8 @@ __all__ = [
     "final_files",
     "git_revision",
     "group_failures",
+    "inert",
+    "inert_json",
     "is_free",
     "is_postgres",
     "is_replayed",

@@ -30,7 +30,11 @@ async def call_tool(request: HarnessRequest, call: ToolCall, refused: str | None
         content, is_error = str(failure), True
     except Exception as error:
         content, is_error = f"{call.name} failed: {type(error).__name__}: {error}", True
-    result = Message(role="tool", content=content, tool_call_id=call.id, name=call.name, is_error=is_error)
+    gate = request.tool_context.edits
+    edits = gate.take() if gate is not None else []
+    result = Message(
+        role="tool", content=content, tool_call_id=call.id, name=call.name, is_error=is_error, edits=edits
+    )
     return kept_result(result)
 
 
@@ -74,6 +78,10 @@ async def run_loop(request: HarnessRequest, next_turn: NextTurn) -> HarnessResul
             trajectory.append(result)
             held += len(result.content)
             request.emit("tool_result", result)
+        gate = request.tool_context.edits
+        if gate is not None and gate.stopped:  # the person said quit when asked about a change
+            stop_reason = "stopped"
+            break
         if held > MAX_RUN_TEXT:
             stop_reason = "error"
             error = (

@@ -68,8 +68,25 @@ class ToolCall(Record):
     raw_arguments: str | None = None
 
 
+class EditRecord(Record):
+    """A change to the person's own files that a tool proposed, and what became of it (``_edits``): kept
+    on the tool's result in the run's trajectory."""
+
+    tool: str
+    path: str | None = None
+    command: str | None = None
+    diff: str
+    """The diff or command line the person was shown, cut to ``DIFF_CHARS``."""
+    decision: Literal["approved", "declined"]
+    by: str
+    """Who decided: ``terminal``, ``elicitation``, ``sdk``, ``all`` (an earlier "all" in this run),
+    ``timeout`` (nobody answered in time), or ``policy`` (``--edits deny``, or nobody to ask)."""
+    at: datetime = Field(default_factory=now)
+
+
 class Message(Record):
-    """One message of a run: the input, an assistant turn (text, reasoning, tool calls) or a tool result."""
+    """One message of a run: the input, an assistant turn (text, reasoning, tool calls) or a tool result
+    (with the changes it proposed to the person's files and their answers, ``edits``)."""
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
@@ -78,6 +95,7 @@ class Message(Record):
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
+    edits: list[EditRecord] = Field(default_factory=list)
 
 
 class Timings(Record):

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from machine.budget import Budget
 
     from ._approval import Approver
+    from ._edits import EditGate
     from ._sandbox import Sandbox
 
 
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
 class ToolContext:
     """What a tool may act on: the run's sandbox, its run id, the budget, whether a person is talking to
     the machine right now, who approves a call that spends or changes (``approver``: None where nobody
-    can, as in a suite), and the workspace's root."""
+    can, as in a suite), the workspace's root, and the gate on changes to a person's own files (``edits``:
+    None in a fresh sandbox, where nothing real is touched)."""
 
     run_id: str
     sandbox: Sandbox | None = None
@@ -33,6 +35,7 @@ class ToolContext:
     interactive: bool = False
     approver: Approver | None = None
     root: Path | None = None
+    edits: EditGate | None = None
 
 
 class ToolFailure(Exception):

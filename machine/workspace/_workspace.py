@@ -21,7 +21,7 @@ import machine.spec as spec_on_run
 from machine.budget import Budget
 from machine.errors import BadInputError, HarnessError
 from machine.grade import GradeContext
-from machine.runs import Effort, Run, checked_score, kept_out_of_git, parse_effort
+from machine.runs import Effort, Run, checked_score, parse_effort
 from machine.spec import TRUST_FILE, MachineLoader, TrustBook
 
 from ._adapters import Adapters
@@ -29,13 +29,23 @@ from ._events import finished as told_finished
 from ._events import graded as told_graded
 from ._events import started as told_started
 from ._executor import Executor, made_elsewhere
-from ._files import hidden_from_runs
 from ._harness_turn import drive
+from ._run_place import edit_gate, run_sandbox
 from ._run_record import starting_run
 from ._tags import tag_run
 
 if TYPE_CHECKING:
-    from machine.runs import Approver, Event, Harness, Message, ModelAccess, Sandbox, Sandboxes, Store
+    from machine.runs import (
+        ApproveEdit,
+        Approver,
+        EditMode,
+        Event,
+        Harness,
+        Message,
+        ModelAccess,
+        Sandboxes,
+        Store,
+    )
     from machine.spec import Case, Machine
 
 T = TypeVar("T")
@@ -89,6 +99,10 @@ class Workspace:
         self.project = Path(project).resolve() if project is not None else None
         """A folder runs work in directly (a project the person is in) instead of a fresh sandbox;
         runs of a case with starting files still get their own."""
+        self.edits: EditMode | None = None
+        """How runs in ``project`` change its files: ask, auto or deny (``_run_place``)."""
+        self.approve_edit: ApproveEdit | None = None
+        """Who is asked about each change there, unless a run is given its own (``run``)."""
         self.trust = TrustBook(self.data_dir / TRUST_FILE, self.machines_dir)
         """Which of its machine files a model wrote, and which of those the person trusted."""
         self.loader = MachineLoader(self.machines_dir, builtins=True, trust=self.trust)
@@ -244,12 +258,12 @@ class Workspace:
         store: bool = True,
         files: Mapping[str, str] | None = None,
         workdir: Path | None = None,
+        approve_edit: ApproveEdit | None = None,
     ) -> Run:
-        """Run ``machine`` once on ``input``, store the run (graded if ``grade``) and return it.
-
-        With ``store=False`` the caller stores the finished run itself (the suite writes in batches).
-        ``approver`` approves the calls of its tools that spend or change (None: nobody can, so they
-        are refused); a run with one is always made here.
+        """Run ``machine`` once on ``input``, store the run (graded if ``grade``) and return it. With
+        ``store=False`` the caller stores the finished run itself (the suite writes in batches).
+        ``approver`` approves the calls of its tools that spend or change (None: nobody can); a run with
+        one is always made here. ``approve_edit`` is asked about each change to the project's files.
 
         A harness failure becomes a stored run with status ``error``; only BudgetExceeded is raised,
         before anything starts, so a refused run leaves nothing behind.
@@ -274,6 +288,7 @@ class Workspace:
                 interactive=interactive,
                 approver=approver,
                 on_event=listen,
+                approve_edit=approve_edit,
             )
         run.timings.finished_at = on_run.now()
         if grade and run.status == "ok":
@@ -309,11 +324,12 @@ class Workspace:
         interactive: bool = False,
         approver: Approver | None = None,
         on_event: Callable[[Event], None] | None = None,
+        approve_edit: ApproveEdit | None = None,
     ) -> Run:
         """``run`` (a record as it starts) made by the harness, in a fresh sandbox seeded with ``files``
         (or in ``folder``): what ``run`` does between its checks and its storing, and what a cluster's
         worker does with each run it is sent."""
-        sandbox = self._sandbox(spec, run.id, dict(files or {}), folder)
+        sandbox = run_sandbox(self, spec, run.id, dict(files or {}), folder)
         context = on_run.ToolContext(
             run_id=run.id,
             sandbox=sandbox,
@@ -321,6 +337,7 @@ class Workspace:
             interactive=interactive,
             approver=approver,
             root=self.root,
+            edits=edit_gate(self.edits, self.project, folder, approve_edit or self.approve_edit),
         )
         harness, effort = harness or self.harness, parse_effort(run.effort)
         try:
@@ -329,25 +346,6 @@ class Workspace:
             fresh = sandbox is not None and sandbox.path != folder  # the person's own folder is never removed
             if sandbox is not None and fresh and not self.keep_sandboxes:
                 sandbox.remove()
-
-    def _sandbox(
-        self, spec: Machine, run_id: str, files: dict[str, str], folder: Path | None
-    ) -> Sandbox | None:
-        """The run's sandbox: ``folder`` (a project, its ``.machine`` hidden) when given and the run has
-        no starting files, else a fresh folder seeded with them; none without tools or files."""
-        if not spec.tools and not files:
-            return None
-        sandboxes = self.sandboxes
-        if sandboxes is None:
-            raise HarnessError(
-                f"machine {spec.name!r} has tools, and this workspace was made without sandboxes for them "
-                "to act in: give it some (machine.load and machine.open_workspace do)"
-            )
-        if folder is not None and not files:
-            self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # hidden from the first run on
-            kept_out_of_git(self.data_dir)
-            return sandboxes.open(folder, hide=hidden_from_runs(folder, self.data_dir, self.machines_dir))
-        return sandboxes.create(self.sandbox_dir, run_id, files)
 
     @property
     def sandboxes(self) -> Sandboxes | None:

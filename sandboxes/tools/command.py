@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from machine.runs import ToolContext, ToolFailure, tool
+from machine.runs import EditProposal, ToolContext, ToolFailure, tool
 
+from ._asked import asking
 from ._paths import _sandbox
 
 MAX_RUN_TIMEOUT_S = 600.0
@@ -33,6 +34,10 @@ async def run(ctx: ToolContext, command: str, timeout_s: float = 60) -> str:
         raise ToolFailure(
             f"timeout_s must be more than 0 and at most {MAX_RUN_TIMEOUT_S:g}, not {timeout_s:g}"
         )
+    gate = asking(ctx)
+    refused = None if gate is None else await gate.refusal(EditProposal(tool="run", command=command))
+    if refused is not None:  # a command may change any file of the person's project: shown, then asked
+        raise ToolFailure(refused)
     try:
         result = await sandbox.exec(command, timeout_s=timeout_s, max_output=RUN_OUTPUT_CHARS)
     except OSError as error:

@@ -14,6 +14,7 @@ import anyio.to_thread
 from machine.runs import Tool, ToolContext, ToolFailure, tool
 
 from . import _bounded
+from ._asked import Change, asked_then_made, asking, current
 from ._bounded import Deadline, in_thread
 from ._paths import SNIFF_BYTES, _is_binary, _missing, _open_read, _resolve, _sandbox, _shown, _write_inside
 from ._reading import read_window
@@ -209,11 +210,16 @@ async def read_file(ctx: ToolContext, path: str, offset: int = 0, limit: int = R
 # ------------------------------------------------------------------------------------------- writing
 
 
-def _write_file(sandbox: Any, path: str, content: str) -> str:
+def _file_to_write(sandbox: Any, path: str) -> tuple[Path, str]:
+    """The file ``path`` names, and how it is shown; a folder is refused."""
     target = _resolve(sandbox, path)
-    shown = _shown(sandbox, target)
     if target.is_dir():
         raise ToolFailure(f"{path!r} is a folder: give the path of a file inside it")
+    return target, _shown(sandbox, target)
+
+
+def _write_file(sandbox: Any, path: str, content: str) -> str:
+    target, shown = _file_to_write(sandbox, path)
     data = content.encode("utf-8", errors="surrogateescape")
     existed = target.exists()
     try:
@@ -223,6 +229,14 @@ def _write_file(sandbox: Any, path: str, content: str) -> str:
     return f"wrote {len(data):,} bytes to {shown}" + (" (replaced it)" if existed else " (new file)")
 
 
+def _planned_write(sandbox: Any, path: str, content: str) -> Change:
+    target, shown = _file_to_write(sandbox, path)
+    data = content.encode("utf-8", errors="surrogateescape")
+    before = current(sandbox, target, shown)
+    said = f"wrote {len(data):,} bytes to {shown}" + (" (new file)" if before is None else " (replaced it)")
+    return Change(target=target, shown=shown, before=before, after=data, said=said)
+
+
 @tool
 async def write_file(ctx: ToolContext, path: str, content: str) -> str:
     """Write a whole file in the working directory, creating it and its folders if needed and
@@ -230,7 +244,11 @@ async def write_file(ctx: ToolContext, path: str, content: str) -> str:
 
     path: the file, relative to the working directory.
     content: the complete new text of the file."""
-    return await anyio.to_thread.run_sync(_write_file, _sandbox(ctx), path, content)
+    sandbox, gate = _sandbox(ctx), asking(ctx)
+    if gate is None:
+        return await anyio.to_thread.run_sync(_write_file, sandbox, path, content)
+    change = await anyio.to_thread.run_sync(_planned_write, sandbox, path, content)
+    return await asked_then_made(sandbox, gate, "write_file", change)
 
 
 def _positions(text: str, snippet: str, deadline: Deadline) -> list[int]:
@@ -273,7 +291,8 @@ def _read_for_edit(sandbox: Any, target: Path, shown: str) -> str:
     return data.decode("utf-8", errors="surrogateescape")  # bytes outside the edit round-trip exactly
 
 
-def _edit_file(sandbox: Any, path: str, old: str, new: str, deadline: Deadline) -> str:
+def _edited(sandbox: Any, path: str, old: str, new: str, deadline: Deadline) -> tuple[Change, int]:
+    """The file's whole change, worked out and not written, and the line where it starts."""
     if not old:
         raise ToolFailure("old is empty: give the exact text to replace (use write_file to create a file)")
     if old == new:
@@ -306,12 +325,19 @@ def _edit_file(sandbox: Any, path: str, old: str, new: str, deadline: Deadline) 
         )
     at = found[0]
     updated = (text[:at] + new + text[at + len(old) :]).encode("utf-8", errors="surrogateescape")
-    try:
-        _write_inside(sandbox, target, updated)
-    except OSError as error:
-        raise ToolFailure(f"cannot write {shown!r}: {error.strerror or error}") from None
     line = text.count("\n", 0, at) + 1
-    return f"replaced 1 occurrence in {shown} at line {line}; the file now has {len(updated):,} bytes"
+    said = f"replaced 1 occurrence in {shown} at line {line}; the file now has {len(updated):,} bytes"
+    before = text.encode("utf-8", errors="surrogateescape")
+    return Change(target=target, shown=shown, before=before, after=updated, said=said), line
+
+
+def _edit_file(sandbox: Any, path: str, old: str, new: str, deadline: Deadline) -> str:
+    change, _ = _edited(sandbox, path, old, new, deadline)
+    try:
+        _write_inside(sandbox, change.target, change.after)
+    except OSError as error:
+        raise ToolFailure(f"cannot write {change.shown!r}: {error.strerror or error}") from None
+    return change.said
 
 
 @tool
@@ -324,7 +350,11 @@ async def edit_file(ctx: ToolContext, path: str, old: str, new: str) -> str:
     old: the exact text to replace (copy it from read_file, without the line numbers).
     new: the text to put in its place.
     Files over 10,000,000 bytes are refused."""
-    return await in_thread(partial(_edit_file, _sandbox(ctx), path, old, new), _bounded.TOOL_SECONDS)
+    sandbox, gate = _sandbox(ctx), asking(ctx)
+    if gate is None:
+        return await in_thread(partial(_edit_file, sandbox, path, old, new), _bounded.TOOL_SECONDS)
+    change, _ = await in_thread(partial(_edited, sandbox, path, old, new), _bounded.TOOL_SECONDS)
+    return await asked_then_made(sandbox, gate, "edit_file", change)
 
 
 FILE_TOOLS: tuple[Tool, ...] = (list_files, search_files, read_file, write_file, edit_file)

@@ -81,13 +81,17 @@ def test_a_run_from_another_folder_writes_there(tmp_path: Path) -> None:
         script,
         "--workspace",
         ws,
+        "--edits",
+        "auto",
         cwd=project,
     )
     assert done.returncode == 0, done.stderr
     assert (project / "note.txt").read_text() == "hello"
     assert not (ws / "note.txt").exists()
     assert (ws / ".machine" / "store.db").exists()  # the run is stored in the workspace
-    said = f"scribe's tools work on the real files of {project.resolve()}, not on a copy"
+    said = (
+        f"scribe's tools work on the real files of {project.resolve()}, not on a copy: what they write stays"
+    )
     assert done.stderr.count(said) == 1  # said once, before the run
     assert (ws / ".machine" / ".gitignore").read_text().splitlines()[-1] == "*"  # never committed
 
@@ -134,7 +138,7 @@ def test_the_machines_inside_the_project_are_hidden_from_the_run(tmp_path: Path)
     script.write_text(json.dumps({"rules": [{"match": ".*", "turns": [writes, {"text": "done"}]}]}))
     done = machine(
         "run", "scribe", "plant", "--json", "--harness", "scripted", "--script", script, "--workspace", ws,
-        cwd=project,
+        "--edits", "auto", cwd=project,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     [result] = [m for m in json.loads(done.stdout)["trajectory"] if m["role"] == "tool"]

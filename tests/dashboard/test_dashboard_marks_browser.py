@@ -18,7 +18,7 @@ from helpers.browser import shot, visit
 from helpers.dashboard import Served, dashboard, make_workspace, stored_run
 from helpers.env import MACHINE_BIN, clean_env
 
-from machine.runs import SQLiteStore
+from machine.runs import EditRecord, Message, SQLiteStore
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 ASKED = "20261101-000050-run0050"
@@ -26,6 +26,13 @@ ASKED = "20261101-000050-run0050"
 ASKED_AGAIN = "20261101-000051-run0051"
 """The same question, answered wrong: to mark bad."""
 TO_CORRECT = "20261101-000003-run0003"
+DECLINED = EditRecord(
+    tool="edit_file", path="app.py", diff="-old\n+<i>new</i>\n", decision="declined", by="terminal"
+)
+DECLINED_EDIT = Message(
+    role="tool", name="edit_file", content="the person declined this change", is_error=True, edits=[DECLINED]
+)
+"""A change to the person's files they said no to, as the run keeps it."""
 """v1's delta, failing: corrected and made again."""
 
 
@@ -38,6 +45,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [
             stored_run(50, input=question, output="Is it Lyon?"),
             stored_run(51, input=question, output="<b>Marseille</b>"),
+            stored_run(52, trajectory=[Message(role="user", content="tidy"), DECLINED_EDIT]),
         ]
     )
     store.close()
@@ -174,3 +182,12 @@ def marks_and_log(root: Path) -> tuple[list[str], str]:
     tags = [t.model_dump_json() for t in store.get(TO_CORRECT).tags]
     store.close()
     return tags, (root / ".machine" / "spending.jsonl").read_text()
+
+
+def test_a_runs_page_shows_each_change_it_asked_about_and_the_answer(page: Any, served: Served) -> None:
+    visit(page, served, "#/run/20261101-000052-run0052")
+    edit = page.locator("[data-testid=edit]")
+    assert edit.get_attribute("data-decision") == "declined"
+    assert edit.locator("summary").inner_text().startswith("change to app.py declined by terminal at ")
+    edit.locator("summary").click()
+    assert edit.locator("pre").inner_text() == "-old\n+<i>new</i>\n"  # the diff as text, never markup

@@ -198,3 +198,18 @@ async def test_its_own_suite_passes_on_its_script_and_catches_a_spend_without_as
     [run] = [r for r in taken.store.iter_runs("machinist") if r.scorecard is not None]
     assert run.scorecard is not None and run.scorecard.criteria["consent"].score == 0.0
     assert "rehearse was called without first asking the person" in run.scorecard.criteria["consent"].reason
+
+
+def test_every_tool_of_the_machinist_that_changes_anything_is_asked_about() -> None:
+    """A tool the server marks as not read-only (it writes machine files, versions, training runs) is one
+    the program asks the person about before it runs, as it asks before spending."""
+    from machine.machinist import machinist_tools
+    from machine.machinist._consent import CHANGING, SPENDING
+    from machine.server.app import add_tools, build_server
+
+    server = build_server(None, log_level="WARNING")
+    add_tools(server)
+    hints = {t.name: t.annotations for t in server._tool_manager.list_tools()}
+    for served in machinist_tools():
+        writes = hints[served.name] is None or not hints[served.name].read_only_hint
+        assert not writes or served.name in (*SPENDING, *CHANGING), served.name

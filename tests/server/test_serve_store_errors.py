@@ -63,7 +63,7 @@ def test_a_store_that_cannot_be_opened_is_one_masked_sentence_not_a_traceback(
     server = subprocess.Popen(
         [str(MACHINE_BIN), "serve", "--workspace", str(folder.root)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=clean_env({"MACHINE_STORE": location}),
+        env=clean_env({"MACHINE_STORE": location}), cwd=folder.root,
     )  # fmt: skip
     try:
         assert server.stdin is not None

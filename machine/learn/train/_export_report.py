@@ -45,7 +45,7 @@ class ExportReport(Model):
     sources: dict[str, int] = Field(default_factory=dict)
     """The exported runs by where they came from (``teacher on scripted``: model on harness), most first."""
     pairs: dict[str, int] | None = None
-    """With ``pairs``: the preference pairs written, by kind (``verdict``, ``correction``)."""
+    """With ``pairs``: the preference pairs written, by kind (``verdict``, ``correction``, ``edit``)."""
 
 
 def held_out_cases(ws: Workspace, spec: Machine, target: Machine | None) -> list[Case]:

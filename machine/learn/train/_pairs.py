@@ -2,7 +2,8 @@
 messages before the answer (the run's instructions as the system message), chosen and rejected one
 assistant message each. Two kinds: on the same prompt, a run marked good (or, unmarked, passing under the
 current rubric) over one marked bad (or failing); and a corrected run (``machine fork``) over the run it
-corrects, unless a person marked the corrected one bad."""
+corrects, unless a person marked the corrected one bad. Besides, a change to the person's files they
+approved over one they declined before it (``_edit_pairs``)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from machine.spec import Case, Machine
 from machine.workspace import Workspace
 
 from .._near_duplicates import Inputs
+from ._edit_pairs import EditPair, edit_pairs
 from ._export_report import ExportReport, held_out_cases, unwritable
 from ._marks import answered, good_mark
 from ._options import ExportOptions
@@ -104,6 +106,10 @@ def export_pairs(ws: Workspace, name: str, o: ExportOptions) -> ExportReport:
                 handle.write(json.dumps(redactor.data(pair.row(name)), ensure_ascii=False) + "\n")
                 kinds[pair.kind] += 1
                 runs.update((pair.chosen[0], pair.rejected[0]))
+            for edit in iter_edit_pairs(ws, spec, held):
+                handle.write(json.dumps(redactor.data(edit.row(name)), ensure_ascii=False) + "\n")
+                kinds["edit"] += 1
+                runs.add(edit.run.id)
             if not kinds:
                 raise no_pairs(name, read["stored"])
     except OSError as error:
@@ -156,6 +162,15 @@ def iter_pairs(
         unseen = original.case_id not in held_ids and held_inputs.match(original.input) is None
         if unseen and original.output and answer != original.output:
             yield Pair("correction", original, (run_id, answer), (original.id, original.output))
+
+
+def iter_edit_pairs(ws: Workspace, spec: Machine, held: Sequence[Case]) -> Iterator[EditPair]:
+    """The pairs of the changes a person declined and then approved (``_edit_pairs``), in the runs that
+    hold a declined change, none of a held-out case."""
+    held_ids, held_inputs = {c.id for c in held}, Inputs(c.input for c in held)
+    for run in ws.store.iter_newest_with('"decision":"declined"', spec.name):
+        if run.case_id not in held_ids and held_inputs.match(run.input) is None:
+            yield from edit_pairs(run)
 
 
 def no_pairs(name: str, stored: int) -> BadInputError:
