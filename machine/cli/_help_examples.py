@@ -41,7 +41,15 @@ EXAMPLES: dict[str, list[str]] = {
     "trust": ["machine trust --list", "machine trust coder/sql"],
     "commit": ["machine commit signoff"],
     "revert": ["machine revert signoff", "machine revert signoff --to v1"],
-    "export": ["machine export red --out red.jsonl", "machine export signoff --out good.jsonl --tags good"],
+    "export": [
+        "machine export red --out red.jsonl",
+        "machine export signoff --out good.jsonl --tags good",
+        "machine export red --format inspect --out logs/ --suite 20261130-084912-3f9a",
+    ],
+    "import": [
+        "machine import red logs/2026-01-05T10-00-00_red.eval",
+        "machine import red traces.json --format otlp --json",
+    ],
     "tagged": ["machine tagged", "machine tagged chatbot --json"],
     "data": ["machine data", "machine data --json"],
     "observe": ["machine observe on", "machine observe"],

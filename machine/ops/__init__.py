@@ -33,8 +33,10 @@ if TYPE_CHECKING:
         cases_files,
         describe,
     )
+    from ._eval_logs import EvalLogFile, EvalLogOptions, EvalLogReport, EvalRuns, LogWriter, export_eval_logs
     from ._executors import EXECUTORS, executor_for
     from ._handle import MachineHandle, load
+    from ._import import IMPORT_FORMATS, ImportFormat, ImportReport, import_runs
     from ._listing import MachineSummary, list_machines
     from ._plans import plan_learning
     from ._policy import ALLOWANCE_ENV, MAX_BUDGET_ENV, Consent, SpendingPolicy
@@ -87,7 +89,17 @@ _HOMES = {
     "copy_store": "._store_copy",
     "CASES_NAME": "._suite",
     "EXECUTORS": "._executors",
+    "EvalLogFile": "._eval_logs",
+    "EvalLogOptions": "._eval_logs",
+    "EvalLogReport": "._eval_logs",
+    "EvalRuns": "._eval_logs",
+    "LogWriter": "._eval_logs",
+    "export_eval_logs": "._eval_logs",
     "executor_for": "._executors",
+    "IMPORT_FORMATS": "._import",
+    "ImportFormat": "._import",
+    "ImportReport": "._import",
+    "import_runs": "._import",
     "SuitePlan": "._suite",
     "plan_suite": "._suite",
     "run_planned": "._suite",
@@ -105,12 +117,20 @@ __all__ = [
     "ALLOWANCE_ENV",
     "CASES_NAME",
     "EXECUTORS",
+    "IMPORT_FORMATS",
     "MAX_BUDGET_ENV",
     "SPENDING_LOG",
     "AskingPolicy",
     "Consent",
     "CriterionInfo",
+    "EvalLogFile",
+    "EvalLogOptions",
+    "EvalLogReport",
+    "EvalRuns",
     "FileReview",
+    "ImportFormat",
+    "ImportReport",
+    "LogWriter",
     "MachineHandle",
     "MachineInfo",
     "MachineSummary",
@@ -133,8 +153,10 @@ __all__ = [
     "default_harness_name",
     "describe",
     "executor_for",
+    "export_eval_logs",
     "fork",
     "harness_for",
+    "import_runs",
     "list_machines",
     "load",
     "local_sandboxes",

@@ -30,6 +30,9 @@ class Event:
     type: EventType
     run_id: str
     message: Message
+    usage: Usage | None = None
+    """What the model call that made an ``assistant`` message used, where the harness knows (a trace's
+    span of that call carries it); None elsewhere."""
 
 
 @dataclass
@@ -58,10 +61,10 @@ class HarnessRequest:
     """The workspace's root: a model id's relative paths (a local checkpoint a training left in the
     workspace) are read from it; None: the current folder."""
 
-    def emit(self, type: EventType, message: Message) -> None:
+    def emit(self, type: EventType, message: Message, usage: Usage | None = None) -> None:
         """Pass an event to the listener, if there is one."""
         if self.on_event is not None:
-            self.on_event(Event(type, self.run_id, message))
+            self.on_event(Event(type, self.run_id, message, usage))
 
 
 def run_seed(case_id: str | None, trial: int | None) -> int | None:

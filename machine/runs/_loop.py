@@ -67,7 +67,7 @@ async def run_loop(request: HarnessRequest, next_turn: NextTurn) -> HarnessResul
         usage = usage + turn.usage
         message, refusals = checked_turn(turn.message, {t.name for t in request.tools})
         trajectory.append(message)
-        request.emit("assistant", message)
+        request.emit("assistant", message, turn.usage)
         if not message.tool_calls:
             stop_reason = "end_turn"
             break

@@ -4,9 +4,14 @@ the harness makes it, it finished, it was graded. A dashboard follows the log to
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from machine.runs import EventLog, Run, event_preview
+
+from ._tracing import finished as trace_finished
+from ._tracing import graded as trace_graded
+from ._tracing import traced
 
 if TYPE_CHECKING:
     from machine.runs import Event
@@ -14,10 +19,11 @@ if TYPE_CHECKING:
 Listener = Callable[["Event"], None]
 
 
-def started(log: EventLog, run: Run, caller: Listener | None) -> Listener:
+def started(log: EventLog, run: Run, caller: Listener | None, root: Path | None = None) -> Listener:
     """Tell the log the run started; the harness's listener, which tells it each whole step (an answer,
     a tool call as it starts, its result; not the text as it streams, nor a turn that only calls tools,
-    whose calls follow) and every event to the caller's own listener."""
+    whose calls follow) and every event to the caller's own listener, noting each step for the run's
+    trace when tracing is on (``_tracing``; ``root``'s ``.env`` is redacted from a trace's content)."""
     log.emit(
         "run_started",
         run=run.id,
@@ -39,10 +45,12 @@ def started(log: EventLog, run: Run, caller: Listener | None) -> Listener:
         if caller is not None:
             caller(event)
 
-    return listen
+    return traced(run, listen, root)
 
 
 def finished(log: EventLog, run: Run) -> None:
+    """Tell the log the run finished (graded too, when graded as it was made), and send its trace."""
+    trace_finished(run)
     log.emit(
         "run_finished",
         run=run.id,
@@ -56,4 +64,6 @@ def finished(log: EventLog, run: Run) -> None:
 
 
 def graded(log: EventLog, run: Run) -> None:
+    """Tell the log a run was graded on its own; a traced process adds a ``grade`` span to its trace."""
+    trace_graded(run)
     log.emit("graded", run=run.id, machine=run.machine, score=run.score, passed=run.passed)

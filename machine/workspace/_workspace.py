@@ -274,7 +274,7 @@ class Workspace:
         run = starting_run(self, spec, input, harness, model, effort, case, trial, history, conversation_id)
         folder = workdir.resolve() if workdir is not None else self.project
         starting = dict(case.files) if case else dict(files or {})
-        listen = told_started(self.events, run, on_event)
+        listen = told_started(self.events, run, on_event, self.root)
         here = interactive or approver is not None or folder is not None
         if self.executor is not None and harness is self.harness and not here:
             run = await made_elsewhere(self.executor, spec, run, starting, self.budget, self.machines_dir)
