@@ -12,33 +12,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from helpers.import_files import workspace
+
 from machine.ops import import_runs
 from machine.runs import Message, Run, ToolCall, Usage, to_openai
-from machine.workspace import Workspace
 
 TARGET_RATIO = 2.0
-MACHINE_PY = """\
-from machine import check, define_evaluator, define_machine
-from .rubric import rubric
-
-machine = define_machine(
-    name="shout", intent="Shout.", instructions="Repeat the input in capitals.", model="echo", rubric=rubric,
-    evaluator=define_evaluator(rubric, {"loud": check("loud", lambda r: r.output == r.output.upper())}),
-)
-"""
-RUBRIC_PY = 'from machine import define_rubric\n\nrubric = define_rubric({"loud": "In capitals."})\n'
-
-
-def workspace(root: Path) -> Workspace:
-    folder = root / "machines" / "shout"
-    folder.mkdir(parents=True)
-    (folder / "machine.py").write_text(MACHINE_PY)
-    (folder / "rubric.py").write_text(RUBRIC_PY)
-    return Workspace(root)
 
 
 def messages(i: int) -> list[Message]:

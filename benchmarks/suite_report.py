@@ -23,11 +23,10 @@ from collections.abc import Callable
 
 import click
 
-from machine.cli._inert import inert
 from machine.cli._render import fmt_pass_rate, fmt_score
 from machine.cli._suite_report import print_report
 from machine.measure import CaseResult, CriterionResult, SuiteReport
-from machine.runs import counted
+from machine.runs import counted, inert
 
 TARGET_MS = 50.0
 """The default report of 5,000 cases: a small part of the suite's own 1.5 s."""

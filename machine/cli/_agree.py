@@ -5,10 +5,9 @@ from __future__ import annotations
 import click
 
 from machine.measure import BASE_PASS_RATES, REFERENCE_PASS, THRESHOLDS, AgreementReport, AtThreshold, agree
-from machine.runs import CriterionScore, Run
+from machine.runs import CriterionScore, Run, inert
 
 from ._complete import machine_argument
-from ._inert import inert
 from ._measure_options import concurrency_option
 from ._options import handle_errors, print_spend, with_workspace, workspace_from
 from ._progress import watching

@@ -18,9 +18,8 @@ from typing import Any, TypeVar
 
 import click
 
-from machine.runs import Answer, Approver, Question
+from machine.runs import Answer, Approver, Question, inert
 
-from ._inert import inert
 from ._progress import paused
 
 F = TypeVar("F", bound=Callable[..., Any])

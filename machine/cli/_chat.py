@@ -10,12 +10,11 @@ import click
 
 from machine.measure import MeasureOptions
 from machine.ops import Session, describe
-from machine.runs import Approver, Run
+from machine.runs import Approver, Run, inert
 from machine.spec import Machine
 from machine.workspace import Workspace
 
 from ._chat_tags import Counts, mark, show_tagged
-from ._inert import inert
 from ._progress import thinking
 from ._render import print_run, scorecard_lines
 from ._stop import INTERRUPTED, stop_status

@@ -12,10 +12,9 @@ import click
 
 from machine.errors import BadInputError
 from machine.ops import MarkedRun, tagged
-from machine.runs import Run, counted
+from machine.runs import Run, counted, inert
 from machine.workspace import Workspace
 
-from ._inert import inert
 from ._run_view import fmt_time, tag_words
 from ._table import print_table
 

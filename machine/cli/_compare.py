@@ -7,10 +7,9 @@ from typing import Any
 import click
 
 from machine.measure import Comparison, Plan, Side, compare
-from machine.runs import counted
+from machine.runs import counted, inert
 
 from ._complete import machine_argument
-from ._inert import inert
 from ._measure_options import concurrency_option, measuring, pass_score_option, trials_option
 from ._options import (
     executor_options,

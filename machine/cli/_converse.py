@@ -9,12 +9,11 @@ from typing import Any
 import click
 
 from machine.errors import NotFoundError
-from machine.runs import Run
+from machine.runs import Run, inert
 from machine.spec import Case
 from machine.workspace import Conversation, converse, counterpart_of
 
 from ._complete import case_ids, machine_argument
-from ._inert import inert
 from ._measure_options import pass_score_option
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._progress import thinking

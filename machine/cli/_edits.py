@@ -13,12 +13,11 @@ from typing import Any
 import click
 
 from machine.errors import BadInputError
-from machine.runs import EDIT_MODES, EditAnswer, EditMode, EditProposal
+from machine.runs import EDIT_MODES, EditAnswer, EditMode, EditProposal, inert
 from machine.spec import Machine
 from machine.workspace import Workspace
 
 from ._approve import at_terminal, discard_typed_ahead, read_line
-from ._inert import inert
 from ._progress import paused
 
 SHOWN_LINES = 2_000

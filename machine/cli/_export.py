@@ -8,11 +8,10 @@ import click
 from machine.errors import BadInputError
 from machine.learn import ExportOptions, export
 from machine.ops import EvalLogOptions
-from machine.runs import Redactor, counted
+from machine.runs import Redactor, counted, inert
 
 from ._complete import machine_argument
 from ._export_inspect import export_inspect, refuse_training_flags
-from ._inert import inert
 from ._model_options import model_options, option_kwargs
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json

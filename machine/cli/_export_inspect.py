@@ -11,9 +11,8 @@ import click
 from machine.errors import BadInputError
 from machine.learn import ExportOptions
 from machine.ops import EvalLogOptions, LogWriter, export_eval_logs
-from machine.runs import Redactor, counted
+from machine.runs import Redactor, counted, inert
 
-from ._inert import inert
 from ._render import dump_json
 
 if TYPE_CHECKING:

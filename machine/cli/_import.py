@@ -5,10 +5,9 @@ from __future__ import annotations
 import click
 
 from machine.ops import IMPORT_FORMATS, ImportFormat, import_runs
-from machine.runs import Redactor, counted
+from machine.runs import Redactor, counted, inert
 
 from ._complete import machine_argument
-from ._inert import inert
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 

@@ -7,9 +7,9 @@ import sys
 import click
 
 import machine.ops as ops  # each command loads the operation it calls: `list` builds none of `show`'s models
+from machine.runs import inert
 
 from ._complete import machine_argument
-from ._inert import inert
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 

@@ -9,10 +9,9 @@ import click
 
 from machine.learn import Optimization, OptimizeOptions, optimize
 from machine.learn.optimize import format_optimization
-from machine.runs import Run
+from machine.runs import Run, inert
 
 from ._complete import machine_argument
-from ._inert import inert
 from ._model_options import model_options
 from ._options import (
     executor_options,

@@ -21,8 +21,8 @@ import machine.runs as on_run  # what only an error needs (mask_passwords) loads
 from machine.budget import Budget, parse_budget, price_of
 from machine.errors import FACE_SPELLING, BadInputError, Fix, MachineError, WorkFailed
 from machine.ops import open_workspace
+from machine.runs import inert
 
-from ._inert import inert
 from ._stop import end, stop_status, stopped_word
 from ._workspace_option import with_workspace as with_workspace
 from ._workspace_option import workspace_option as workspace_option

@@ -9,9 +9,8 @@ import click
 
 from machine.learn import Options
 from machine.ops import plan_learning
+from machine.runs import inert
 from machine.workspace import Workspace
-
-from ._inert import inert
 
 
 def print_plan(

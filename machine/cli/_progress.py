@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ._inert import inert
+from machine.runs import inert
 
 if TYPE_CHECKING:
     from machine.runs import Run

@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING
 import click
 from pydantic import BaseModel
 
-from machine.runs import Run, Scorecard, counted, passes
-
-from ._inert import inert, inert_json
+from machine.runs import Run, Scorecard, counted, inert, inert_json, passes
 
 if TYPE_CHECKING:
     from machine.measure import CriterionResult

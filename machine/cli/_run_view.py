@@ -9,9 +9,8 @@ from datetime import datetime
 
 import click
 
-from machine.runs import EditRecord, Message, Run, Tag, timestamp
+from machine.runs import EditRecord, Message, Run, Tag, inert, timestamp
 
-from ._inert import inert
 from ._render import scorecard_lines
 
 

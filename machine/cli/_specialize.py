@@ -9,10 +9,10 @@ import click
 
 from machine.learn import SpecializeOptions, draft_rubric, specialize
 from machine.learn.specialize import DraftRubricOptions, format_rubric_draft, format_specialization
+from machine.runs import inert
 from machine.spec import show_hidden
 
 from ._complete import machine_argument
-from ._inert import inert
 from ._model_options import model_options
 from ._options import handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._plan import print_plan

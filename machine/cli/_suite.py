@@ -10,11 +10,10 @@ import click
 from machine.errors import BadInputError, WorkFailed
 from machine.measure import FamilyReport, MeasureOptions, SuiteReport, run_family
 from machine.ops import SuitePlan, plan_suite, run_planned
-from machine.runs import Run, counted
+from machine.runs import Run, counted, inert
 from machine.workspace import Workspace
 
 from ._complete import machine_argument
-from ._inert import inert
 from ._measure_options import concurrency_option, measuring, pass_score_option, trials_option
 from ._options import (
     executor_options,

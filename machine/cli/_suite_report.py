@@ -10,9 +10,8 @@ from collections.abc import Mapping, Sequence
 import click
 
 from machine.measure import CaseResult, CriterionResult, FamilyReport, SuiteReport
-from machine.runs import counted
+from machine.runs import counted, inert
 
-from ._inert import inert
 from ._render import fmt_pass_rate, fmt_rate, fmt_score, raised_lines
 from ._table import print_table
 

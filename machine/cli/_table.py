@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 
 import click
 
-from ._inert import inert
+from machine.runs import inert
 
 Rows = Sequence[Sequence[str]]
 

@@ -11,11 +11,11 @@ from machine.errors import BadInputError
 from machine.learn import ALL_SOURCES, ChooseSource, TrainingCheck, TrainOptions, check_training, train
 from machine.learn.rl import RLOptions
 from machine.ops import plan_learning
+from machine.runs import inert
 from machine.training import StepMetrics
 from machine.versions import Candidate, format_report
 
 from ._complete import machine_argument
-from ._inert import inert
 from ._model_options import model_options
 from ._options import (
     executor_options,

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from machine.runs import counted
+from machine.runs import counted, inert
 
-from ._inert import inert
 from ._progress import Bar, verdict
 
 if TYPE_CHECKING:

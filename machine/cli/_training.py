@@ -7,9 +7,9 @@ from __future__ import annotations
 import click
 
 from machine.learn import training_rows, training_shown
+from machine.runs import inert
 
 from ._complete import machine_argument
-from ._inert import inert
 from ._options import handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 

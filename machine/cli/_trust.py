@@ -8,10 +8,10 @@ import click
 
 from machine.errors import BadInputError
 from machine.ops import TrustReview, pending, review, trust, untrustable
+from machine.runs import inert
 from machine.spec import FileTrust, show_hidden
 
 from ._complete import machine_argument
-from ._inert import inert
 from ._options import fail, handle_errors, with_workspace, workspace_from
 from ._render import dump_json
 

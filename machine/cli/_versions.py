@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from machine.errors import BadInputError, CommitRefused
+from machine.runs import inert
 from machine.spec import DEFAULT_MIN_Z, UNRECORDED, VERSIONS_FILE, Version, checked_min_z
 from machine.versions import (
     PROPOSE_TRIALS,
@@ -22,7 +23,6 @@ from machine.versions import (
 )
 
 from ._complete import machine_argument
-from ._inert import inert
 from ._measure_options import concurrency_option, measuring, pass_score_option, trials_option
 from ._options import fail, handle_errors, print_spend, spending_options, with_workspace, workspace_from
 from ._progress import watching

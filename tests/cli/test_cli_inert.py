@@ -14,8 +14,8 @@ from helpers.env import MACHINE_BIN, clean_env
 from helpers.pty_session import PtySession
 
 from machine import SQLiteStore
-from machine.cli._inert import inert, inert_json
 from machine.cli._table import table_lines
+from machine.runs import inert, inert_json
 from machine.workspace import tag_run
 
 if TYPE_CHECKING:

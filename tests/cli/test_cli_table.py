@@ -9,8 +9,8 @@ from collections.abc import Collection, Sequence
 
 import pytest
 
-from machine.cli._inert import inert
 from machine.cli._table import table_lines
+from machine.runs import inert
 
 
 def rich_lines(

@@ -23,7 +23,7 @@ from machine.spec import (
     write_book,
 )
 from machine.training import Checkpoint, Phase
-from machine.versions import Candidate, check_fixed, fix_gate
+from machine.versions import Candidate, check_fixed, fix_gate, propose
 from machine.workspace import Workspace
 
 from ._options import TrainOptions
@@ -104,12 +104,31 @@ def resumable(folder: RecordFolder, name: str) -> None:
         raise BadInputError(f"training {folder.id} finished already, with checkpoint {model}", fixes=[again])
 
 
-def with_training(
-    ws: Workspace, name: str, spec: Machine, candidate: Candidate, summary: TrainingSummary
+async def proposed(
+    ws: Workspace,
+    at: Target,
+    o: TrainOptions,
+    folder: RecordFolder,
+    record: TrainingRecord,
+    checkpoint: Checkpoint,
+    summary: TrainingSummary,
+    gate: FixedGate,
+    *,
+    note: str,
+    on_run: Callable[[Run], None] | None,
+    on_begin: Callable[[Phase], None] | None,
 ) -> Candidate:
-    """The candidate with what it was trained on in its report, as versions.json keeps it."""
+    """The checkpoint proposed against the live version on the gate fixed before training; the record
+    names the candidate, and the candidate's report (as versions.json keeps it) carries the training."""
+    name = at.spec.name
+    candidate = await propose(
+        ws, name, MeasureOptions.taken_from(o), model=checkpoint.model, base_model=at.base, note=note,
+        gate=gate, on_run=on_run, on_begin=on_begin,
+    )  # fmt: skip
+    record.candidate = candidate.label
+    folder.write(record)
     report = candidate.report.model_copy(update={"training": summary})
-    book = open_book(ws.machines_dir / name, spec)
+    book = open_book(ws.machines_dir / name, at.spec)
     stored = book.get(candidate.version.number)
     stored.report = report
     write_book(ws.machines_dir / name / VERSIONS_FILE, book)

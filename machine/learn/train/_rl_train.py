@@ -17,7 +17,7 @@ import anyio
 
 from machine.budget import TRAINING, Budget
 from machine.errors import BadInputError, BudgetExceeded, MachineError
-from machine.measure import BatchWriter, MeasureOptions
+from machine.measure import BatchWriter
 from machine.runs import Harness, Run, counted, git_revision, library_version
 from machine.spec import MAX_LOSSES, Case, Machine, TrainingSummary
 from machine.training import (
@@ -32,7 +32,7 @@ from machine.training import (
     TrainSettings,
     learning_rate_at,
 )
-from machine.versions import Candidate, propose, thin_gate, thinned
+from machine.versions import Candidate, thin_gate, thinned
 from machine.workspace import Workspace
 
 from .._near_duplicates import Inputs
@@ -43,8 +43,8 @@ from ._gating import (
     interrupted,
     live_version,
     open_record,
+    proposed,
     stopped,
-    with_training,
 )
 from ._options import TrainOptions
 from ._prepare import MakeTrainer, Target, target, trainer_for
@@ -102,14 +102,20 @@ async def train_rl(
     summary = _summary(folder, record, session.learning_rate, time.monotonic() - started, done)
     summary.cost_usd = ws.budget.spent - gate.cost_usd - spent_before
     told.say(f"proposing {checkpoint.model} against {live.label} on {at.held_path.name}")
-    measuring = MeasureOptions.taken_from(o)
-    candidate = await propose(
-        ws, name, measuring, model=checkpoint.model, base_model=at.base, note=f"trained {folder.id} (rl)",
-        gate=gate, on_run=told.on_run, on_begin=told.begin,
-    )  # fmt: skip
-    record.candidate = candidate.label
-    folder.write(record)
-    return with_training(ws, name, at.spec, candidate, summary)
+    note = f"trained {folder.id} (rl)"
+    return await proposed(
+        ws,
+        at,
+        o,
+        folder,
+        record,
+        checkpoint,
+        summary,
+        gate,
+        note=note,
+        on_run=told.on_run,
+        on_begin=told.begin,
+    )
 
 
 def _fresh(

@@ -14,7 +14,6 @@ import anyio
 
 from machine.budget import TRAINING
 from machine.errors import BudgetExceeded, MachineError
-from machine.measure import MeasureOptions
 from machine.runs import Run, git_revision, library_version
 from machine.spec import (
     MAX_LOSSES,
@@ -23,7 +22,7 @@ from machine.spec import (
     Version,
 )
 from machine.training import Checkpoint, Phase, Prepared, StepMetrics, Trainer, TrainSettings
-from machine.versions import Candidate, propose, thinned
+from machine.versions import Candidate, thinned
 from machine.workspace import Workspace
 
 from ._gating import (
@@ -32,8 +31,8 @@ from ._gating import (
     interrupted,
     live_version,
     open_record,
+    proposed,
     stopped,
-    with_training,
 )
 from ._options import TrainOptions
 from ._prepare import ChooseSource, MakeTrainer, Ready, chosen_before, ready, target, trainer_for
@@ -112,20 +111,10 @@ async def _from_runs(
     summary = _summary(folder, record, prepared, settings, len(got.runs), took, resumed_at)
     summary.cost_usd = ws.budget.spent - gate.cost_usd - spent_before  # the comparison's is the report's own
     say(f"proposing {checkpoint.model} against {live.label} on {at.held_path.name}")
-    candidate = await propose(
-        ws,
-        name,
-        MeasureOptions.taken_from(o),
-        model=checkpoint.model,
-        base_model=at.base,
-        note=f"trained {folder.id}",
-        gate=gate,
-        on_run=on_run,
-        on_begin=begin,
+    note = f"trained {folder.id}"
+    return await proposed(
+        ws, at, o, folder, record, checkpoint, summary, gate, note=note, on_run=on_run, on_begin=begin
     )
-    record.candidate = candidate.label
-    folder.write(record)
-    return with_training(ws, name, at.spec, candidate, summary)
 
 
 def _fresh_record(
