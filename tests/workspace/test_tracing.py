@@ -203,9 +203,9 @@ def test_content_only_when_asked_and_its_secrets_redacted(
 
 
 def test_an_endpoint_nobody_listens_on_fails_no_run(machine_cmd: Command, ws: WorkspaceFolder) -> None:
-    started = time.monotonic()
+    """The command ends (a hang past ``machine_cmd``'s bound fails the test) and every run is made; how
+    much tracing costs a run is benchmarks/otel.py's to measure, not a test's."""
     _suite(machine_cmd, ws, {"MACHINE_OTEL_ENDPOINT": f"http://127.0.0.1:{_free_port()}"})
-    assert time.monotonic() - started < 60
     assert sorted(run.status for run in ws.runs("greet")) == ["ok"] * 3
 
 
