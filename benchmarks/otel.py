@@ -1,5 +1,5 @@
 """The marginal cost per stored, graded run with tracing off and on, side by side (target: on is at most
-10% above off): pulse's figure, an echo suite of 2,001 cases less one of 1 case, through the real
+10% above off): pulse's figure, an echo suite of 8,001 cases less one of 1 case, through the real
 ``machine`` command, with tracing sent to a loopback port that accepts OTLP/HTTP and answers 200.
 
 Usage: .venv/bin/python benchmarks/otel.py [ROUNDS]   (needs the ``otel`` extra; a figure, not a test)
@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 MACHINE = Path(sys.executable).parent / "machine"
-MANY = 2001
+MANY = 8001
 
 
 class _Sink(BaseHTTPRequestHandler):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,6 +41,13 @@ def needs_inspect() -> None:
         raise BadInputError(
             f"writing Inspect logs needs inspect_ai ({error}): pip install 'machine[{EXTRA}]'"
         ) from None
+
+
+def inspect_writer() -> Callable[[EvalGroup, Path], Path]:
+    """The writer ``machine.ops.export_eval_logs`` uses by default (the ``inspect_log`` part), once
+    ``inspect_ai`` was found: a missing extra is said before any run is read or folder made."""
+    needs_inspect()
+    return write_inspect_log
 
 
 def write_inspect_log(group: EvalGroup, folder: Path) -> Path:

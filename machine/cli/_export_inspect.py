@@ -3,28 +3,19 @@ opens. The writer is the ``inspect`` extra's adapter, imported only when the com
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 import click
 
 from machine.errors import BadInputError
 from machine.learn import ExportOptions
-from machine.ops import EvalLogOptions, LogWriter, export_eval_logs
+from machine.ops import EvalLogOptions, export_eval_logs
 from machine.runs import Redactor, counted, inert
 
 from ._render import dump_json
 
 if TYPE_CHECKING:
     from machine.workspace import Workspace
-
-
-def _writer() -> LogWriter:
-    """The Inspect log writer; a missing ``inspect_ai`` is said with the install to run."""
-    adapter = importlib.import_module("machine.clients.inspect_log")
-    adapter.needs_inspect()
-    writer: LogWriter = adapter.write_inspect_log
-    return writer
 
 
 def refuse_training_flags(options: ExportOptions, cases_file: str | None) -> None:
@@ -44,7 +35,7 @@ def export_inspect(
 ) -> None:
     """Write and report the logs."""
     fields = {"out": out, "suite": suite} | ({"limit": limit} if limit is not None else {})
-    report = export_eval_logs(ws, name, EvalLogOptions.of(**fields), write=_writer())
+    report = export_eval_logs(ws, name, EvalLogOptions.of(**fields))
     if as_json:
         dump_json(report)
         return

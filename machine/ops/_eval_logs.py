@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from pydantic import Field, model_validator
 
+from machine._backends import part
 from machine.errors import BadInputError, Fix, NotFoundError
 from machine.measure import Options
 from machine.runs import Model, Redactor, Run
@@ -85,11 +86,18 @@ class EvalLogReport(Model):
 
 
 def export_eval_logs(
-    ws: Workspace, name: str, options: EvalLogOptions | None = None, *, write: LogWriter, **fields: Any
+    ws: Workspace,
+    name: str,
+    options: EvalLogOptions | None = None,
+    *,
+    write: LogWriter | None = None,
+    **fields: Any,
 ) -> EvalLogReport:
     """Write machine ``name``'s runs (a suite's, else the newest ``limit``) as eval logs under ``out``
-    with ``write``; no runs to write is an error that says where to find some."""
+    with ``write`` (default: Inspect's, from the ``inspect_log`` part); no runs to write is an error that says
+    where to find some."""
     o = EvalLogOptions.of(options, **fields)
+    writer: LogWriter = write or part("inspect_log")()  # a missing extra said before anything is read
     spec = ws.load(name)  # an unknown machine is named before anything is read
     criteria = {key: criterion.description for key, criterion in spec.rubric.items()}
     redactor = Redactor.here(ws.root)
@@ -109,7 +117,7 @@ def export_eval_logs(
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for group in groups:
-            path = write(group, folder)
+            path = writer(group, folder)
             first = group.runs[0]
             report.logs.append(
                 EvalLogFile(

@@ -6,7 +6,9 @@ a person's mark or the machine's grading decides what is good.
 
 All or nothing: the whole file is read and checked first, then its runs are stored in one transaction;
 a file refused (too large, not its format, nested too deep, a zip bomb, a sample out of shape) leaves
-the store as it was. What is stored has its secrets redacted as an export redacts them."""
+the store as it was. Each run is made as it is read and held only as the row the store writes, not as
+objects: a file of many runs costs its rows' memory, not its runs'. What is stored has its secrets
+redacted as an export redacts them."""
 
 from __future__ import annotations
 
@@ -98,22 +100,35 @@ def _checked_file(path: Path) -> Path:
 
 
 def read_runs(
-    path: Path, machine: str, format: ImportFormat, redactor: Redactor
-) -> tuple[list[Run], list[str]]:
-    """Every run of the file at ``path`` as an observed run of ``machine``, and why items were passed
-    over; refused whole at the first item out of shape."""
-    runs: list[Run] = []
-    skipped: list[str] = []
-    for item in READERS[format](path):
+    path: Path, machine: str, format: ImportFormat, redactor: Redactor, skipped: list[str]
+) -> Iterator[Run]:
+    """Each run of the file at ``path`` as an observed run of ``machine``, made as it is read (held one at
+    a time, not all at once), noting in ``skipped`` why items were passed over; refused at the first item
+    out of shape."""
+    made = 0
+    items = READERS[format](path)
+    while True:
+        try:
+            item = next(items, None)
+        except OSError as error:
+            raise refusal(path, "", f"it cannot be read ({error.strerror or error})") from None
+        if item is None:
+            return
         if isinstance(item, str):
             skipped.append(item)
             continue
-        if len(runs) >= MAX_IMPORT_RUNS:
+        if made >= MAX_IMPORT_RUNS:
             raise refusal(
                 path, item.where, f"it holds more than the {MAX_IMPORT_RUNS:,} runs one import takes"
             )
-        runs.append(run_of(path, item, machine, f"import:{format}", redactor))
-    return runs, skipped
+        made += 1
+        yield run_of(path, item, machine, f"import:{format}", redactor)
+
+
+def _noted(runs: Iterator[Run], ids: list[str]) -> Iterator[Run]:
+    for run in runs:
+        ids.append(run.id)
+        yield run
 
 
 def import_runs(
@@ -127,20 +142,19 @@ def import_runs(
         raise BadInputError(f"there is no import format {format!r}: give inspect, chat or otlp")
     chosen = format or guess_format(path)
     redactor = Redactor.here(ws.root)
-    try:
-        runs, skipped = read_runs(path, spec.name, chosen, redactor)
-    except OSError as error:
-        raise refusal(path, "", f"it cannot be read ({error.strerror or error})") from None
-    if not runs:
+    skipped: list[str] = []
+    ids: list[str] = []
+    # put_many reads every run before it writes one: a refusal part way stores nothing
+    ws.store.put_many(_noted(read_runs(path, spec.name, chosen, redactor, skipped), ids))
+    if not ids:
         why = f": {skipped[0]}" if skipped else ""
         raise BadInputError(f"{path} holds no run to import as {chosen}{why}")
-    ws.store.put_many(runs)
     return ImportReport(
         machine=spec.name,
         file=str(path),
         format=chosen,
-        runs=len(runs),
-        run_ids=[run.id for run in runs],
+        runs=len(ids),
+        run_ids=ids,
         skipped=len(skipped),
         skipped_why=skipped[:SKIPS_SHOWN],
         redacted=redactor.count,

@@ -12,9 +12,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import TypeAdapter
+
 from machine.budget import Usage
 from machine.errors import BadInputError
-from machine.runs import MAX_RUN_TEXT, Message, Redactor, Run, Timings, ToolCall, bounded
+from machine.runs import MAX_RUN_TEXT, Message, Redactor, Run, Timings, bounded
 from machine.spec import MAX_DEPTH, depth
 
 MAX_IMPORT_BYTES = 256 * 1024 * 1024
@@ -61,6 +63,10 @@ class Outside:
     finished_at: datetime | None = None
 
 
+MESSAGES = TypeAdapter(list[Message])
+"""Messages made from their fields in one validation (their shape checked before, in words)."""
+
+
 def refusal(path: Path, where: str, what: str) -> BadInputError:
     """The error for a file refused: the file, the part at fault, what is wrong and that nothing was kept."""
     at = f" ({where})" if where else ""
@@ -104,48 +110,54 @@ def _text(path: Path, where: str, content: Any) -> str:
     return "\n".join(said)
 
 
-def _call(path: Path, where: str, raw: Any) -> ToolCall:
-    """One tool call of the OpenAI shape (``{"id", "function": {"name", "arguments"}}``)."""
+def _call(path: Path, where: str, raw: Any) -> dict[str, Any]:
+    """One tool call of the OpenAI shape (``{"id", "function": {"name", "arguments"}}``), as the fields of
+    a ``ToolCall``."""
     function = raw.get("function") if isinstance(raw, dict) else None
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
         raise refusal(path, where, "a tool call has no function name")
     arguments = function.get("arguments")
     call_id = str(raw.get("id") or "")
     if isinstance(arguments, dict) or arguments is None:
-        return ToolCall(id=call_id, name=function["name"], arguments=arguments or {})
+        return {"id": call_id, "name": function["name"], "arguments": arguments or {}}
     if not isinstance(arguments, str):
         raise refusal(path, where, "a tool call's arguments are neither JSON text nor an object")
     try:
         decoded = json.loads(arguments)
     except (ValueError, RecursionError):
         decoded = None
-    if isinstance(decoded, dict) and depth(decoded) <= MAX_DEPTH:
-        return ToolCall(id=call_id, name=function["name"], arguments=decoded)
-    return ToolCall(id=call_id, name=function["name"], arguments=None, raw_arguments=arguments)
+    shallow = arguments.count("{") + arguments.count("[") <= MAX_DEPTH  # fewer cannot nest deeper
+    if isinstance(decoded, dict) and (shallow or depth(decoded) <= MAX_DEPTH):
+        return {"id": call_id, "name": function["name"], "arguments": decoded}
+    return {"id": call_id, "name": function["name"], "arguments": None, "raw_arguments": arguments}
 
 
-def message_of(path: Path, where: str, raw: Any) -> Message:
-    """One chat message of the OpenAI shape as a run keeps it; a wrong shape is refused in words."""
+def message_of(path: Path, where: str, raw: Any) -> dict[str, Any]:
+    """One chat message of the OpenAI shape as the fields of a ``Message`` (what it gives, the rest left
+    to the defaults); a wrong shape is refused in words."""
     if not isinstance(raw, dict):
         raise refusal(path, where, f"a message is {type(raw).__name__}, not an object")
     said_role = raw.get("role")
     role = ROLES.get(said_role) if isinstance(said_role, str) else None
     if role is None:
         raise refusal(path, where, f"a message's role is {str(raw.get('role'))[:40]!r}, not a chat role")
-    calls = raw.get("tool_calls") or []
-    if not isinstance(calls, list):
-        raise refusal(path, where, "a message's tool_calls is not a list")
+    fields: dict[str, Any] = {"role": role, "content": _text(path, where, raw.get("content"))}
+    calls = raw.get("tool_calls")
+    if calls and role == "assistant":
+        if not isinstance(calls, list):
+            raise refusal(path, where, "a message's tool_calls is not a list")
+        fields["tool_calls"] = [_call(path, where, call) for call in calls]
     reasoning = raw.get("reasoning_content") or raw.get("reasoning")
-    name, call_id = raw.get("name"), raw.get("tool_call_id")
-    return Message(
-        role=role,
-        content=_text(path, where, raw.get("content")),
-        reasoning=reasoning if isinstance(reasoning, str) else None,
-        tool_calls=[_call(path, where, call) for call in calls] if role == "assistant" else [],
-        tool_call_id=str(call_id) if role == "tool" and call_id is not None else None,
-        name=name if isinstance(name, str) else None,
-        is_error=raw.get("is_error") is True,
-    )
+    if isinstance(reasoning, str):
+        fields["reasoning"] = reasoning
+    call_id, name = raw.get("tool_call_id"), raw.get("name")
+    if role == "tool" and call_id is not None:
+        fields["tool_call_id"] = str(call_id)
+    if isinstance(name, str):
+        fields["name"] = name
+    if raw.get("is_error") is True:
+        fields["is_error"] = True
+    return fields
 
 
 def _split(path: Path, item: Outside, messages: list[Message]) -> tuple[str, list[Message], list[Message]]:
@@ -154,7 +166,7 @@ def _split(path: Path, item: Outside, messages: list[Message]) -> tuple[str, lis
     lead = 0
     while lead < len(messages) and messages[lead].role == "system":
         lead += 1
-    last = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+    last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
     if last is None:
         raise refusal(path, item.where, "it has no user message, so there is no input to grade a run on")
     instructions = "\n\n".join(m.content for m in messages[:lead])
@@ -167,33 +179,29 @@ def _strings(value: Any) -> list[str]:
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, str):
+        kind = type(item)  # JSON's own types: no subclass to look for
+        if kind is str:
             found.append(item)
-        elif isinstance(item, dict):
+        elif kind is dict:
             stack.extend(item.values())
-        elif isinstance(item, list):
+        elif kind is list:
             stack.extend(item)
     return found
 
 
 def redacted(redactor: Redactor, value: Any) -> Any:
-    """``value`` with its secrets redacted: screened first as one text (its strings a line each), which
-    a secret in any of them makes differ, and redacted string by string only then, so the common case of
-    no secret costs one pass, not one a string."""
-    joined = "\n".join(_strings(value))
-    counts = redactor.kinds.copy()
-    if redactor.text(joined) == joined:
-        return value
-    redactor.kinds = counts
-    return redactor.data(value)
+    """``value`` with its secrets redacted: screened first as one text (its distinct strings a line
+    each), which a secret in any of them makes differ, and redacted string by string only then, so the
+    common case of no secret costs one pass, not one a string."""
+    return redactor.data(value) if redactor.finds("\n".join(set(_strings(value)))) else value
 
 
 def run_of(path: Path, item: Outside, machine: str, harness: str, redactor: Redactor) -> Run:
     """``item`` as an observed run of ``machine``: unlabelled, its secrets redacted, its text bounded."""
     if len(item.messages) > MAX_MESSAGES:
         raise refusal(path, item.where, f"it holds {len(item.messages):,} messages, over {MAX_MESSAGES:,}")
-    said = redacted(redactor, item.messages)
-    messages = [message_of(path, item.where, raw) for raw in said]
+    said = redacted(redactor, item.messages)  # arguments as the JSON text they came as: "password": ...
+    messages = MESSAGES.validate_python([message_of(path, item.where, raw) for raw in said])
     instructions, history, trajectory = _split(path, item, messages)
     size = len(instructions) + sum(len(m.content) + len(m.reasoning or "") for m in [*history, *trajectory])
     if size > MAX_RUN_TEXT:
@@ -201,8 +209,17 @@ def run_of(path: Path, item: Outside, machine: str, harness: str, redactor: Reda
         raise refusal(path, item.where, over)
     replies = [m.content for m in trajectory if m.role == "assistant" and m.content]
     output = redactor.text(item.output) if item.output else (replies[-1] if replies else "")
-    started = {} if item.started_at is None else {"started_at": item.started_at}
-    timings = Timings(finished_at=item.finished_at, **started)
+    given: dict[str, Any] = {  # only what the item says: the rest are the run's defaults, made faster
+        "usage": item.usage,
+        "error": redactor.text(item.error) if item.error else None,
+        "case_id": item.case_id,
+        "case": redactor.data(item.case) if item.case is not None else None,
+        "trial": item.trial,
+        "conversation_id": item.conversation_id,
+    }
+    if item.started_at is not None or item.finished_at is not None:
+        started = {} if item.started_at is None else {"started_at": item.started_at}
+        given["timings"] = Timings(finished_at=item.finished_at, **started)
     return Run(
         machine=machine,
         model=item.model or "unknown",
@@ -212,13 +229,7 @@ def run_of(path: Path, item: Outside, machine: str, harness: str, redactor: Reda
         history=history,
         trajectory=trajectory,
         output=output,
-        usage=item.usage or Usage(),
         status="error" if item.error else "ok",
-        error=redactor.text(item.error) if item.error else None,
-        case_id=item.case_id,
-        case=redactor.data(item.case) if item.case is not None else None,
-        trial=item.trial,
-        conversation_id=item.conversation_id,
-        timings=timings,
         observed=True,
+        **{key: value for key, value in given.items() if value is not None},
     )

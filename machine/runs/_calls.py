@@ -20,6 +20,8 @@ import hashlib
 import json
 from collections.abc import Collection, Sequence
 
+from pydantic_core import to_json
+
 from ._records import Message, ToolCall
 
 MAX_TOOL_NAME = 64
@@ -57,9 +59,10 @@ def _short_id(call_id: str) -> str:
 
 
 def _arguments_size(call: ToolCall) -> int:
+    """The characters of the call's arguments as compact JSON (UTF-8 bytes: a bound, measured quickly)."""
     if call.raw_arguments is not None:
         return len(call.raw_arguments)
-    return len(json.dumps(call.arguments)) if call.arguments is not None else 0
+    return len(to_json(call.arguments)) if call.arguments is not None else 0
 
 
 def _refusal(call: ToolCall, index: int, tools: Collection[str]) -> str | None:
@@ -133,14 +136,40 @@ def text_size(messages: Sequence[Message]) -> int:
     return size
 
 
+def within_bounds(message: Message) -> bool:
+    """Whether the loop's bounds leave ``message`` as it is (``checked_turn`` for its own tools and
+    ``kept_result`` would change nothing): a question asked of every message a host reports, so that
+    the common one costs no copy."""
+    if message.role == "tool":
+        return (
+            len(message.content) <= MAX_RESULT
+            and len(message.tool_call_id or "") <= MAX_ID
+            and len(message.name or "") <= MAX_TOOL_NAME
+        )
+    if message.role != "assistant":
+        return True
+    calls = message.tool_calls
+    return (
+        len(message.content) <= MAX_TEXT
+        and len(message.reasoning or "") <= MAX_TEXT
+        and len(calls) <= MAX_CALLS_A_TURN
+        and all(
+            len(c.name) <= MAX_TOOL_NAME and len(c.id) <= MAX_ID and _arguments_size(c) <= MAX_ARGUMENTS
+            for c in calls
+        )
+    )
+
+
 def bounded(messages: Sequence[Message]) -> list[Message]:
     """A trajectory a host reported, kept to the loop's bounds (its calls are not refused here: they ran
     already, in the host)."""
     kept: list[Message] = []
     for message in messages:
-        if message.role == "assistant":
+        if within_bounds(message):
+            pass
+        elif message.role == "assistant":
             message = checked_turn(message, {c.name for c in message.tool_calls})[0]
-        elif message.role == "tool":
+        else:
             message = kept_result(message)
         kept.append(message)
     return kept

@@ -164,6 +164,28 @@ def _ends_line(m: re.Match[str]) -> bool:
 
 
 @cache
+def any_trigger() -> re.Pattern[str] | None:
+    """A pattern found in lower-cased text exactly when some shape's trigger is in it; None when a shape
+    has no triggers (it always runs). Text without one, the common case, skips every shape at once."""
+    if any(not shape.triggers for shape in shapes()):
+        return None
+    return re.compile(_trie({t for shape in shapes() for t in shape.triggers}))
+
+
+def _trie(words: set[str]) -> str:
+    """A pattern matching where any of ``words`` (none empty) starts, its alternatives grouped by first
+    character: the regex engine tries a handful of branches a position, not every word. A word that
+    begins another stands for both (a screen needs only to know that one is there)."""
+    branches: dict[str, set[str]] = {}
+    for word in words:
+        branches.setdefault(word[0], set()).add(word[1:])
+    alternatives = [
+        re.escape(first) + ("" if "" in rests else _trie(rests)) for first, rests in sorted(branches.items())
+    ]
+    return alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
+
+
+@cache
 def shapes() -> tuple[Shape, ...]:
     """Every shape, in the order they are applied. Compiled on first use: only exports and trainings
     redact, not every command's start."""

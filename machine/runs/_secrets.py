@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ._secret_shapes import KINDS, Shape, shapes, url_password
+from ._secret_shapes import KINDS, Shape, any_trigger, shapes, url_password
 
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 """An environment variable whose name holds one of these (any case) holds a secret."""
@@ -103,10 +103,21 @@ class Redactor:
             text, n = self._values.subn(lambda m: f"[REDACTED:{self._names[m.group(0)]}]", text)
             self.kinds["value"] += n
         lower = text.lower()
+        screen = any_trigger()
+        if screen is not None and screen.search(lower) is None:
+            return text
         for shape in shapes():
             if not shape.triggers or any(t in lower for t in shape.triggers):
                 text = shape.pattern.sub(partial(self._replaced, shape), text)
         return text
+
+    def finds(self, text: str) -> bool:
+        """Whether ``text`` holds something ``text()`` would redact; nothing is counted."""
+        counted, self.kinds = self.kinds, Counter()
+        try:
+            return self.text(text) != text
+        finally:
+            self.kinds = counted
 
     def _replaced(self, shape: Shape, m: re.Match[str]) -> str:
         new = shape.replace(m)

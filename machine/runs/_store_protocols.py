@@ -30,7 +30,8 @@ class RunStore(Protocol):
         ...
 
     def put_many(self, runs: Iterable[Run]) -> None:
-        """``put`` for many runs in one transaction: all of them are written, or (on any refusal) none."""
+        """``put`` for many runs in one transaction: all of them are written, or (on any refusal, or an
+        error raised by ``runs`` while it is read) none. Every run is read before any is written."""
         ...
 
     def get(self, run_id: str) -> Run:

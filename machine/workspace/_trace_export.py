@@ -1,12 +1,19 @@
-"""The exporter process of a process whose runs are traced (``_tracing``): reads span trees (pickled, each
-frame length-prefixed) on stdin, makes them spans through the OpenTelemetry SDK with the times they were
-noted, and exports them by OTLP/HTTP through a ``BatchSpanProcessor``. A ``"flush"`` frame is answered
+"""The exporter process of a process whose runs are traced (``_tracing``): reads runs' facts (pickled, each
+frame length-prefixed) on stdin, makes them span trees (``_trace_spans``) and the spans through the
+OpenTelemetry SDK with the times they were noted, and exports them by OTLP/HTTP through a
+``BatchSpanProcessor``. A ``"flush"`` frame is answered
 ``ok`` on stdout once what came before it was exported; at the end of stdin it exports what is left
-(``MAX_FLUSH_S`` at most) and exits. Run as a script (``python -P``), so it imports no ``machine`` code.
+(``MAX_FLUSH_S`` at most) and exits. Run as a script (``python -P``), so it imports no ``machine`` code:
+``_trace_spans`` is loaded by its path.
+
+It keeps out of the runs' way: its pipe is read as soon as it is written (``Inbox``), so the parent never
+waits for spans to be made, and it runs at a lower priority (``nice`` 10), so on a busy machine the runs'
+process has the processors first and the traces come a little later.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import pickle
@@ -14,7 +21,9 @@ import random
 import struct
 import sys
 import threading
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from opentelemetry import trace
@@ -29,6 +38,21 @@ EXPORT_TIMEOUT_S = 5.0
 """One export's bound unless ``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`` or ``OTEL_EXPORTER_OTLP_TIMEOUT`` says."""
 MAX_FLUSH_S = 10.0
 """The most a flush (asked, or at the end) waits for the exports."""
+MAX_INBOX_BYTES = 256 * 1024 * 1024
+"""What the exporter holds of what it was sent and has not made spans of yet."""
+FLUSH = pickle.dumps("flush", protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _tree_maker() -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``_trace_spans.tree_of``, from the file beside this one."""
+    found = importlib.util.spec_from_file_location(
+        "machine_trace_spans", Path(__file__).with_name("_trace_spans.py")
+    )
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    made: Callable[[dict[str, Any]], dict[str, Any]] = module.tree_of
+    return made
 
 
 class ChosenIds(IdGenerator):
@@ -126,17 +150,50 @@ def tell(line: str) -> None:
         sys.stdout.buffer.flush()
 
 
-def frames(stream: BinaryIO) -> Any:
-    """Each value the parent sent, until the end of the stream."""
-    while len(head := stream.read(4)) == 4:
-        (size,) = struct.unpack(">I", head)
-        data = stream.read(size)
-        if len(data) < size:
-            return
-        yield pickle.loads(data)
+class Inbox:
+    """What the parent sent, read off the pipe as soon as it is written (a thread of its own), so a parent
+    never waits on a full pipe while spans are made; at most ``MAX_INBOX_BYTES`` held, the newest frames
+    dropped past that (an exporter far behind loses traces, never the parent's time)."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.frames: deque[bytes | None] = deque()
+        self.held = 0
+        self.ready = threading.Condition()
+        threading.Thread(target=self._reading, name="machine-trace-inbox", daemon=True).start()
+
+    def _reading(self) -> None:
+        while len(head := self.stream.read(4)) == 4:
+            (size,) = struct.unpack(">I", head)
+            data = self.stream.read(size)
+            if len(data) < size:
+                break
+            with self.ready:
+                if self.held + size > MAX_INBOX_BYTES and data != FLUSH:
+                    continue
+                self.held += size
+                self.frames.append(data)
+                self.ready.notify()
+        with self.ready:
+            self.frames.append(None)
+            self.ready.notify()
+
+    def __iter__(self) -> Iterator[Any]:
+        """Each value the parent sent, in order, until the end of the stream."""
+        while True:
+            with self.ready:
+                while not self.frames:
+                    self.ready.wait()
+                data = self.frames.popleft()
+                self.held -= len(data or b"")
+            if data is None:
+                return
+            yield pickle.loads(data)
 
 
 def main() -> None:
+    if hasattr(os, "nice"):  # background work: the runs' process comes first for the processors
+        os.nice(10)
     logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)  # said once by Telling instead
     ids = ChosenIds()
     name = os.environ.get("OTEL_SERVICE_NAME") or "machine"
@@ -145,14 +202,15 @@ def main() -> None:
         BatchSpanProcessor(exporter(), max_queue_size=65_536, max_export_batch_size=512)
     )
     tracer = provider.get_tracer("machine")
-    for value in frames(sys.stdin.buffer):
+    tree_of = _tree_maker()
+    for value in Inbox(sys.stdin.buffer):
         if value == "flush":
             provider.force_flush(int(MAX_FLUSH_S * 1000))
             tell("ok")
             continue
-        for tree in value:
+        for facts in value:
             try:
-                made(tracer, ids, tree)
+                made(tracer, ids, tree_of(facts))
             except Exception as error:  # one bad tree loses its own trace only
                 print(
                     f"machine: a run's trace was dropped ({type(error).__name__}: {error})", file=sys.stderr

@@ -3,11 +3,11 @@
 Off unless an endpoint is named: ``MACHINE_OTEL_ENDPOINT`` (a collector's base URL, ``/v1/traces`` added),
 else the standard ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT``;
 ``OTEL_SDK_DISABLED=true`` turns it off again. A run's process only notes each step's time as it goes
-and, once the run is finished (and graded, when it is graded as it is made), hands a small record to a
-feeder thread, which pickles batches down a pipe to one exporter process per process
-(``_trace_export``): the OpenTelemetry SDK, the spans, OTLP's encoding and the network are all there,
-off the runs' thread and their interpreter's lock. Tracing never fails a run: a missing SDK is said once
-and tracing stays off; a dead exporter or an unreachable endpoint only loses the traces.
+and, once the run is finished (and graded, when it is graded as it is made), hands its facts (plain
+values, ``_trace_record``) to a feeder thread, which pickles batches down a pipe to one exporter process
+per process (``_trace_export``): the span tree, the OpenTelemetry SDK, OTLP's encoding and the network are
+all there, off the runs' thread and their interpreter's lock. Tracing never fails a run: a missing SDK is
+said once and tracing stays off; a dead exporter or an unreachable endpoint only loses the traces.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._trace_record import Step, graded_record, run_record
+from ._trace_record import Step, graded_facts, run_facts
 
 if TYPE_CHECKING:
     from machine.runs import Event, Run
@@ -44,6 +44,7 @@ ENDPOINT_VARIABLES = (
 )
 CONTENT_VARIABLES = ("MACHINE_OTEL_CONTENT", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
 """Either turns content capture on (``1``/``true``): prompts, outputs, tool arguments and results."""
+TRUTHY = frozenset(("1", "true", "yes", "on"))
 WINDOW_S = 0.05
 """How long the feeder gathers finished runs before it sends them down in one write."""
 MAX_PENDING = 100_000
@@ -53,15 +54,16 @@ INSTALL = "pip install 'machine[otel]'"
 
 
 def settings() -> Settings | None:
-    """What the environment asks for now; None: tracing off."""
+    """What the environment asks for now; None: tracing off. Asked at every run's start, so kept lean."""
     env = os.environ
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return None
-    named = next((v for v in ENDPOINT_VARIABLES if env.get(v, "").strip()), None)
-    if named is None:
-        return None
-    content = any(env.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in CONTENT_VARIABLES)
-    return named, env[named].strip(), content
+    for named in ENDPOINT_VARIABLES:
+        value = env.get(named, "").strip()
+        if value:
+            content = any(env.get(v, "").strip().lower() in TRUTHY for v in CONTENT_VARIABLES)
+            return named, value, content
+    return None
 
 
 class Tracer:
@@ -243,7 +245,7 @@ class Recording:
     def finish(self, run: Run) -> None:
         """Hand the finished run's record to the feeder; a record that cannot be made is dropped."""
         try:
-            record = run_record(run, self.steps, self.start, time.time_ns(), self.tracer.content, self.root)
+            record = run_facts(run, self.steps, self.start, time.time_ns(), self.tracer.content, self.root)
         except Exception as error:
             _say(f"a run's trace was dropped ({type(error).__name__}: {error})")
             return
@@ -274,7 +276,7 @@ def graded(run: Run) -> None:
     """A run graded after it was made: a ``grade`` span in the run's own trace carries the scorecard."""
     found = tracer()
     if found is not None and run.scorecard is not None:
-        found.send(graded_record(run, time.time_ns()))
+        found.send(graded_facts(run, time.time_ns()))
 
 
 def flush_traces(timeout: float = 10.0) -> bool:

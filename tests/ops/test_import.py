@@ -111,3 +111,22 @@ def test_an_export_imports_back_as_the_runs_it_was_made_of(tmp_path: Path) -> No
     original = ws.store.get(first)
     assert again.trajectory == original.trajectory and again.instructions == original.instructions
     assert json.loads(out.read_text())["metadata"]["case_id"] == again.case_id
+
+
+def test_a_password_in_a_tool_calls_arguments_is_redacted_by_its_name(tmp_path: Path) -> None:
+    """Arguments come as JSON text: ``"password": "..."`` is read with its name, as an export reads it."""
+    ws = workspace(tmp_path / "ws")
+    arguments = json.dumps({"text": "hi", "password": "correct-horse-battery-9"})
+    call = {"id": "c1", "type": "function", "function": {"name": "shout", "arguments": arguments}}
+    said = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "HI"},
+        {"role": "assistant", "content": "HI"},
+    ]
+    path = tmp_path / "arguments.jsonl"
+    path.write_text(json.dumps({"messages": said}) + "\n")
+    report = import_runs(ws, "shout", path)
+    run = ws.store.get(report.run_ids[0])
+    assert "correct-horse-battery-9" not in run.model_dump_json() and report.redacted == 1
+    assert run.tool_calls[0].arguments == {"text": "hi", "password": "[REDACTED:password]"}

@@ -6,6 +6,7 @@ its bound stops; a host's trajectory is kept to the same bounds."""
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from machine.runs import (
     bounded,
     checked_turn,
 )
+from machine.runs._calls import MAX_ID, kept_result, within_bounds
 
 HUGE_NAME = "n" * 6_000_000
 
@@ -109,3 +111,43 @@ def test_a_long_id_is_made_short_on_both_sides_and_a_hosts_trajectory_is_kept_in
         role="assistant", content="fine", tool_calls=[ToolCall(id="c1", name="add", arguments={})]
     )
     assert checked_turn(plain, {"add"})[0] is plain  # nothing to keep in bounds: the same message
+
+
+def test_a_hosts_trajectory_is_kept_as_checking_each_message_would_keep_it() -> None:
+    """``bounded`` skips the messages ``within_bounds`` passes: for messages on either side of every
+    bound it gives what checking each one gives, and a message within them back as it is."""
+    rng = random.Random(11)
+
+    def sized(bound: int) -> int:
+        return rng.choice([0, 1, bound - 1, bound, bound + 1])
+
+    def message() -> Message:
+        role = rng.choice(["user", "assistant", "tool"])
+        content = "c" * sized(MAX_RESULT if role == "tool" else MAX_TEXT)
+        if role == "tool":
+            return Message(
+                role=role, content=content, tool_call_id="i" * sized(MAX_ID), name="n" * sized(MAX_TOOL_NAME)
+            )
+        if role == "user":
+            return Message(role=role, content=content)
+        made = [
+            ToolCall(
+                id="i" * sized(MAX_ID),
+                name="n" * sized(MAX_TOOL_NAME),
+                arguments={"a": "x" * sized(MAX_ARGUMENTS - 9)},
+            )
+            for _ in range(rng.choice([0, 1, MAX_CALLS_A_TURN, MAX_CALLS_A_TURN + 1]))
+        ]
+        return Message(role=role, content=content, reasoning="r" * sized(MAX_TEXT), tool_calls=made)
+
+    for _ in range(300):
+        said = [message() for _ in range(3)]
+        checked = [
+            checked_turn(m, {c.name for c in m.tool_calls})[0] if m.role == "assistant"
+            else kept_result(m) if m.role == "tool" else m
+            for m in said
+        ]  # fmt: skip
+        assert bounded(said) == checked
+        for m in said:
+            if within_bounds(m):
+                assert bounded([m])[0] is m

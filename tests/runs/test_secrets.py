@@ -5,6 +5,7 @@ paths, code and prose are left exactly as they were."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,29 @@ def test_what_was_found_is_said_by_kind() -> None:
     redactor = Redactor.here(environ={})
     redactor.data(["https://u:pw-one@h.test/", "https://u:pw-two@h.test/", "Authorization: Basic eHg="])
     assert Redactor.described(redactor.kinds) == "2 passwords in URLs, 1 authorization header"
+
+
+def test_the_screen_finds_text_exactly_when_some_shape_would_look_at_it() -> None:
+    """Text with no trigger of any shape skips every shape at once: the screen must find each trigger
+    (inside words, at either end, beside another) and nothing else."""
+    from machine.runs._secret_shapes import any_trigger, shapes
+
+    screen = any_trigger()
+    assert screen is not None
+    triggers = sorted({t for shape in shapes() for t in shape.triggers})
+    for trigger in triggers:
+        for text in (trigger, f"x{trigger}y", f"ab\n{trigger}", f"{trigger}{trigger[:1]}"):
+            assert screen.search(text) is not None, text
+    rng = random.Random(7)
+    letters = "abcdeghikmoprstuwxyz-_:/ \n"
+    for _ in range(3000):
+        text = "".join(rng.choice(letters) for _ in range(rng.randint(0, 12)))
+        assert (screen.search(text) is not None) == any(t in text for t in triggers), text
+
+
+def test_finds_says_whether_text_holds_a_secret_and_counts_nothing() -> None:
+    redactor = Redactor.here(environ=ENV)
+    assert redactor.finds("the key sk-proj-Xq7vRt2LmN9pWc4ZbY8sHk3JdF6gA1eU")
+    assert redactor.finds("postgres://me:hunter2hunter2@db/app")
+    assert not redactor.finds("nothing to see here, only prose about keys")
+    assert redactor.count == 0

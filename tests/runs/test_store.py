@@ -8,7 +8,7 @@ import stat
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from helpers.stores import rows_of
 
-from machine.errors import DefinitionError, NotFoundError
+from machine.errors import BadInputError, DefinitionError, NotFoundError
 from machine.runs import (
     ChatSession,
     CriterionScore,
@@ -346,6 +346,20 @@ def test_put_many_writes_nothing_when_one_name_is_bad(store: Store) -> None:
     assert store.count() == 1
     with pytest.raises(NotFoundError):
         store.get("fine")
+
+
+def test_put_many_writes_nothing_when_the_runs_given_fail_part_way(store: Store) -> None:
+    """An import hands its runs over as it makes them: one it refuses after others were made stores none."""
+
+    def made() -> Iterator[Run]:
+        yield make_run("first")
+        yield make_run("second")
+        raise BadInputError("the third sample is out of shape")
+
+    store.put(make_run("kept"))
+    with pytest.raises(BadInputError, match="third sample"):
+        store.put_many(made())
+    assert [run.id for run in store.runs("red", limit=10)] == ["kept"]
 
 
 # --- names -------------------------------------------------------------------------------------------------

@@ -9,8 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import socket
+import struct
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -229,3 +232,32 @@ def test_off_unless_an_endpoint_is_named(monkeypatch: pytest.MonkeyPatch) -> Non
     assert _tracing.settings() == ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318", False)
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
     assert _tracing.settings() is None
+
+
+def test_the_exporter_takes_what_it_is_sent_at_once_and_holds_at_most_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A parent writing faster than spans are made is never kept waiting on the pipe: the exporter reads
+    it as it comes (here nothing is taken out until all was written, far more than a pipe holds), keeping
+    at most ``MAX_INBOX_BYTES`` and dropping newer batches past that, never a flush."""
+    from machine.workspace import _trace_export as exporter
+
+    batch = pickle.dumps([{"name": "x" * 1024 * 1024}], protocol=pickle.HIGHEST_PROTOCOL)
+    monkeypatch.setattr(exporter, "MAX_INBOX_BYTES", 3 * len(batch) + 100)
+    read, write = os.pipe()
+    inbox = exporter.Inbox(os.fdopen(read, "rb"))
+
+    def send() -> None:
+        with os.fdopen(write, "wb") as pipe:
+            for data in [batch] * 6 + [exporter.FLUSH]:
+                pipe.write(struct.pack(">I", len(data)) + data)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    sender.join(timeout=60)
+    assert not sender.is_alive(), "the parent was kept waiting on a full pipe"
+    deadline = time.monotonic() + 60  # until the inbox has read to the end, before anything is taken
+    while not (inbox.frames and inbox.frames[-1] is None) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    values = list(inbox)
+    assert values[-1] == "flush" and len(values) == 4
