@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from machine.budget import Usage
 from machine.errors import BadInputError
@@ -201,7 +201,10 @@ def run_of(path: Path, item: Outside, machine: str, harness: str, redactor: Reda
     if len(item.messages) > MAX_MESSAGES:
         raise refusal(path, item.where, f"it holds {len(item.messages):,} messages, over {MAX_MESSAGES:,}")
     said = redacted(redactor, item.messages)  # arguments as the JSON text they came as: "password": ...
-    messages = MESSAGES.validate_python([message_of(path, item.where, raw) for raw in said])
+    try:
+        messages = MESSAGES.validate_python([message_of(path, item.where, raw) for raw in said])
+    except ValidationError as error:  # what message_of let through and a message cannot hold
+        raise refusal(path, item.where, f"a message is out of shape ({error.errors()[0]['msg']})") from None
     instructions, history, trajectory = _split(path, item, messages)
     size = len(instructions) + sum(len(m.content) + len(m.reasoning or "") for m in [*history, *trajectory])
     if size > MAX_RUN_TEXT:

@@ -1,10 +1,9 @@
 """The exporter process of a process whose runs are traced (``_tracing``): reads runs' facts (pickled, each
 frame length-prefixed) on stdin, makes them span trees (``_trace_spans``) and the spans through the
 OpenTelemetry SDK with the times they were noted, and exports them by OTLP/HTTP through a
-``BatchSpanProcessor``. A ``"flush"`` frame is answered
-``ok`` on stdout once what came before it was exported; at the end of stdin it exports what is left
-(``MAX_FLUSH_S`` at most) and exits. Run as a script (``python -P``), so it imports no ``machine`` code:
-``_trace_spans`` is loaded by its path.
+``BatchSpanProcessor``. A ``"flush"`` frame is answered ``ok`` on stdout once what came before it was
+exported; at the end of stdin it exports what is left (``MAX_FLUSH_S`` at most) and exits. Run as a
+script (``python -P``), so it imports no ``machine`` code: ``_trace_spans`` is loaded by its path.
 
 It keeps out of the runs' way: its pipe is read as soon as it is written (``Inbox``), so the parent never
 waits for spans to be made, and it runs at a lower priority (``nice`` 10), so on a busy machine the runs'

@@ -42,6 +42,11 @@ GOOD = json.dumps(chat_row(0)) + "\n"
         (GOOD + '{"messages": [{"role": "user", "content": 7}]}\n', ("line 2", "content is int")),
         (GOOD + '{"messages": [{"role": "assistant", "content": "hi"}]}\n', ("line 2", "no user message")),
         (GOOD + '{"messages": [{"role": "user", "content": "x", "tool_calls": [{}]}]}' + "\n", ()),
+        (
+            GOOD
+            + '{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": "x"}]}\n',
+            ("line 2", "tool_calls is not a list"),
+        ),
         (GOOD + '{"messages": ' + "[" * 100 + "]" * 100 + "}\n", ("line 2", "nest more than 64")),
         (GOOD + '{"messages": ' + "[" * 100_000 + "]" * 100_000 + "}\n", ("line 2", "nest more than 64")),
         (GOOD.encode() + b'{"messages": "\xff\xfe"}\n', ("line 2", "not UTF-8")),
