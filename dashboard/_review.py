@@ -2,7 +2,8 @@
 time: ``failing`` (decided fails), ``unscored`` (graded with a criterion left UNSCORED),
 ``ungraded``, ``observed`` (what outside hosts ran, kept by ``machine serve``), and ``disagreeing`` (the
 runs ``machine agree`` found its graders disagreeing on). A run marked good or bad has left the queue; a
-correction alone leaves it waiting. Each answer reads a bounded number of runs and says where to go on."""
+correction alone leaves it waiting; an RL training's samples never join it. Each answer reads a bounded
+number of runs and says where to go on."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def waiting(kinds: list[str]) -> bool:
 def _by_outcome(
     ws: Workspace, machine: str, outcome: str, cursor: str | None
 ) -> tuple[list[RunSummary], str | None]:
-    chosen = RunFilter.model_validate({"machine": machine, "outcome": outcome})
+    chosen = RunFilter(machine=machine, outcome=outcome, samples=False)
     found: list[RunSummary] = []
     read = 0
     while read < READ and len(found) < QUEUED:

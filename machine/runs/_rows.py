@@ -79,6 +79,9 @@ class RunFilter(Model):
     suite_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    samples: bool = True
+    """Whether the samples an RL training made of its policy (``Run.sampled_for``) are listed: the review
+    queue leaves them out, how the machine does not being how a policy in training did."""
 
 
 class ChatSession(Model):

@@ -162,6 +162,7 @@ class Statements:
         ]
         kept = [(sql, value) for sql, value in conditions if value is not None]
         sql = [c for c, _ in kept] + ([self.outcomes[chosen.outcome]] if chosen.outcome else [])
+        sql += [] if chosen.samples else [own_run(d)]
         return sql, [v for _, v in kept]
 
     def case_means(self, by_suite: bool) -> str:

@@ -33,6 +33,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = make_workspace(tmp_path_factory.mktemp("ws"))
     store = SQLiteStore.in_workspace(root)
     store.put_many([stored_run(40, observed=True), stored_run(41, observed=True, tags=[])])
+    failing = store.get(TARGET).scorecard
+    store.put(stored_run(50, sampled_for="rl-1 step 2", scorecard=failing))  # not the queue's to judge
     store.close()
     kept = Disagreements(
         criterion="loud", reference="check:loud", candidate="judge", at="2026-11-02T00:00:00Z",
@@ -183,3 +185,12 @@ def test_off_loopback_the_bearer_token_makes_changes_and_the_cookie_alone_does_n
         assert cookie.status_code == 403
         wrong = post(served, OBSERVED, body, authorization="Bearer " + "x" * 44)
         assert wrong.status_code == 401
+
+
+def test_the_runs_page_lists_an_rl_sample_unless_asked_not_to(served: Served) -> None:
+    def listed(query: str) -> list[str]:
+        answer = httpx.get(served.url + f"api/runs?machine=shout&outcome=fail{query}", timeout=LIMIT_S)
+        assert answer.status_code == 200, answer.text
+        return [r["id"][-7:] for r in answer.json()["runs"]]
+
+    assert "run0050" in listed("") and "run0050" not in listed("&samples=false")

@@ -205,3 +205,10 @@ def test_a_search_of_the_stored_text_finds_the_same_runs_in_every_store(filled: 
     assert [r.id for r in store.iter_newest_with('"case_id":"a"', "red")] == ["r004", "r001", "r000"]
     assert [r.id for r in store.iter_newest_with('"case_id":"a"')] == ["r006", "r004", "r001", "r000"]
     assert list(store.iter_newest_with('"kind":"', "other")) == []
+
+
+def test_a_page_without_samples_leaves_out_what_an_rl_training_made(filled: Store) -> None:
+    filled.put(run(7, scorecard=scorecard(0.0), sampled_for="rl-1 step 3"))
+    assert ids(filled, machine="red", outcome="fail")[0] == "r007"
+    assert ids(filled, machine="red", outcome="fail", samples=False) == ["r001"]
+    assert "r007" not in ids(filled, samples=False) and "r007" in ids(filled)
