@@ -57,15 +57,7 @@ class ProjectEdits:
 
 def question(machine: str, project: Path, proposal: EditProposal) -> str:
     """What the form says: which machine would change what in which folder, exactly as it would."""
-    where = inert(str(project))
-    path = inert(proposal.path or "?")
-    if proposal.command is not None:
-        head = f"Machine {machine!r} wants to run a command in your project {where}:"
-    elif proposal.after is None:
-        head = f"Machine {machine!r} wants to delete {path} in your project {where}:"
-    else:
-        verb = "create" if proposal.before is None else "change"
-        head = f"Machine {machine!r} wants to {verb} {path} in your project {where}:"
+    head = f"Machine {machine!r} wants to {proposal.action} in your project {inert(str(project))}:"
     shown = proposal.diff
     if len(shown) > SHOWN_CHARS:
         rest = len(shown) - SHOWN_CHARS

@@ -47,13 +47,8 @@ def _coloured(line: str) -> str:
 
 def show_change(proposal: EditProposal) -> None:
     """The change as the person is asked about it: what the tool would do, then the diff or command."""
-    if proposal.command is not None:
-        click.secho("The machine wants to run a command in your project:", bold=True, err=True)
-    elif proposal.after is None:
-        click.secho(f"The machine wants to delete {inert(proposal.path or '?')}:", bold=True, err=True)
-    else:
-        verb = "create" if proposal.before is None else "change"
-        click.secho(f"The machine wants to {verb} {inert(proposal.path or '?')}:", bold=True, err=True)
+    where = " in your project" if proposal.command is not None else ""
+    click.secho(f"The machine wants to {proposal.action}{where}:", bold=True, err=True)
     lines = proposal.diff.splitlines()
     for line in lines[:SHOWN_LINES]:
         click.echo("  " + _coloured(line), err=True)

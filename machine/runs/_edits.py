@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
+from ._inert import inert
 from ._records import EditRecord
 
 EditMode = Literal["ask", "auto", "deny"]
@@ -43,6 +44,17 @@ class EditProposal:
     before: str | None = None
     after: str | None = None
     command: str | None = None
+
+    @property
+    def action(self) -> str:
+        """What the change would do, in words, its path made inert: ``run a command``, ``delete PATH``,
+        ``create PATH`` or ``change PATH``: what every face asks about."""
+        if self.command is not None:
+            return "run a command"
+        path = inert(self.path or "?")
+        if self.after is None:
+            return f"delete {path}"
+        return f"{'create' if self.before is None else 'change'} {path}"
 
     @cached_property
     def diff(self) -> str:

@@ -15,7 +15,7 @@ from machine.runs import Redactor
 
 if TYPE_CHECKING:
     from machine.budget import Usage
-    from machine.runs import Message, Run
+    from machine.runs import Message, Run, ToolCall
 
     from ._trace_spans import Facts
 
@@ -114,7 +114,7 @@ def _steps(run: Run, steps: list[Step], redactor: Redactor | None) -> list[tuple
     return kept
 
 
-def _arguments(redactor: Redactor | None, call: Any) -> str | None:
+def _arguments(redactor: Redactor | None, call: ToolCall) -> str | None:
     if redactor is None:
         return None
     return _content(redactor, call.arguments if call.arguments is not None else call.raw_arguments)

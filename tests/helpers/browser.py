@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from .dashboard import Served
-from .env import REPO, on_ci
+from .env import REPO, installed_or_skip, on_ci
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "build" / "test-artifacts" / "dashboard"
@@ -27,7 +27,10 @@ def playwright_api() -> Any:
         if on_ci():
             raise RuntimeError("Debian's chromium is missing, and CI=true requires it: make test installs it")
         pytest.skip("chromium is not installed (apt-get install chromium)", allow_module_level=True)
-    return pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
+    installed_or_skip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
+    import playwright.sync_api
+
+    return playwright.sync_api
 
 
 @contextmanager
