@@ -38,9 +38,9 @@ def _value(raw: Any) -> Any:
         except (TypeError, ValueError):
             return None
     if "arrayValue" in raw:
-        return [_value(v) for v in (raw["arrayValue"] or {}).get("values") or []]
+        return [_value(v) for v in _items(raw["arrayValue"], "values")]
     if "kvlistValue" in raw:
-        return _attributes((raw["kvlistValue"] or {}).get("values"))
+        return _attributes(_items(raw["kvlistValue"], "values"))
     return raw.get("doubleValue", raw.get("boolValue"))
 
 
@@ -52,29 +52,36 @@ def _attributes(raw: Any) -> dict[str, Any]:
     }
 
 
+def _items(value: Any, key: str) -> list[Any]:
+    """``value[key]`` where ``value`` is an object holding a list there; else nothing."""
+    found = value.get(key) if isinstance(value, dict) else None
+    return found if isinstance(found, list) else []
+
+
+def _plain(span: dict[str, Any]) -> Span:
+    """``span`` with its attributes and its events' attributes made plain data."""
+    events = [e for e in _items(span, "events") if isinstance(e, dict)]
+    return {
+        **span,
+        "attributes": _attributes(span.get("attributes")),
+        "events": [{**e, "attributes": _attributes(e.get("attributes"))} for e in events],
+    }
+
+
 def spans_of(path: Path, documents: list[Any]) -> list[Span]:
     """Every span of ``documents``, its attributes and its events' attributes made plain data."""
     found: list[Span] = []
     for number, document in enumerate(documents, start=1):
-        batches = document.get("resourceSpans") if isinstance(document, dict) else None
-        if not isinstance(batches, list):
+        if not isinstance(document, dict) or not isinstance(document.get("resourceSpans"), list):
             raise refusal(
                 path, f"document {number}", 'it is not OTLP/JSON traces: it has no "resourceSpans" list'
             )
-        for batch in batches:
-            for scope in (batch or {}).get("scopeSpans") or [] if isinstance(batch, dict) else []:
-                for span in (scope or {}).get("spans") or [] if isinstance(scope, dict) else []:
-                    if isinstance(span, dict) and isinstance(span.get("traceId"), str):
-                        events = [e for e in span.get("events") or [] if isinstance(e, dict)]
-                        found.append(
-                            {
-                                **span,
-                                "attributes": _attributes(span.get("attributes")),
-                                "events": [
-                                    {**e, "attributes": _attributes(e.get("attributes"))} for e in events
-                                ],
-                            }
-                        )
+        for batch in document["resourceSpans"]:
+            for scope in _items(batch, "scopeSpans"):
+                spans = _items(scope, "spans")
+                found += [
+                    _plain(s) for s in spans if isinstance(s, dict) and isinstance(s.get("traceId"), str)
+                ]
     return found
 
 
@@ -113,7 +120,9 @@ def _messages(messages: Any) -> list[dict[str, Any]]:
             said.append(message)
             continue
         answers = [
-            p for p in message["parts"] or [] if isinstance(p, dict) and p.get("type") == "tool_call_response"
+            p
+            for p in _items(message, "parts")
+            if isinstance(p, dict) and p.get("type") == "tool_call_response"
         ]
         for part in answers:
             response = part.get("response")

@@ -10,7 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.import_files import chat_jsonl, chat_row, inspect_log, workspace
+from helpers.import_files import chat_jsonl, chat_row, inspect_log, otlp_trace, workspace
 
 import machine.ops._import as import_module
 import machine.ops._import_chat as chat_module
@@ -129,3 +129,23 @@ def test_an_inspect_log_without_inspect_ai_says_how_to_install_it(
     with pytest.raises(BadInputError, match=r"machine\[inspect\]"):
         import_runs(ws, "shout", log)
     assert ws.store.count() == 0
+
+
+def test_odd_otlp_values_are_read_as_nothing_not_a_crash(tmp_path: Path) -> None:
+    """An array or a key-value list holding something other than an object of values, or a message whose
+    parts are no list, reads as empty."""
+    ws = workspace(tmp_path / "ws")
+    path = otlp_trace(tmp_path / "trace.json")
+    document = json.loads(path.read_text())
+    span = document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    span["attributes"] += [
+        {"key": "odd.array", "value": {"arrayValue": ["not", "an", "object"]}},
+        {"key": "odd.list", "value": {"kvlistValue": 7}},
+    ]
+    for batch in document["resourceSpans"]:
+        for said in (a["value"] for s in batch["scopeSpans"][0]["spans"] for a in s["attributes"]):
+            if said.get("stringValue", "").startswith('[{"role"'):
+                odd = {"role": "assistant", "parts": 5}
+                said["stringValue"] = json.dumps([*json.loads(said["stringValue"]), odd])
+    path.write_text(json.dumps(document))
+    assert import_runs(ws, "shout", path).runs == 2
