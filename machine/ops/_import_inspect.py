@@ -114,7 +114,9 @@ def _sample(sample: Any, model: str) -> Outside:
     if not messages and isinstance(sample.input, str):  # a sample that failed before it ran
         messages = [{"role": "user", "content": sample.input}]
     target = sample.target if isinstance(sample.target, str) else json.dumps(sample.target)
-    asked = sample.input if isinstance(sample.input, str) else _content(sample.input[-1].content)[0]
+    asked = sample.input if isinstance(sample.input, str) else ""
+    if not isinstance(sample.input, str) and sample.input:  # a list of messages: the last one asked
+        asked = _content(sample.input[-1].content)[0]
     return Outside(
         where=where,
         messages=messages,

@@ -149,3 +149,14 @@ def test_odd_otlp_values_are_read_as_nothing_not_a_crash(tmp_path: Path) -> None
                 said["stringValue"] = json.dumps([*json.loads(said["stringValue"]), odd])
     path.write_text(json.dumps(document))
     assert import_runs(ws, "shout", path).runs == 2
+
+
+def test_an_inspect_sample_whose_input_is_an_empty_list_is_read_not_a_crash(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    path = inspect_log(tmp_path / "log.json")
+    log = json.loads(path.read_text())
+    log["samples"][0]["input"] = []
+    path.write_text(json.dumps(log))
+    report = import_runs(ws, "shout", path)
+    assert report.runs == 2
+    assert ws.store.get(report.run_ids[0]).case == {"id": "q0", "input": "", "target": "RED"}
